@@ -1,0 +1,44 @@
+# Two commands do everything on a fresh Debian machine (run as root):
+#   make demo   - the main job (crowd demo; headless when there is no display)
+#   make test   - every check CI runs
+SHELL := /bin/bash
+GO ?= go
+export PATH := $(PATH):/usr/local/go/bin
+
+# Debian packages the project needs: Vulkan loader and headers, lavapipe,
+# validation layers, vulkaninfo, the shader compiler and validator, Xvfb and
+# the X11 headers GLFW builds against, and the real test data.
+DEB_PKGS := mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-validationlayers \
+	vulkan-tools glslc spirv-tools xvfb xauth libx11-dev libxrandr-dev libxinerama-dev \
+	libxcursor-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev assimp-testmodels gcc
+
+.PHONY: deps build test bench demo shaders soak fmt-check vet
+
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing $$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "deps: need root to apt-get install: $$missing" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	else echo "deps: all Debian packages present"; fi
+	$(GO) mod download
+
+build: deps
+	$(GO) build ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+test: deps fmt-check vet
+	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -race -timeout 20m ./sched/...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sched/...
+
+demo: deps
+	$(GO) run ./cmd/schedemo

@@ -1,0 +1,3 @@
+module github.com/vkjobs/vkjobs
+
+go 1.26

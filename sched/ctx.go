@@ -1,0 +1,371 @@
+package sched
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+)
+
+// Ctx is one scheduler thread: a worker goroutine, or a registered thread
+// (RegisterThread). Kernels receive the Ctx of the thread running them and
+// use it to add children and to wait. A Ctx must only be used by the
+// goroutine that owns it: the worker running the kernel, or the goroutine
+// that registered the thread. Using it from two goroutines at once corrupts
+// its deque.
+type Ctx struct {
+	s       *Scheduler
+	index   int
+	worker  bool
+	name    string
+	wake    chan struct{}
+	waiting atomic.Bool
+	npinned atomic.Int32
+	running int    // depth of kernels running on this thread (owner only)
+	current TaskID // task whose kernel runs now (owner only)
+	rng     uint32
+	dq      [numPriorities]deque
+	pinned  [numPriorities]ring // registered threads only
+}
+
+// Scheduler returns the scheduler this thread belongs to.
+func (c *Ctx) Scheduler() *Scheduler { return c.s }
+
+// Index returns the thread's index: workers are 0..Workers-1, registered
+// threads follow in registration order.
+func (c *Ctx) Index() int { return c.index }
+
+// Current returns the task whose kernel is running on this thread, or NoTask.
+// Use it as the Parent of children added from a kernel.
+func (c *Ctx) Current() TaskID { return c.current }
+
+// Add adds a task and returns its ID. The task runs when its dependency
+// (if any) completed; it completes when its own work and all its children
+// completed. Add returns an error, and adds nothing, for an unknown kernel,
+// streams that don't match the kernel's declaration or element count, an
+// invalid affinity or priority, a parent or dependency from another
+// scheduler or never issued, a dependency on an ancestor, a parent that
+// already finished, or a closed scheduler. When the pool is full, Add runs
+// other tasks until a slot frees (back-pressure). A dependency that already
+// finished is satisfied (or, if it failed, fails this task at once).
+func (c *Ctx) Add(t *Task) (TaskID, error) { return c.s.add(t, c) }
+
+// Create adds a task like Add but holds it until Run: children added to a
+// held task cannot race its completion. Run must be called exactly once.
+func (c *Ctx) Create(t *Task) (TaskID, error) { return c.s.create(t, c, true) }
+
+// Run starts a task made with Create.
+func (c *Ctx) Run(id TaskID) error { return c.s.run(id, c) }
+
+// Wait runs other tasks until id has finished, then returns its error
+// (a *TaskError) or nil. It sleeps, without spinning, when there is nothing
+// to run. Waiting for the task whose kernel is running on this thread is an
+// error (it could never finish).
+func (c *Ctx) Wait(id TaskID) error {
+	s := c.s
+	if err := s.checkID(id, "Wait"); err != nil {
+		return err
+	}
+	if id != NoTask && id == c.current {
+		return fmt.Errorf("sched: Wait %v from its own kernel: %w", id, ErrSelfDepend)
+	}
+	for spins := 0; !s.IsFinished(id); {
+		if c.runOne() {
+			spins = 0
+			continue
+		}
+		if spins++; spins < s.cfg.SpinRounds {
+			runtime.Gosched()
+			continue
+		}
+		spins = 0
+		sl := &s.slots[id.index()]
+		sl.waiters.Add(1)
+		c.waiting.Store(true)
+		c.sleep(id, nil)
+		c.waiting.Store(false)
+		sl.waiters.Add(-1)
+	}
+	return s.Err(id)
+}
+
+// WaitEvent runs tasks until e is signalled (frame synchronisation: work
+// while waiting for vsync, a GPU fence or another system).
+func (c *Ctx) WaitEvent(e *Event) {
+	s := c.s
+	for spins := 0; !e.IsSet(); {
+		if c.runOne() {
+			spins = 0
+			continue
+		}
+		if spins++; spins < s.cfg.SpinRounds {
+			runtime.Gosched()
+			continue
+		}
+		spins = 0
+		c.waiting.Store(true)
+		c.sleep(NoTask, e)
+		c.waiting.Store(false)
+	}
+}
+
+// RunPinned runs the tasks queued for this registered thread (and nothing
+// else) and returns how many it ran. Call it once per frame on a main or
+// render thread that does not otherwise Wait.
+func (c *Ctx) RunPinned() int {
+	n := 0
+	for lv := range c.pinned {
+		for x := c.pinned[lv].pop(); x != noItem; x = c.pinned[lv].pop() {
+			c.npinned.Add(-1)
+			c.run(x)
+			n++
+		}
+	}
+	return n
+}
+
+// RunOne runs one runnable task if there is one and reports whether it did.
+func (c *Ctx) RunOne() bool { return c.runOne() }
+
+func (c *Ctx) runOne() bool {
+	x := c.find()
+	if x == noItem {
+		return false
+	}
+	c.run(x)
+	return true
+}
+
+func (c *Ctx) find() uint32 {
+	s := c.s
+	pinned := !c.worker && c.npinned.Load() > 0
+	for lv := 0; lv < int(numPriorities); lv++ {
+		if lv != 1 && s.queued[lv].Load() == 0 && !pinned {
+			continue
+		}
+		if x := c.dq[lv].pop(); x != noItem {
+			c.took(lv)
+			return x
+		}
+		if pinned {
+			if x := c.pinned[lv].pop(); x != noItem {
+				c.npinned.Add(-1)
+				return x
+			}
+		}
+		if x := s.inject[lv].pop(); x != noItem {
+			c.took(lv)
+			return x
+		}
+		if n := len(s.threads); n > 1 {
+			c.rng = c.rng*1664525 + 1013904223
+			start := int(c.rng>>16) % n
+			for i := 0; i < n; i++ {
+				t := s.threads[(start+i)%n]
+				if t == c {
+					continue
+				}
+				if x := t.dq[lv].steal(); x != noItem {
+					c.took(lv)
+					return x
+				}
+			}
+		}
+	}
+	return noItem
+}
+
+func (c *Ctx) took(lv int) {
+	if lv != 1 {
+		c.s.queued[lv].Add(-1)
+	}
+}
+
+// hasWork reports whether any queue this thread may serve holds work.
+func (c *Ctx) hasWork() bool {
+	s := c.s
+	if !c.worker && c.npinned.Load() > 0 {
+		return true
+	}
+	for lv := range s.inject {
+		if s.inject[lv].n.Load() > 0 {
+			return true
+		}
+		for _, t := range s.threads {
+			if !t.dq[lv].empty() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sleep parks the thread until woken. It registers as idle first and then
+// re-checks for work and for the wait condition, so a push or completion
+// that raced with it is never missed.
+func (c *Ctx) sleep(id TaskID, e *Event) {
+	s := c.s
+	s.idleMu.Lock()
+	s.idle = append(s.idle, c)
+	s.nIdle.Add(1)
+	s.idleMu.Unlock()
+	if c.hasWork() || (id != NoTask && s.IsFinished(id)) || (e != nil && e.IsSet()) || (c.worker && s.stopping.Load()) {
+		s.wakeThread(c)
+		select { // drop a token a waker may have sent meanwhile
+		case <-c.wake:
+		default:
+		}
+		return
+	}
+	<-c.wake
+}
+
+func (c *Ctx) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Ctx) workerLoop() {
+	s := c.s
+	defer s.workersWG.Done()
+	c.rng = uint32(c.index)*2654435761 + 1
+	for spins := 0; !s.stopping.Load(); {
+		if c.runOne() {
+			spins = 0
+			continue
+		}
+		if spins++; spins < s.cfg.SpinRounds {
+			runtime.Gosched()
+			continue
+		}
+		spins = 0
+		c.sleep(NoTask, nil)
+	}
+}
+
+// run executes task idx on this thread: splits a large streaming task into
+// range pieces, or calls the kernel, then finishes the task's own work.
+func (c *Ctx) run(idx uint32) {
+	s := c.s
+	sl := &s.slots[idx]
+	k := sl.kern
+	if sl.task.Kernel == KernelNone {
+		s.finish(idx, nil, c)
+		return
+	}
+	d := &sl.task.Data
+	if k.Kind != Simple {
+		g := d.Grain
+		if g == 0 {
+			g = k.Grain
+		}
+		if !sl.sub {
+			if d.End-d.Begin > g && c.splitRoot(idx, g) {
+				return
+			}
+		} else {
+			// Binary splitting: hand the upper half to the deque (a thief
+			// may take it) and keep the lower half, while pieces stay at
+			// least one grain.
+			for d.End-d.Begin >= 2*g {
+				x, ok := s.tryAlloc()
+				if !ok {
+					break
+				}
+				mid := d.Begin + (d.End-d.Begin)/2
+				p := sl.parent - 1
+				s.slots[p].open.Add(1)
+				s.initSub(x, p, mid, d.End, AnyWorker)
+				d.End = mid
+				s.pushCPU(x, sl.task.Priority.level(), c)
+			}
+		}
+	}
+	s.finish(idx, c.call(idx, k, d), c)
+}
+
+// splitRoot splits streaming task idx evenly into one piece per thread (or
+// fewer, at least a grain each): 7 items over 4 threads give 2,2,2,1.
+func (c *Ctx) splitRoot(idx uint32, g uint32) bool {
+	s := c.s
+	sl := &s.slots[idx]
+	d := &sl.task.Data
+	n := d.End - d.Begin
+	p := min((n+g-1)/g, uint32(len(s.threads)))
+	if p <= 1 {
+		return false
+	}
+	base, rem := n/p, n%p
+	begin := d.Begin
+	lv := sl.task.Priority.level()
+	for i := uint32(0); i < p; i++ {
+		size := base
+		if i < rem {
+			size++
+		}
+		x, ok := s.tryAlloc()
+		if !ok {
+			// Pool exhausted: run what is left here, inside this task.
+			d.Begin = begin
+			s.finish(idx, c.call(idx, sl.kern, d), c)
+			return true
+		}
+		sl.open.Add(1)
+		s.initSub(x, idx, begin, begin+size, AnyWorker)
+		begin += size
+		s.pushCPU(x, lv, c)
+	}
+	s.finish(idx, nil, c)
+	return true
+}
+
+// call runs the kernel, turning a panic into an error.
+func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
+	s := c.s
+	sl := &s.slots[idx]
+	prev := c.current
+	c.current = makeID(s.id, sl.gen.Load(), idx)
+	c.running++
+	obs := s.cfg.Observer
+	var start int64
+	if obs != nil {
+		start = Nanotime()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrKernelPanic, r)
+		}
+		c.running--
+		if obs != nil {
+			ev := RunEvent{Thread: c.index, Where: AnyWorker, Task: c.current, Dependency: sl.task.Dependency,
+				Parent: sl.task.Parent, Kernel: sl.task.Kernel, Begin: d.Begin, End: d.End,
+				Start: start, Stop: Nanotime(), Err: err}
+			obs.TaskRan(&ev)
+		}
+		c.current = prev
+	}()
+	return k.CPU(c, d)
+}
+
+// Event is a flag that threads can work while waiting for (WaitEvent). The
+// zero value is not usable: use Scheduler.NewEvent.
+type Event struct {
+	s   *Scheduler
+	set atomic.Bool
+}
+
+// NewEvent returns an unset event.
+func (s *Scheduler) NewEvent() *Event { return &Event{s: s} }
+
+// Signal sets the event and wakes threads waiting for it. Any goroutine.
+func (e *Event) Signal() {
+	e.set.Store(true)
+	e.s.wakeWaiters()
+}
+
+// Reset clears the event.
+func (e *Event) Reset() { e.set.Store(false) }
+
+// IsSet reports whether the event is set.
+func (e *Event) IsSet() bool { return e.set.Load() }

@@ -1,0 +1,122 @@
+package sched
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// cacheLine is the padding unit that keeps hot per-thread fields apart.
+const cacheLine = 64
+
+// noItem is returned by queue operations that found nothing.
+const noItem = ^uint32(0)
+
+// deque is a fixed-capacity Chase-Lev work-stealing deque of slot indices.
+// The owner pushes and pops at the bottom (LIFO, cache warm); thieves steal
+// from the top (FIFO, oldest and usually largest work). Capacity is a power
+// of two; a full deque refuses the push and the caller uses the shared
+// overflow queue instead of growing (enkiTS's rule: never allocate on the
+// hot path).
+type deque struct {
+	top    atomic.Int64
+	_      [cacheLine - 8]byte
+	bottom atomic.Int64
+	_      [cacheLine - 8]byte
+	mask   int64
+	buf    []atomic.Uint32
+}
+
+func (d *deque) init(capacity int) {
+	d.buf = make([]atomic.Uint32, capacity)
+	d.mask = int64(capacity - 1)
+}
+
+// push adds x at the bottom. Owner only.
+func (d *deque) push(x uint32) bool {
+	b := d.bottom.Load()
+	t := d.top.Load()
+	if b-t > d.mask {
+		return false
+	}
+	d.buf[b&d.mask].Store(x)
+	d.bottom.Store(b + 1)
+	return true
+}
+
+// pop removes the newest item. Owner only.
+func (d *deque) pop() uint32 {
+	b := d.bottom.Load() - 1
+	d.bottom.Store(b)
+	t := d.top.Load()
+	if t > b {
+		d.bottom.Store(b + 1)
+		return noItem
+	}
+	x := d.buf[b&d.mask].Load()
+	if t == b {
+		if !d.top.CompareAndSwap(t, t+1) {
+			x = noItem
+		}
+		d.bottom.Store(b + 1)
+	}
+	return x
+}
+
+// steal removes the oldest item. Any thread.
+func (d *deque) steal() uint32 {
+	for {
+		t := d.top.Load()
+		b := d.bottom.Load()
+		if t >= b {
+			return noItem
+		}
+		x := d.buf[t&d.mask].Load()
+		if d.top.CompareAndSwap(t, t+1) {
+			return x
+		}
+	}
+}
+
+func (d *deque) empty() bool { return d.top.Load() >= d.bottom.Load() }
+
+// ring is a mutex-protected FIFO of slot indices with a fixed capacity. It
+// serves the shared injection queue (tasks added by goroutines that are not
+// scheduler threads, and deque overflow) and each registered thread's pinned
+// queue. Its capacity equals the task pool's, so it can never overflow.
+type ring struct {
+	n    atomic.Int32 // items queued; read without the lock as a hint
+	mu   sync.Mutex
+	head uint32
+	buf  []uint32
+	mask uint32
+}
+
+func (r *ring) init(capacity int) {
+	r.buf = make([]uint32, capacity)
+	r.mask = uint32(capacity - 1)
+}
+
+func (r *ring) push(x uint32) {
+	r.mu.Lock()
+	n := uint32(r.n.Load())
+	r.buf[(r.head+n)&r.mask] = x
+	r.n.Store(int32(n + 1))
+	r.mu.Unlock()
+}
+
+func (r *ring) pop() uint32 {
+	if r.n.Load() == 0 {
+		return noItem
+	}
+	r.mu.Lock()
+	n := r.n.Load()
+	if n == 0 {
+		r.mu.Unlock()
+		return noItem
+	}
+	x := r.buf[r.head&r.mask]
+	r.head++
+	r.n.Store(n - 1)
+	r.mu.Unlock()
+	return x
+}

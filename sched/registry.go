@@ -1,0 +1,181 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Rate says how a stream's element count relates to a task's work items.
+type Rate uint8
+
+const (
+	// PerItem streams have one element per work item, scaled by the
+	// kernel's Factor on the many side of a Reduce (inputs) or Expand
+	// (outputs) kernel. They are split with the task.
+	PerItem Rate = iota
+	// Whole streams are read in full by every range (lookup tables, bone
+	// palettes); their count is free and they are never split.
+	Whole
+)
+
+// StreamSpec declares one input or output stream of a kernel.
+type StreamSpec struct {
+	Name   string
+	Stride uint32 // element size in bytes; 0 accepts any
+	Rate   Rate
+}
+
+// KernelFunc is a kernel's CPU implementation. It processes the work items
+// [t.Begin, t.End) and may add child tasks or wait through c. It must not
+// retain t or c after returning. A returned error (or a panic) fails the task.
+type KernelFunc func(c *Ctx, t *TaskData) error
+
+// Kernel is a registered kernel: a name, its data shape, a pure-Go CPU
+// implementation, and optionally an opaque GPU binding that a GPU executor
+// understands (see package kernels and gpu).
+type Kernel struct {
+	Name   string
+	Kind   Kind
+	Factor uint32 // Reduce/Expand ratio; ignored (1) otherwise
+	In     []StreamSpec
+	Out    []StreamSpec
+	Grain  uint32 // default split grain in work items (0 = 1024)
+	CPU    KernelFunc
+	// GPU is the device binding, interpreted by the executor that runs GPU
+	// tasks; nil means the kernel has no GPU version.
+	GPU any
+	// SPU, when set, is an opaque binding for the local-store executor.
+	SPU any
+}
+
+// Registry maps kernel IDs to kernels. Lookups are lock-free; registration
+// takes a lock and publishes a new table (copy on write), so kernels can be
+// registered while schedulers run. The zero value is not usable: use
+// NewRegistry.
+type Registry struct {
+	mu    sync.Mutex
+	table atomic.Pointer[[]*Kernel]
+}
+
+// DefaultGrain is the split grain used when neither task nor kernel sets one.
+const DefaultGrain = 1024
+
+// ErrUnknownKernel is wrapped by errors about unregistered kernel IDs.
+var ErrUnknownKernel = errors.New("unknown kernel")
+
+// NewRegistry returns a registry holding only KernelNone.
+func NewRegistry() *Registry {
+	r := &Registry{}
+	t := []*Kernel{{Name: "none", Kind: Simple}}
+	r.table.Store(&t)
+	return r
+}
+
+// Register adds k under id. It fails if id is taken, k has no CPU
+// implementation, or k's declaration is inconsistent.
+func (r *Registry) Register(id KernelID, k Kernel) error {
+	if id == KernelNone {
+		return fmt.Errorf("sched: register %q: kernel ID 0 is reserved for KernelNone", k.Name)
+	}
+	if k.CPU == nil {
+		return fmt.Errorf("sched: register kernel %d %q: no CPU implementation", id, k.Name)
+	}
+	if len(k.In) > MaxStreams || len(k.Out) > MaxStreams {
+		return fmt.Errorf("sched: register kernel %d %q: %d inputs and %d outputs; at most %d each", id, k.Name, len(k.In), len(k.Out), MaxStreams)
+	}
+	switch k.Kind {
+	case Simple, Streaming:
+		k.Factor = 1
+	case Reduce, Expand:
+		if k.Factor == 0 {
+			return fmt.Errorf("sched: register kernel %d %q: %v kernel needs Factor > 0", id, k.Name, k.Kind)
+		}
+	default:
+		return fmt.Errorf("sched: register kernel %d %q: invalid kind %v", id, k.Name, k.Kind)
+	}
+	if k.Grain == 0 {
+		k.Grain = DefaultGrain
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := *r.table.Load()
+	if int(id) < len(old) && old[id] != nil {
+		return fmt.Errorf("sched: register kernel %d %q: ID already used by %q", id, k.Name, old[id].Name)
+	}
+	n := len(old)
+	if int(id) >= n {
+		n = int(id) + 1
+	}
+	t := make([]*Kernel, n)
+	copy(t, old)
+	kc := k
+	t[id] = &kc
+	r.table.Store(&t)
+	return nil
+}
+
+// Lookup returns the kernel registered under id, or nil.
+func (r *Registry) Lookup(id KernelID) *Kernel {
+	t := *r.table.Load()
+	if int(id) < len(t) {
+		return t[id]
+	}
+	return nil
+}
+
+// Each calls f for every registered kernel in ID order.
+func (r *Registry) Each(f func(KernelID, *Kernel)) {
+	for i, k := range *r.table.Load() {
+		if k != nil {
+			f(KernelID(i), k)
+		}
+	}
+}
+
+// Validate checks a task's data against the kernel's declaration: stream
+// counts and strides must match the element count. It is called by Add.
+func (k *Kernel) Validate(id KernelID, d *TaskData) error {
+	if k.Kind == Simple {
+		return nil
+	}
+	for i := range MaxStreams {
+		if err := k.checkStream("input", i, k.In, &d.In[i], d.Elements, k.Kind == Reduce); err != nil {
+			return fmt.Errorf("sched: kernel %d %q: %w", id, k.Name, err)
+		}
+		if err := k.checkStream("output", i, k.Out, &d.Out[i], d.Elements, k.Kind == Expand); err != nil {
+			return fmt.Errorf("sched: kernel %d %q: %w", id, k.Name, err)
+		}
+	}
+	return nil
+}
+
+func (k *Kernel) checkStream(dir string, i int, specs []StreamSpec, s *Stream, n uint32, scaled bool) error {
+	if i >= len(specs) {
+		if s.Count != 0 || s.Bytes != nil || s.Buffer != 0 {
+			return fmt.Errorf("%s stream %d given but the kernel declares %d", dir, i, len(specs))
+		}
+		return nil
+	}
+	sp := specs[i]
+	if s.Bytes == nil && s.Buffer == 0 && s.Count > 0 {
+		return fmt.Errorf("%s stream %d (%s) has count %d but no memory", dir, i, sp.Name, s.Count)
+	}
+	if sp.Stride != 0 && s.Stride != sp.Stride {
+		return fmt.Errorf("%s stream %d (%s) has stride %d, kernel needs %d", dir, i, sp.Name, s.Stride, sp.Stride)
+	}
+	if !s.Valid() {
+		return fmt.Errorf("%s stream %d (%s) has %d bytes, fewer than count %d x stride %d", dir, i, sp.Name, len(s.Bytes), s.Count, s.Stride)
+	}
+	if sp.Rate == PerItem {
+		want := uint64(n)
+		if scaled {
+			want *= uint64(k.Factor)
+		}
+		if uint64(s.Count) != want {
+			return fmt.Errorf("%s stream %d (%s) has %d elements, task needs %d (elements %d, %v factor %d)", dir, i, sp.Name, s.Count, want, n, k.Kind, k.Factor)
+		}
+	}
+	return nil
+}

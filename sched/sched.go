@@ -1,0 +1,976 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures a Scheduler. The zero value gives sensible defaults.
+type Config struct {
+	// MainThreads is how many threads created elsewhere (main, render...)
+	// will register with RegisterThread. Default 1.
+	MainThreads int
+	// Workers is the number of worker goroutines. Default: the number of
+	// usable CPUs (GOMAXPROCS) minus MainThreads, at least 1, so the
+	// scheduler neither over- nor under-subscribes the machine.
+	Workers int
+	// PoolSize is the number of task slots (rounded up to a power of two,
+	// default 16384). When every slot is in use, Add applies back-pressure:
+	// the caller helps run work (or sleeps) until a slot frees.
+	PoolSize int
+	// DequeSize is each thread's deque capacity per priority level (power
+	// of two, default 1024). Overflow goes to the shared queue.
+	DequeSize int
+	// Kernels is the kernel registry; default a new one with KernelNone.
+	Kernels *Registry
+	// Placer decides where Auto tasks run; nil runs them on CPU workers.
+	Placer Placer
+	// Observer, when set, is told about every kernel invocation (profiling,
+	// learned placement). Nil costs nothing.
+	Observer Observer
+	// SpinRounds is how many rounds an idle thread looks for work before it
+	// sleeps (default 64, each with runtime.Gosched). Never a busy loop.
+	SpinRounds int
+	// MaxRetainedErrors bounds how many failed tasks' errors are kept for
+	// Wait/Err on IDs whose slots were reused (default 65536). When more fail
+	// before being collected, the oldest are dropped and counted.
+	MaxRetainedErrors int
+}
+
+// Placer decides where an Auto task runs, at the moment it becomes runnable.
+type Placer interface {
+	// Place returns AnyWorker, GPU or SPU, and optionally split > 0: the
+	// first split work items run on the returned device and the rest on
+	// CPU workers (co-execution). It is called concurrently.
+	Place(id KernelID, k *Kernel, d *TaskData) (where Affinity, split uint32)
+}
+
+// RunEvent describes one finished kernel invocation.
+type RunEvent struct {
+	Thread      int // scheduler thread index; -1 for an executor
+	Where       Affinity
+	Task        TaskID
+	Parent      TaskID
+	Dependency  TaskID
+	Kernel      KernelID
+	Begin, End  uint32 // work items
+	Start, Stop int64  // Nanotime()
+	Err         error
+}
+
+// Observer receives RunEvents. It is called on the thread that ran the
+// kernel, so it must be cheap and safe for concurrent use.
+type Observer interface {
+	TaskRan(ev *RunEvent)
+}
+
+var clockBase = time.Now()
+
+// Nanotime returns monotonic nanoseconds used in RunEvents.
+func Nanotime() int64 { return int64(time.Since(clockBase)) }
+
+// Errors reported by the scheduler. Task errors wrap them or a kernel's error.
+var (
+	ErrClosed       = errors.New("sched: scheduler closed")
+	ErrForeignTask  = errors.New("task belongs to another scheduler")
+	ErrNotIssued    = errors.New("task ID was never issued (freed or forged slot)")
+	ErrSelfDepend   = errors.New("task would depend on itself")
+	ErrParentDone   = errors.New("parent task already finished")
+	ErrNoExecutor   = errors.New("no executor attached for affinity")
+	ErrBadAffinity  = errors.New("invalid affinity")
+	ErrBadPriority  = errors.New("invalid priority")
+	ErrDepFailed    = errors.New("dependency failed")
+	ErrChildFailed  = errors.New("child task failed")
+	ErrKernelPanic  = errors.New("kernel panicked")
+	ErrThreadsTaken = errors.New("all MainThreads are already registered")
+)
+
+// TaskError is the error of a failed task: it names the task and kernel.
+type TaskError struct {
+	Task   TaskID
+	Kernel KernelID
+	Name   string
+	Err    error
+}
+
+func (e *TaskError) Error() string {
+	return fmt.Sprintf("%v (kernel %d %q): %v", e.Task, e.Kernel, e.Name, e.Err)
+}
+
+func (e *TaskError) Unwrap() error { return e.Err }
+
+const (
+	stFree uint32 = iota
+	stPending
+	stQueued
+	stRunning
+	stDone
+)
+
+// slot is one pool entry. Hot fields first; the task copy follows.
+type slot struct {
+	gen     atomic.Uint32
+	open    atomic.Int32  // own work (1) + unfinished children
+	next    atomic.Uint32 // free-list link
+	waiters atomic.Int32
+	deps    atomic.Uint64 // gen<<32 | dependents list head (index+1) or depsClosed
+	depNext uint32        // link in a dependency's dependents list
+	parent  uint32        // parent index+1, 0 for none
+	sub     bool          // a range piece of a split streaming task
+	held    bool          // made by Create, not yet Run
+	err     atomic.Pointer[TaskError]
+	kern    *Kernel
+	task    Task
+}
+
+const depsClosed = 0xffffffff
+
+// Executor runs tasks whose affinity is GPU or SPU. The scheduler hands it
+// each such task when it becomes runnable; the executor must eventually call
+// Job.Done exactly once per job, from any goroutine, including after Close
+// began (with an error if it cannot run the job).
+type Executor interface {
+	// Enqueue must not block for long. It is called from scheduler
+	// threads and from other executors' completion goroutines.
+	Enqueue(j Job)
+	// Close finishes or fails every job it holds; called by
+	// Scheduler.Close once. Later Enqueues must fail their job at once.
+	Close() error
+}
+
+// ExecutorKind selects which affinity an executor serves.
+type ExecutorKind int
+
+const (
+	ExecGPU ExecutorKind = iota
+	ExecSPU
+)
+
+// Job is a runnable task handed to an Executor.
+type Job struct {
+	s   *Scheduler
+	idx uint32
+	id  TaskID
+}
+
+// ID returns the task's ID.
+func (j Job) ID() TaskID { return j.id }
+
+// Kernel returns the task's kernel ID and registration.
+func (j Job) Kernel() (KernelID, *Kernel) {
+	sl := &j.s.slots[j.idx]
+	return sl.task.Kernel, sl.kern
+}
+
+// Data returns the task's data; valid until Done is called.
+func (j Job) Data() *TaskData { return &j.s.slots[j.idx].task.Data }
+
+// Priority returns the task's priority.
+func (j Job) Priority() Priority { return j.s.slots[j.idx].task.Priority }
+
+// Scheduler returns the job's scheduler.
+func (j Job) Scheduler() *Scheduler { return j.s }
+
+// Done completes the job's own work. err != nil fails the task (wrapped in
+// a TaskError); dependents and the parent are released exactly as for a CPU
+// task. Calling Done twice is a bug that corrupts the pool.
+func (j Job) Done(err error) {
+	j.s.finish(j.idx, err, nil)
+}
+
+// Scheduler runs tasks over worker goroutines and registered threads. Create
+// with New, stop with Close. All methods are safe for concurrent use unless
+// their comment says otherwise.
+type Scheduler struct {
+	id      uint8
+	cfg     Config
+	reg     *Registry
+	slots   []slot
+	free    atomic.Uint64 // tag<<32 | index+1
+	live    atomic.Int64  // allocated slots
+	threads []*Ctx        // workers first, then registered threads
+	nwork   int
+	nreg    atomic.Int32
+	inject  [numPriorities]ring
+	queued  [numPriorities]atomic.Int32 // tasks queued at High and Low levels
+
+	execs [2]Executor
+
+	idleMu sync.Mutex
+	idle   []*Ctx
+	nIdle  atomic.Int32
+
+	extMu     sync.Mutex
+	extCond   *sync.Cond
+	extWait   atomic.Int32
+	poolWait  atomic.Int32
+	closing   atomic.Bool
+	stopping  atomic.Bool
+	workersWG sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	failMu   sync.Mutex
+	failed   map[TaskID]*TaskError
+	failFIFO []TaskID
+	nFailed  atomic.Int64
+	dropped  atomic.Int64
+}
+
+var schedIDs atomic.Uint32
+
+// New creates a scheduler and starts its workers.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.MainThreads < 0 || cfg.Workers < 0 || cfg.PoolSize < 0 || cfg.DequeSize < 0 {
+		return nil, fmt.Errorf("sched: negative value in Config %+v", cfg)
+	}
+	if cfg.MainThreads == 0 {
+		cfg.MainThreads = 1
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = max(1, runtime.GOMAXPROCS(0)-cfg.MainThreads)
+	}
+	if cfg.PoolSize == 0 {
+		cfg.PoolSize = 16384
+	}
+	if cfg.PoolSize > MaxPoolSize {
+		return nil, fmt.Errorf("sched: PoolSize %d exceeds %d", cfg.PoolSize, MaxPoolSize)
+	}
+	cfg.PoolSize = pow2(cfg.PoolSize)
+	if cfg.DequeSize == 0 {
+		cfg.DequeSize = 1024
+	}
+	cfg.DequeSize = pow2(cfg.DequeSize)
+	if cfg.Kernels == nil {
+		cfg.Kernels = NewRegistry()
+	}
+	if cfg.SpinRounds == 0 {
+		cfg.SpinRounds = 64
+	}
+	if cfg.MaxRetainedErrors == 0 {
+		cfg.MaxRetainedErrors = 65536
+	}
+	s := &Scheduler{
+		id:     uint8(schedIDs.Add(1)%255 + 1),
+		cfg:    cfg,
+		reg:    cfg.Kernels,
+		slots:  make([]slot, cfg.PoolSize),
+		nwork:  cfg.Workers,
+		failed: make(map[TaskID]*TaskError),
+	}
+	s.extCond = sync.NewCond(&s.extMu)
+	// Free list: every slot, lowest index on top.
+	for i := len(s.slots) - 1; i >= 0; i-- {
+		s.slots[i].next.Store(uint32(s.free.Load()))
+		s.free.Store(uint64(i + 1))
+		s.slots[i].gen.Store(1)
+		s.slots[i].deps.Store(1 << 32)
+	}
+	for p := range s.inject {
+		s.inject[p].init(cfg.PoolSize)
+	}
+	n := cfg.Workers + cfg.MainThreads
+	s.threads = make([]*Ctx, n)
+	for i := range s.threads {
+		c := &Ctx{s: s, index: i, worker: i < cfg.Workers, wake: make(chan struct{}, 1)}
+		for p := range c.dq {
+			c.dq[p].init(cfg.DequeSize)
+		}
+		if !c.worker {
+			for p := range c.pinned {
+				c.pinned[p].init(cfg.PoolSize)
+			}
+		}
+		s.threads[i] = c
+	}
+	for i := 0; i < cfg.Workers; i++ {
+		s.workersWG.Add(1)
+		go s.threads[i].workerLoop()
+	}
+	return s, nil
+}
+
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// Kernels returns the scheduler's kernel registry.
+func (s *Scheduler) Kernels() *Registry { return s.reg }
+
+// Workers returns the number of worker goroutines.
+func (s *Scheduler) Workers() int { return s.nwork }
+
+// Threads returns workers plus MainThreads: the threads that run CPU tasks.
+func (s *Scheduler) Threads() int { return len(s.threads) }
+
+// Observer returns the configured observer (nil if none); executors report
+// their own RunEvents through it.
+func (s *Scheduler) Observer() Observer { return s.cfg.Observer }
+
+// AttachExecutor makes e run tasks of the given kind (GPU or SPU affinity).
+// Attach before adding such tasks; attaching twice replaces nothing and
+// returns an error.
+func (s *Scheduler) AttachExecutor(kind ExecutorKind, e Executor) error {
+	if kind != ExecGPU && kind != ExecSPU {
+		return fmt.Errorf("sched: AttachExecutor: unknown kind %d", kind)
+	}
+	if s.execs[kind] != nil {
+		return fmt.Errorf("sched: AttachExecutor: kind %d already attached", kind)
+	}
+	s.execs[kind] = e
+	return nil
+}
+
+// HasExecutor reports whether an executor serves kind.
+func (s *Scheduler) HasExecutor(kind ExecutorKind) bool { return s.execs[kind] != nil }
+
+// RegisterThread registers the calling thread (a goroutine that will call
+// the returned Ctx's methods; lock it with runtime.LockOSThread if it must
+// stay on one OS thread) as one of Config.MainThreads. Tasks with affinity
+// OnThread(i) run only on the i-th registered thread, when it calls Wait,
+// WaitEvent or RunPinned.
+func (s *Scheduler) RegisterThread(name string) (*Ctx, error) {
+	i := int(s.nreg.Add(1)) - 1
+	if i >= s.cfg.MainThreads {
+		s.nreg.Add(-1)
+		return nil, fmt.Errorf("sched: RegisterThread(%q): %w (%d)", name, ErrThreadsTaken, s.cfg.MainThreads)
+	}
+	c := s.threads[s.nwork+i]
+	c.name = name
+	return c, nil
+}
+
+// IsFinished reports whether the task completed (with or without error).
+// Stale IDs (the slot was reused) report true. NoTask reports true.
+func (s *Scheduler) IsFinished(id TaskID) bool {
+	if id == NoTask {
+		return true
+	}
+	idx := id.index()
+	if id.sched() != s.id || int(idx) >= len(s.slots) {
+		return true
+	}
+	return s.slots[idx].gen.Load() != id.gen()
+}
+
+// Err returns a finished task's error (nil if it succeeded or has not
+// finished). Errors of stale IDs are kept up to Config.MaxRetainedErrors.
+func (s *Scheduler) Err(id TaskID) error {
+	if !s.IsFinished(id) || s.nFailed.Load() == 0 {
+		return nil
+	}
+	s.failMu.Lock()
+	e := s.failed[id]
+	s.failMu.Unlock()
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// DroppedErrors reports how many task errors were dropped because more than
+// MaxRetainedErrors failures were retained.
+func (s *Scheduler) DroppedErrors() int64 { return s.dropped.Load() }
+
+// ForgetErrors drops every retained task error.
+func (s *Scheduler) ForgetErrors() {
+	s.failMu.Lock()
+	clear(s.failed)
+	s.failFIFO = s.failFIFO[:0]
+	s.nFailed.Store(0)
+	s.failMu.Unlock()
+}
+
+func (s *Scheduler) recordFailure(e *TaskError) {
+	s.failMu.Lock()
+	if len(s.failFIFO) >= s.cfg.MaxRetainedErrors {
+		old := s.failFIFO[0]
+		s.failFIFO = s.failFIFO[1:]
+		delete(s.failed, old)
+		s.dropped.Add(1)
+	}
+	s.failed[e.Task] = e
+	s.failFIFO = append(s.failFIFO, e.Task)
+	s.nFailed.Store(int64(len(s.failed)))
+	s.failMu.Unlock()
+}
+
+// Add adds a task from a goroutine that is not a scheduler thread. The task
+// goes to the shared queue. When the pool is full the caller sleeps until a
+// slot frees (back-pressure). See Ctx.Add for the rules.
+func (s *Scheduler) Add(t *Task) (TaskID, error) { return s.add(t, nil) }
+
+// Wait blocks until id finished and returns its error. It does not run
+// tasks (the caller is not a scheduler thread); use Ctx.Wait on threads.
+func (s *Scheduler) Wait(id TaskID) error {
+	if err := s.checkID(id, "Wait"); err != nil {
+		return err
+	}
+	if !s.IsFinished(id) {
+		sl := &s.slots[id.index()]
+		s.extMu.Lock()
+		s.extWait.Add(1)
+		sl.waiters.Add(1)
+		for !s.IsFinished(id) {
+			s.extCond.Wait()
+		}
+		sl.waiters.Add(-1)
+		s.extWait.Add(-1)
+		s.extMu.Unlock()
+	}
+	return s.Err(id)
+}
+
+// checkID validates an ID given by a caller.
+func (s *Scheduler) checkID(id TaskID, what string) error {
+	if id == NoTask {
+		return nil
+	}
+	if id.sched() != s.id {
+		return fmt.Errorf("sched: %s %v: %w", what, id, ErrForeignTask)
+	}
+	idx := id.index()
+	if int(idx) >= len(s.slots) {
+		return fmt.Errorf("sched: %s %v: %w", what, id, ErrNotIssued)
+	}
+	g := s.slots[idx].gen.Load()
+	d := int32(id.gen() - g)
+	if d > 0 || (d == 0 && s.slots[idx].open.Load() == 0 && s.slotFree(idx)) {
+		return fmt.Errorf("sched: %s %v: %w", what, id, ErrNotIssued)
+	}
+	return nil
+}
+
+// slotFree reports whether a slot is on the free list: only used for
+// diagnosing bad IDs, so a racy answer merely misses a forged ID.
+func (s *Scheduler) slotFree(idx uint32) bool {
+	return s.slots[idx].kern == nil
+}
+
+func (s *Scheduler) add(t *Task, c *Ctx) (TaskID, error) { return s.create(t, c, false) }
+
+func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
+	if s.closing.Load() && (c == nil || c.running == 0) {
+		return NoTask, ErrClosed
+	}
+	k := s.reg.Lookup(t.Kernel)
+	if k == nil {
+		return NoTask, fmt.Errorf("sched: Add: kernel %d: %w", t.Kernel, ErrUnknownKernel)
+	}
+	if k.Kind != Simple {
+		if err := k.Validate(t.Kernel, &t.Data); err != nil {
+			return NoTask, err
+		}
+	}
+	if t.Priority >= numPriorities {
+		return NoTask, fmt.Errorf("sched: Add: kernel %q: %w %d", k.Name, ErrBadPriority, t.Priority)
+	}
+	switch a := t.Affinity; a {
+	case AnyWorker, Auto:
+	case GPU:
+		if s.execs[ExecGPU] == nil {
+			return NoTask, fmt.Errorf("sched: Add: kernel %q: %w %v", k.Name, ErrNoExecutor, a)
+		}
+	case SPU:
+		if s.execs[ExecSPU] == nil {
+			return NoTask, fmt.Errorf("sched: Add: kernel %q: %w %v", k.Name, ErrNoExecutor, a)
+		}
+	default:
+		i, ok := a.Thread()
+		if !ok || i >= s.cfg.MainThreads {
+			return NoTask, fmt.Errorf("sched: Add: kernel %q: %w %v (MainThreads %d)", k.Name, ErrBadAffinity, a, s.cfg.MainThreads)
+		}
+	}
+	if err := s.checkID(t.Parent, "Add: parent"); err != nil {
+		return NoTask, err
+	}
+	if err := s.checkID(t.Dependency, "Add: dependency"); err != nil {
+		return NoTask, err
+	}
+	if t.Dependency != NoTask && t.Parent != NoTask {
+		// Depending on an ancestor deadlocks: the ancestor waits for us.
+		for p := t.Parent; p != NoTask; {
+			if p == t.Dependency {
+				return NoTask, fmt.Errorf("sched: Add: kernel %q: dependency %v is an ancestor: %w", k.Name, p, ErrSelfDepend)
+			}
+			sl := &s.slots[p.index()]
+			pi := sl.parent
+			if pi == 0 || sl.gen.Load() != p.gen() {
+				break
+			}
+			p = makeID(s.id, s.slots[pi-1].gen.Load(), pi-1)
+		}
+	}
+
+	idx := s.alloc(c)
+	sl := &s.slots[idx]
+	gen := sl.gen.Load()
+	id := makeID(s.id, gen, idx)
+	sl.task = *t
+	sl.task.Data.Begin, sl.task.Data.End = 0, t.Data.Elements
+	sl.kern = k
+	sl.sub = false
+	sl.err.Store(nil)
+	sl.open.Store(1)
+	sl.parent = 0
+	s.live.Add(1)
+
+	if t.Parent != NoTask {
+		if !s.holdParent(t.Parent) {
+			s.release(idx)
+			return NoTask, fmt.Errorf("sched: Add: kernel %q: parent %v: %w", k.Name, t.Parent, ErrParentDone)
+		}
+		sl.parent = t.Parent.index() + 1
+	}
+	sl.held = hold
+	if hold {
+		return id, nil
+	}
+	s.start(idx, c)
+	return id, nil
+}
+
+// start makes a created task wait for its dependency or run.
+func (s *Scheduler) start(idx uint32, c *Ctx) {
+	sl := &s.slots[idx]
+	t := &sl.task
+	if t.Dependency != NoTask {
+		s.linkDependency(idx, t.Dependency, c)
+	} else {
+		s.ready(idx, c)
+	}
+}
+
+// run starts a task made with Create. It returns an error if id is not a
+// held task of this scheduler (already started, finished or foreign).
+func (s *Scheduler) run(id TaskID, c *Ctx) error {
+	if err := s.checkID(id, "Run"); err != nil {
+		return err
+	}
+	if id == NoTask || s.IsFinished(id) {
+		return fmt.Errorf("sched: Run %v: task is not held (finished)", id)
+	}
+	sl := &s.slots[id.index()]
+	if !sl.held {
+		return fmt.Errorf("sched: Run %v: task is not held (already started or made by Add)", id)
+	}
+	sl.held = false
+	s.start(id.index(), c)
+	return nil
+}
+
+// Create adds a task like Add but does not start it: it waits, held, until
+// Run(id). Children can be added to a held task without racing its
+// completion (an empty parent would otherwise complete at once).
+func (s *Scheduler) Create(t *Task) (TaskID, error) { return s.create(t, nil, true) }
+
+// Run starts a task made with Create. Call it exactly once per Create.
+func (s *Scheduler) Run(id TaskID) error { return s.run(id, nil) }
+
+// holdParent increments a live parent's open count.
+func (s *Scheduler) holdParent(p TaskID) bool {
+	ps := &s.slots[p.index()]
+	for {
+		if ps.gen.Load() != p.gen() {
+			return false
+		}
+		o := ps.open.Load()
+		if o <= 0 {
+			return false
+		}
+		if ps.open.CompareAndSwap(o, o+1) {
+			break
+		}
+	}
+	if ps.gen.Load() != p.gen() {
+		// The parent finished and its slot was reused between our check
+		// and the increment: give the new owner its count back.
+		s.decOpen(p.index(), nil)
+		return false
+	}
+	return true
+}
+
+// release returns a slot that never became a task.
+func (s *Scheduler) release(idx uint32) {
+	sl := &s.slots[idx]
+	sl.kern = nil
+	sl.task = Task{}
+	g := sl.gen.Add(1)
+	sl.deps.Store(uint64(g) << 32)
+	s.live.Add(-1)
+	s.freeSlot(idx)
+}
+
+// linkDependency makes idx run after dep completes.
+func (s *Scheduler) linkDependency(idx uint32, dep TaskID, c *Ctx) {
+	ds := &s.slots[dep.index()]
+	want := uint64(dep.gen()) << 32
+	for {
+		h := ds.deps.Load()
+		if h&^0xffffffff != want || uint32(h) == depsClosed {
+			break // dependency already finished
+		}
+		s.slots[idx].depNext = uint32(h)
+		if ds.deps.CompareAndSwap(h, want|uint64(idx+1)) {
+			return
+		}
+	}
+	s.depReady(idx, s.Err(dep), c)
+}
+
+// depReady is called when idx's dependency finished with depErr.
+func (s *Scheduler) depReady(idx uint32, depErr error, c *Ctx) {
+	if depErr != nil {
+		s.finish(idx, fmt.Errorf("%w: %w", ErrDepFailed, depErr), c)
+		return
+	}
+	s.ready(idx, c)
+}
+
+// ready queues a runnable task where its affinity says.
+func (s *Scheduler) ready(idx uint32, c *Ctx) {
+	sl := &s.slots[idx]
+	a := sl.task.Affinity
+	if a == Auto {
+		a = AnyWorker
+		if s.cfg.Placer != nil && sl.task.Kernel != KernelNone {
+			where, split := s.cfg.Placer.Place(sl.task.Kernel, sl.kern, &sl.task.Data)
+			d := &sl.task.Data
+			if split > 0 && split < d.End-d.Begin && where != AnyWorker && sl.kern.Kind != Simple {
+				if s.coExecute(idx, where, d.Begin+split, c) {
+					return
+				}
+			}
+			if (where == GPU && s.execs[ExecGPU] != nil) || (where == SPU && s.execs[ExecSPU] != nil) {
+				a = where
+			}
+		}
+		sl.task.Affinity = a
+	}
+	switch a {
+	case AnyWorker:
+		s.pushCPU(idx, sl.task.Priority.level(), c)
+	case GPU:
+		s.execs[ExecGPU].Enqueue(Job{s: s, idx: idx, id: makeID(s.id, sl.gen.Load(), idx)})
+	case SPU:
+		s.execs[ExecSPU].Enqueue(Job{s: s, idx: idx, id: makeID(s.id, sl.gen.Load(), idx)})
+	default:
+		i, _ := a.Thread()
+		t := s.threads[s.nwork+i]
+		if s.closing.Load() {
+			s.finish(idx, ErrClosed, c)
+			return
+		}
+		lv := sl.task.Priority.level()
+		t.pinned[lv].push(idx)
+		t.npinned.Add(1)
+		s.wakeThread(t)
+	}
+}
+
+// coExecute splits task idx at item `at`: [Begin, at) on device where and
+// [at, End) on CPU workers, both as children of idx.
+func (s *Scheduler) coExecute(idx uint32, where Affinity, at uint32, c *Ctx) bool {
+	if (where == GPU && s.execs[ExecGPU] == nil) || (where == SPU && s.execs[ExecSPU] == nil) {
+		return false
+	}
+	sl := &s.slots[idx]
+	a, ok := s.tryAlloc()
+	if !ok {
+		return false
+	}
+	b, ok := s.tryAlloc()
+	if !ok {
+		s.freeSlot(a)
+		return false
+	}
+	d := sl.task.Data
+	s.initSub(a, idx, d.Begin, at, where)
+	s.initSub(b, idx, at, d.End, AnyWorker)
+	sl.open.Add(2)
+	s.ready(a, c)
+	s.ready(b, c)
+	s.finish(idx, nil, c)
+	return true
+}
+
+// initSub fills slot x as a range piece of task p.
+func (s *Scheduler) initSub(x, p uint32, begin, end uint32, a Affinity) {
+	ps := &s.slots[p]
+	xs := &s.slots[x]
+	xs.task = ps.task
+	xs.task.Parent, xs.task.Dependency = makeID(s.id, ps.gen.Load(), p), NoTask
+	xs.task.Affinity = a
+	xs.task.Data.Begin, xs.task.Data.End = begin, end
+	xs.kern = ps.kern
+	xs.sub = true
+	xs.err.Store(nil)
+	xs.open.Store(1)
+	xs.parent = p + 1
+	s.live.Add(1)
+}
+
+func (s *Scheduler) pushCPU(idx uint32, lv int, c *Ctx) {
+	if lv != 1 {
+		s.queued[lv].Add(1)
+	}
+	if c == nil || !c.dq[lv].push(idx) {
+		s.inject[lv].push(idx)
+	}
+	if s.nIdle.Load() > 0 {
+		s.wakeOne()
+	}
+}
+
+// finish ends idx's own work with err (nil on success).
+func (s *Scheduler) finish(idx uint32, err error, c *Ctx) {
+	if err != nil {
+		s.setErr(idx, err)
+	}
+	s.decOpen(idx, c)
+}
+
+func (s *Scheduler) setErr(idx uint32, err error) {
+	sl := &s.slots[idx]
+	if sl.err.Load() != nil {
+		return
+	}
+	te, ok := err.(*TaskError)
+	if !ok || te.Task != makeID(s.id, sl.gen.Load(), idx) {
+		te = &TaskError{Task: makeID(s.id, sl.gen.Load(), idx), Kernel: sl.task.Kernel, Name: sl.kern.Name, Err: err}
+	}
+	sl.err.CompareAndSwap(nil, te)
+}
+
+func (s *Scheduler) decOpen(idx uint32, c *Ctx) {
+	if s.slots[idx].open.Add(-1) == 0 {
+		s.complete(idx, c)
+	}
+}
+
+// complete runs when a task's own work and all its children are done.
+func (s *Scheduler) complete(idx uint32, c *Ctx) {
+	sl := &s.slots[idx]
+	gen := sl.gen.Load()
+	te := sl.err.Load()
+	var err error
+	if te != nil {
+		err = te
+		if !sl.sub {
+			s.recordFailure(te)
+		}
+	}
+	parent := sl.parent
+	// Close the dependents list and bump the generation: from here on the
+	// ID reads as finished.
+	h := sl.deps.Swap(uint64(gen+1) << 32)
+	sl.kern = nil
+	sl.task.Data.Data = nil
+	sl.gen.Store(gen + 1)
+	waiters := sl.waiters.Load()
+	s.freeSlot(idx)
+	if cnt := s.live.Add(-1); cnt == 0 && s.closing.Load() {
+		s.extMu.Lock()
+		s.extCond.Broadcast()
+		s.extMu.Unlock()
+	}
+	for d := uint32(h); d != 0 && d != depsClosed; {
+		next := s.slots[d-1].depNext
+		s.depReady(d-1, err, c)
+		d = next
+	}
+	if parent != 0 {
+		if te != nil {
+			ps := &s.slots[parent-1]
+			if ps.err.Load() == nil {
+				if sl.sub {
+					s.setErr(parent-1, te.Err)
+				} else {
+					s.setErr(parent-1, fmt.Errorf("%w: %w", ErrChildFailed, te))
+				}
+			}
+		}
+		s.decOpen(parent-1, c)
+	}
+	if waiters > 0 {
+		s.wakeWaiters()
+	}
+}
+
+// alloc takes a free slot, helping or sleeping while the pool is full.
+func (s *Scheduler) alloc(c *Ctx) uint32 {
+	for {
+		if idx, ok := s.tryAlloc(); ok {
+			return idx
+		}
+		if c != nil && c.runOne() {
+			continue
+		}
+		// Nothing to run here: sleep until a slot frees.
+		s.extMu.Lock()
+		s.poolWait.Add(1)
+		for s.free.Load()&0xffffffff == 0 {
+			s.extCond.Wait()
+		}
+		s.poolWait.Add(-1)
+		s.extMu.Unlock()
+	}
+}
+
+func (s *Scheduler) tryAlloc() (uint32, bool) {
+	for {
+		h := s.free.Load()
+		top := uint32(h)
+		if top == 0 {
+			return 0, false
+		}
+		next := s.slots[top-1].next.Load()
+		if s.free.CompareAndSwap(h, (h>>32+1)<<32|uint64(next)) {
+			return top - 1, true
+		}
+	}
+}
+
+func (s *Scheduler) freeSlot(idx uint32) {
+	for {
+		h := s.free.Load()
+		s.slots[idx].next.Store(uint32(h))
+		if s.free.CompareAndSwap(h, (h>>32+1)<<32|uint64(idx+1)) {
+			break
+		}
+	}
+	if s.poolWait.Load() > 0 {
+		s.extMu.Lock()
+		s.extCond.Broadcast()
+		s.extMu.Unlock()
+		s.wakeAll()
+	}
+}
+
+// wakeOne wakes one sleeping thread (new CPU work arrived).
+func (s *Scheduler) wakeOne() {
+	s.idleMu.Lock()
+	var t *Ctx
+	for i := len(s.idle) - 1; i >= 0; i-- {
+		if s.idle[i].worker || s.idle[i].waiting.Load() {
+			t = s.idle[i]
+			s.idle = append(s.idle[:i], s.idle[i+1:]...)
+			s.nIdle.Add(-1)
+			break
+		}
+	}
+	s.idleMu.Unlock()
+	if t != nil {
+		t.signal()
+	}
+}
+
+// wakeThread wakes t if it sleeps (pinned work for it arrived).
+func (s *Scheduler) wakeThread(t *Ctx) {
+	s.idleMu.Lock()
+	found := false
+	for i, x := range s.idle {
+		if x == t {
+			s.idle = append(s.idle[:i], s.idle[i+1:]...)
+			s.nIdle.Add(-1)
+			found = true
+			break
+		}
+	}
+	s.idleMu.Unlock()
+	if found {
+		t.signal()
+	}
+}
+
+// wakeWaiters wakes every sleeping waiter (a waited-for task completed).
+func (s *Scheduler) wakeWaiters() {
+	if s.extWait.Load() > 0 {
+		s.extMu.Lock()
+		s.extCond.Broadcast()
+		s.extMu.Unlock()
+	}
+	s.idleMu.Lock()
+	var buf [8]*Ctx
+	woken := buf[:0]
+	for i := 0; i < len(s.idle); {
+		if s.idle[i].waiting.Load() {
+			woken = append(woken, s.idle[i])
+			s.idle = append(s.idle[:i], s.idle[i+1:]...)
+			s.nIdle.Add(-1)
+			continue
+		}
+		i++
+	}
+	s.idleMu.Unlock()
+	for _, t := range woken {
+		t.signal()
+	}
+}
+
+func (s *Scheduler) wakeAll() {
+	s.idleMu.Lock()
+	woken := s.idle
+	s.idle = nil
+	s.nIdle.Store(0)
+	s.idleMu.Unlock()
+	for _, t := range woken {
+		t.signal()
+	}
+}
+
+// Close stops accepting tasks from outside (Add from a Thread or a foreign
+// goroutine returns ErrClosed; running kernels may still add children),
+// fails every task queued for a registered thread with ErrClosed, closes the
+// executors (which finish or fail their jobs), lets the workers drain every
+// other task, then stops the workers. No task is lost: each one either ran
+// or failed with an error its waiters see. Close returns when no goroutine
+// of the scheduler is left. A kernel that never returns blocks Close.
+// Calling Close again returns the first call's result.
+func (s *Scheduler) Close() error {
+	s.closeOnce.Do(func() {
+		s.closing.Store(true)
+		var errs []error
+		for _, t := range s.threads[s.nwork:] {
+			for lv := range t.pinned {
+				for x := t.pinned[lv].pop(); x != noItem; x = t.pinned[lv].pop() {
+					t.npinned.Add(-1)
+					s.finish(x, ErrClosed, nil)
+				}
+			}
+		}
+		for _, e := range s.execs {
+			if e != nil {
+				if err := e.Close(); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		// Registered threads may hold deque work nobody else would run
+		// once they stop helping: workers steal it.
+		s.wakeAll()
+		s.extMu.Lock()
+		for s.live.Load() > 0 {
+			s.extCond.Wait()
+		}
+		s.extMu.Unlock()
+		s.stopping.Store(true)
+		s.wakeAll()
+		s.workersWG.Wait()
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// Pending returns how many tasks are allocated (queued, running, waiting
+// for a dependency or for children).
+func (s *Scheduler) Pending() int { return int(s.live.Load()) }
