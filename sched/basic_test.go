@@ -3,6 +3,7 @@ package sched
 import (
 	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 const kCount KernelID = 1
@@ -68,5 +69,11 @@ func TestSmoke(t *testing.T) {
 		if y[i] != 2*x[i] {
 			t.Fatalf("y[%d]=%v", i, y[i])
 		}
+	}
+}
+
+func TestSlotSize(t *testing.T) {
+	if sz := unsafe.Sizeof(slot{}); sz%cacheLine != 0 {
+		t.Fatalf("slot is %d bytes, not a multiple of the %d-byte cache line", sz, cacheLine)
 	}
 }

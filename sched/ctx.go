@@ -13,18 +13,25 @@ import (
 // that registered the thread. Using it from two goroutines at once corrupts
 // its deque.
 type Ctx struct {
-	s       *Scheduler
-	index   int
-	worker  bool
-	name    string
-	wake    chan struct{}
-	waiting atomic.Bool
-	npinned atomic.Int32
-	running int    // depth of kernels running on this thread (owner only)
-	current TaskID // task whose kernel runs now (owner only)
-	rng     uint32
-	dq      [numPriorities]deque
-	pinned  [numPriorities]ring // registered threads only
+	s        *Scheduler
+	index    int
+	worker   bool
+	name     string
+	wake     chan struct{}
+	waiting  atomic.Bool
+	npinned  atomic.Int32
+	running  int    // depth of kernels running on this thread (owner only)
+	current  TaskID // task whose kernel runs now (owner only)
+	rng      uint32
+	ncache   int
+	cache    [slotCacheSize]uint32 // free slots kept by this thread (owner only)
+	_        [cacheLine]byte
+	nCreated atomic.Int64 // tasks created on this thread
+	_        [cacheLine - 8]byte
+	nDone    atomic.Int64 // tasks completed on this thread
+	_        [cacheLine - 8]byte
+	dq       [numPriorities]deque
+	pinned   [numPriorities]ring // registered threads only
 }
 
 // Scheduler returns the scheduler this thread belongs to.
@@ -204,6 +211,7 @@ func (c *Ctx) hasWork() bool {
 // that raced with it is never missed.
 func (c *Ctx) sleep(id TaskID, e *Event) {
 	s := c.s
+	c.flushSlots()
 	s.idleMu.Lock()
 	s.idle = append(s.idle, c)
 	s.nIdle.Add(1)
@@ -217,6 +225,18 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 		return
 	}
 	<-c.wake
+}
+
+// slotCacheSize is the most free slots one thread keeps.
+const slotCacheSize = 64
+
+// flushSlots returns the thread's cached free slots to the shared list
+// (before sleeping, or when someone waits for a slot).
+func (c *Ctx) flushSlots() {
+	if c.ncache > 0 {
+		c.s.freeBatch(c.cache[:c.ncache])
+		c.ncache = 0
+	}
 }
 
 func (c *Ctx) signal() {
@@ -269,14 +289,14 @@ func (c *Ctx) run(idx uint32) {
 			// may take it) and keep the lower half, while pieces stay at
 			// least one grain.
 			for d.End-d.Begin >= 2*g {
-				x, ok := s.tryAlloc()
+				x, ok := s.getSlot(c)
 				if !ok {
 					break
 				}
 				mid := d.Begin + (d.End-d.Begin)/2
 				p := sl.parent - 1
-				s.slots[p].open.Add(1)
-				s.initSub(x, p, mid, d.End, AnyWorker)
+				atomic.AddInt32(&s.slots[p].open, 1)
+				s.initSub(x, p, mid, d.End, AnyWorker, c)
 				d.End = mid
 				s.pushCPU(x, sl.task.Priority.level(), c)
 			}
@@ -304,15 +324,15 @@ func (c *Ctx) splitRoot(idx uint32, g uint32) bool {
 		if i < rem {
 			size++
 		}
-		x, ok := s.tryAlloc()
+		x, ok := s.getSlot(c)
 		if !ok {
 			// Pool exhausted: run what is left here, inside this task.
 			d.Begin = begin
 			s.finish(idx, c.call(idx, sl.kern, d), c)
 			return true
 		}
-		sl.open.Add(1)
-		s.initSub(x, idx, begin, begin+size, AnyWorker)
+		atomic.AddInt32(&sl.open, 1)
+		s.initSub(x, idx, begin, begin+size, AnyWorker, c)
 		begin += size
 		s.pushCPU(x, lv, c)
 	}
@@ -325,7 +345,7 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 	s := c.s
 	sl := &s.slots[idx]
 	prev := c.current
-	c.current = makeID(s.id, sl.gen.Load(), idx)
+	c.current = makeID(s.id, sl.genLoad(), idx)
 	c.running++
 	obs := s.cfg.Observer
 	var start int64

@@ -24,6 +24,10 @@ type deque struct {
 	_      [cacheLine - 8]byte
 	mask   int64
 	buf    []atomic.Uint32
+	// topSeen is the owner's last read of top: top only grows, so while
+	// bottom-topSeen < capacity the deque cannot be full and the owner
+	// need not touch the line thieves write.
+	topSeen int64
 }
 
 func (d *deque) init(capacity int) {
@@ -34,9 +38,11 @@ func (d *deque) init(capacity int) {
 // push adds x at the bottom. Owner only.
 func (d *deque) push(x uint32) bool {
 	b := d.bottom.Load()
-	t := d.top.Load()
-	if b-t > d.mask {
-		return false
+	if b-d.topSeen > d.mask {
+		d.topSeen = d.top.Load()
+		if b-d.topSeen > d.mask {
+			return false
+		}
 	}
 	d.buf[b&d.mask].Store(x)
 	d.bottom.Store(b + 1)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Config configures a Scheduler. The zero value gives sensible defaults.
@@ -112,22 +113,31 @@ const (
 )
 
 // slot is one pool entry. Hot fields first; the task copy follows.
-type slot struct {
-	gen     atomic.Uint32
-	open    atomic.Int32  // own work (1) + unfinished children
-	next    atomic.Uint32 // free-list link
+type slotFields struct {
+	deps    atomic.Uint64 // generation<<32 | dependents list head (index+1) or depsClosed
+	open    int32         // own work (1) + unfinished children; atomic once published
 	waiters atomic.Int32
-	deps    atomic.Uint64 // gen<<32 | dependents list head (index+1) or depsClosed
-	depNext uint32        // link in a dependency's dependents list
-	parent  uint32        // parent index+1, 0 for none
-	sub     bool          // a range piece of a split streaming task
-	held    bool          // made by Create, not yet Run
+	depNext uint32      // link in a dependency's dependents list
+	parent  uint32      // parent index+1, 0 for none
+	sub     bool        // a range piece of a split streaming task
+	held    atomic.Bool // made by Create, not yet Run
+	simple  bool        // task.Data's streams are zero
 	err     atomic.Pointer[TaskError]
 	kern    *Kernel
 	task    Task
 }
 
+// slot pads slotFields to whole cache lines, so neighbouring slots never
+// share a line (TestSlotSize checks it).
+type slot struct {
+	slotFields
+	_ [(cacheLine - unsafe.Sizeof(slotFields{})%cacheLine) % cacheLine]byte
+}
+
 const depsClosed = 0xffffffff
+
+// genLoad returns the slot's generation (the high half of deps).
+func (sl *slot) genLoad() uint32 { return uint32(sl.deps.Load() >> 32) }
 
 // Executor runs tasks whose affinity is GPU or SPU. The scheduler hands it
 // each such task when it becomes runnable; the executor must eventually call
@@ -186,17 +196,22 @@ func (j Job) Done(err error) {
 // with New, stop with Close. All methods are safe for concurrent use unless
 // their comment says otherwise.
 type Scheduler struct {
-	id      uint8
-	cfg     Config
-	reg     *Registry
-	slots   []slot
-	free    atomic.Uint64 // tag<<32 | index+1
-	live    atomic.Int64  // allocated slots
-	threads []*Ctx        // workers first, then registered threads
-	nwork   int
-	nreg    atomic.Int32
-	inject  [numPriorities]ring
-	queued  [numPriorities]atomic.Int32 // tasks queued at High and Low levels
+	id         uint8
+	cfg        Config
+	reg        *Registry
+	slots      []slot
+	free       atomic.Uint64 // tag<<32 | index+1
+	freeMu     sync.Mutex
+	freeIdx    []uint32     // free slot indices (a stack; capacity PoolSize)
+	nfree      atomic.Int32 // len(freeIdx), readable without the lock
+	extCreated atomic.Int64 // tasks made by non-thread goroutines
+	extDone    atomic.Int64
+	cacheCap   int
+	threads    []*Ctx // workers first, then registered threads
+	nwork      int
+	nreg       atomic.Int32
+	inject     [numPriorities]ring
+	queued     [numPriorities]atomic.Int32 // tasks queued at High and Low levels
 
 	execs [2]Executor
 
@@ -262,12 +277,12 @@ func New(cfg Config) (*Scheduler, error) {
 		nwork:  cfg.Workers,
 		failed: make(map[TaskID]*TaskError),
 	}
+	s.freeIdx = make([]uint32, 0, cfg.PoolSize)
 	s.extCond = sync.NewCond(&s.extMu)
 	// Free list: every slot, lowest index on top.
 	for i := len(s.slots) - 1; i >= 0; i-- {
-		s.slots[i].next.Store(uint32(s.free.Load()))
-		s.free.Store(uint64(i + 1))
-		s.slots[i].gen.Store(1)
+		s.freeIdx = append(s.freeIdx, uint32(i))
+		s.nfree.Store(int32(len(s.freeIdx)))
 		s.slots[i].deps.Store(1 << 32)
 	}
 	for p := range s.inject {
@@ -287,6 +302,7 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		s.threads[i] = c
 	}
+	s.cacheCap = min(slotCacheSize, cfg.PoolSize/(4*n))
 	for i := 0; i < cfg.Workers; i++ {
 		s.workersWG.Add(1)
 		go s.threads[i].workerLoop()
@@ -358,7 +374,7 @@ func (s *Scheduler) IsFinished(id TaskID) bool {
 	if id.sched() != s.id || int(idx) >= len(s.slots) {
 		return true
 	}
-	return s.slots[idx].gen.Load() != id.gen()
+	return s.slots[idx].genLoad() != id.gen()
 }
 
 // Err returns a finished task's error (nil if it succeeded or has not
@@ -441,9 +457,9 @@ func (s *Scheduler) checkID(id TaskID, what string) error {
 	if int(idx) >= len(s.slots) {
 		return fmt.Errorf("sched: %s %v: %w", what, id, ErrNotIssued)
 	}
-	g := s.slots[idx].gen.Load()
+	g := s.slots[idx].genLoad()
 	d := int32(id.gen() - g)
-	if d > 0 || (d == 0 && s.slots[idx].open.Load() == 0 && s.slotFree(idx)) {
+	if d > 0 || (d == 0 && atomic.LoadInt32(&s.slots[idx].open) == 0 && s.slotFree(idx)) {
 		return fmt.Errorf("sched: %s %v: %w", what, id, ErrNotIssued)
 	}
 	return nil
@@ -503,25 +519,41 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 			}
 			sl := &s.slots[p.index()]
 			pi := sl.parent
-			if pi == 0 || sl.gen.Load() != p.gen() {
+			if pi == 0 || sl.genLoad() != p.gen() {
 				break
 			}
-			p = makeID(s.id, s.slots[pi-1].gen.Load(), pi-1)
+			p = makeID(s.id, s.slots[pi-1].genLoad(), pi-1)
 		}
 	}
 
 	idx := s.alloc(c)
+	s.created(c)
 	sl := &s.slots[idx]
-	gen := sl.gen.Load()
+	gen := sl.genLoad()
 	id := makeID(s.id, gen, idx)
-	sl.task = *t
+	if k.Kind == Simple {
+		// Copy only what a simple kernel reads: the slot's hot lines
+		// move between cores, the unused streams need not.
+		sl.task.Kernel, sl.task.Affinity, sl.task.Priority = t.Kernel, t.Affinity, t.Priority
+		sl.task.Parent, sl.task.Dependency = t.Parent, t.Dependency
+		sl.task.Data.Params, sl.task.Data.Data = t.Data.Params, t.Data.Data
+		sl.task.Data.Elements, sl.task.Data.Grain = t.Data.Elements, t.Data.Grain
+		if sl.simple == false {
+			sl.task.Data.In, sl.task.Data.Out = [MaxStreams]Stream{}, [MaxStreams]Stream{}
+			sl.simple = true
+		}
+	} else {
+		sl.task = *t
+		sl.simple = false
+	}
 	sl.task.Data.Begin, sl.task.Data.End = 0, t.Data.Elements
 	sl.kern = k
 	sl.sub = false
-	sl.err.Store(nil)
-	sl.open.Store(1)
+	if sl.err.Load() != nil {
+		sl.err.Store(nil)
+	}
+	sl.open = 1 // not yet published: a plain store
 	sl.parent = 0
-	s.live.Add(1)
 
 	if t.Parent != NoTask {
 		if !s.holdParent(t.Parent) {
@@ -530,7 +562,9 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 		}
 		sl.parent = t.Parent.index() + 1
 	}
-	sl.held = hold
+	if hold {
+		sl.held.Store(true)
+	}
 	if hold {
 		return id, nil
 	}
@@ -559,10 +593,9 @@ func (s *Scheduler) run(id TaskID, c *Ctx) error {
 		return fmt.Errorf("sched: Run %v: task is not held (finished)", id)
 	}
 	sl := &s.slots[id.index()]
-	if !sl.held {
+	if !sl.held.CompareAndSwap(true, false) {
 		return fmt.Errorf("sched: Run %v: task is not held (already started or made by Add)", id)
 	}
-	sl.held = false
 	s.start(id.index(), c)
 	return nil
 }
@@ -579,18 +612,18 @@ func (s *Scheduler) Run(id TaskID) error { return s.run(id, nil) }
 func (s *Scheduler) holdParent(p TaskID) bool {
 	ps := &s.slots[p.index()]
 	for {
-		if ps.gen.Load() != p.gen() {
+		if ps.genLoad() != p.gen() {
 			return false
 		}
-		o := ps.open.Load()
+		o := atomic.LoadInt32(&ps.open)
 		if o <= 0 {
 			return false
 		}
-		if ps.open.CompareAndSwap(o, o+1) {
+		if atomic.CompareAndSwapInt32(&ps.open, o, o+1) {
 			break
 		}
 	}
-	if ps.gen.Load() != p.gen() {
+	if ps.genLoad() != p.gen() {
 		// The parent finished and its slot was reused between our check
 		// and the increment: give the new owner its count back.
 		s.decOpen(p.index(), nil)
@@ -604,10 +637,10 @@ func (s *Scheduler) release(idx uint32) {
 	sl := &s.slots[idx]
 	sl.kern = nil
 	sl.task = Task{}
-	g := sl.gen.Add(1)
-	sl.deps.Store(uint64(g) << 32)
-	s.live.Add(-1)
-	s.freeSlot(idx)
+	sl.open = 0
+	sl.deps.Store(uint64(sl.genLoad()+1) << 32)
+	s.finished(nil)
+	s.putSlot(idx, nil)
 }
 
 // linkDependency makes idx run after dep completes.
@@ -660,9 +693,9 @@ func (s *Scheduler) ready(idx uint32, c *Ctx) {
 	case AnyWorker:
 		s.pushCPU(idx, sl.task.Priority.level(), c)
 	case GPU:
-		s.execs[ExecGPU].Enqueue(Job{s: s, idx: idx, id: makeID(s.id, sl.gen.Load(), idx)})
+		s.execs[ExecGPU].Enqueue(Job{s: s, idx: idx, id: makeID(s.id, sl.genLoad(), idx)})
 	case SPU:
-		s.execs[ExecSPU].Enqueue(Job{s: s, idx: idx, id: makeID(s.id, sl.gen.Load(), idx)})
+		s.execs[ExecSPU].Enqueue(Job{s: s, idx: idx, id: makeID(s.id, sl.genLoad(), idx)})
 	default:
 		i, _ := a.Thread()
 		t := s.threads[s.nwork+i]
@@ -684,19 +717,19 @@ func (s *Scheduler) coExecute(idx uint32, where Affinity, at uint32, c *Ctx) boo
 		return false
 	}
 	sl := &s.slots[idx]
-	a, ok := s.tryAlloc()
+	a, ok := s.getSlot(c)
 	if !ok {
 		return false
 	}
-	b, ok := s.tryAlloc()
+	b, ok := s.getSlot(c)
 	if !ok {
-		s.freeSlot(a)
+		s.putSlot(a, c)
 		return false
 	}
 	d := sl.task.Data
-	s.initSub(a, idx, d.Begin, at, where)
-	s.initSub(b, idx, at, d.End, AnyWorker)
-	sl.open.Add(2)
+	s.initSub(a, idx, d.Begin, at, where, c)
+	s.initSub(b, idx, at, d.End, AnyWorker, c)
+	atomic.AddInt32(&sl.open, 2)
 	s.ready(a, c)
 	s.ready(b, c)
 	s.finish(idx, nil, c)
@@ -704,19 +737,22 @@ func (s *Scheduler) coExecute(idx uint32, where Affinity, at uint32, c *Ctx) boo
 }
 
 // initSub fills slot x as a range piece of task p.
-func (s *Scheduler) initSub(x, p uint32, begin, end uint32, a Affinity) {
+func (s *Scheduler) initSub(x, p uint32, begin, end uint32, a Affinity, c *Ctx) {
+	s.created(c)
 	ps := &s.slots[p]
 	xs := &s.slots[x]
 	xs.task = ps.task
-	xs.task.Parent, xs.task.Dependency = makeID(s.id, ps.gen.Load(), p), NoTask
+	xs.simple = false
+	xs.task.Parent, xs.task.Dependency = makeID(s.id, ps.genLoad(), p), NoTask
 	xs.task.Affinity = a
 	xs.task.Data.Begin, xs.task.Data.End = begin, end
 	xs.kern = ps.kern
 	xs.sub = true
-	xs.err.Store(nil)
-	xs.open.Store(1)
+	if xs.err.Load() != nil {
+		xs.err.Store(nil)
+	}
+	xs.open = 1 // not yet published: a plain store
 	xs.parent = p + 1
-	s.live.Add(1)
 }
 
 func (s *Scheduler) pushCPU(idx uint32, lv int, c *Ctx) {
@@ -745,14 +781,14 @@ func (s *Scheduler) setErr(idx uint32, err error) {
 		return
 	}
 	te, ok := err.(*TaskError)
-	if !ok || te.Task != makeID(s.id, sl.gen.Load(), idx) {
-		te = &TaskError{Task: makeID(s.id, sl.gen.Load(), idx), Kernel: sl.task.Kernel, Name: sl.kern.Name, Err: err}
+	if !ok || te.Task != makeID(s.id, sl.genLoad(), idx) {
+		te = &TaskError{Task: makeID(s.id, sl.genLoad(), idx), Kernel: sl.task.Kernel, Name: sl.kern.Name, Err: err}
 	}
 	sl.err.CompareAndSwap(nil, te)
 }
 
 func (s *Scheduler) decOpen(idx uint32, c *Ctx) {
-	if s.slots[idx].open.Add(-1) == 0 {
+	if atomic.AddInt32(&s.slots[idx].open, -1) == 0 {
 		s.complete(idx, c)
 	}
 }
@@ -760,7 +796,7 @@ func (s *Scheduler) decOpen(idx uint32, c *Ctx) {
 // complete runs when a task's own work and all its children are done.
 func (s *Scheduler) complete(idx uint32, c *Ctx) {
 	sl := &s.slots[idx]
-	gen := sl.gen.Load()
+	gen := sl.genLoad()
 	te := sl.err.Load()
 	var err error
 	if te != nil {
@@ -774,15 +810,12 @@ func (s *Scheduler) complete(idx uint32, c *Ctx) {
 	// ID reads as finished.
 	h := sl.deps.Swap(uint64(gen+1) << 32)
 	sl.kern = nil
-	sl.task.Data.Data = nil
-	sl.gen.Store(gen + 1)
-	waiters := sl.waiters.Load()
-	s.freeSlot(idx)
-	if cnt := s.live.Add(-1); cnt == 0 && s.closing.Load() {
-		s.extMu.Lock()
-		s.extCond.Broadcast()
-		s.extMu.Unlock()
+	if sl.task.Data.Data != nil {
+		sl.task.Data.Data = nil
 	}
+	waiters := sl.waiters.Load()
+	s.finished(c)
+	s.putSlot(idx, c)
 	for d := uint32(h); d != 0 && d != depsClosed; {
 		next := s.slots[d-1].depNext
 		s.depReady(d-1, err, c)
@@ -809,7 +842,7 @@ func (s *Scheduler) complete(idx uint32, c *Ctx) {
 // alloc takes a free slot, helping or sleeping while the pool is full.
 func (s *Scheduler) alloc(c *Ctx) uint32 {
 	for {
-		if idx, ok := s.tryAlloc(); ok {
+		if idx, ok := s.getSlot(c); ok {
 			return idx
 		}
 		if c != nil && c.runOne() {
@@ -818,7 +851,7 @@ func (s *Scheduler) alloc(c *Ctx) uint32 {
 		// Nothing to run here: sleep until a slot frees.
 		s.extMu.Lock()
 		s.poolWait.Add(1)
-		for s.free.Load()&0xffffffff == 0 {
+		for s.nfree.Load() == 0 {
 			s.extCond.Wait()
 		}
 		s.poolWait.Add(-1)
@@ -827,27 +860,49 @@ func (s *Scheduler) alloc(c *Ctx) uint32 {
 }
 
 func (s *Scheduler) tryAlloc() (uint32, bool) {
-	for {
-		h := s.free.Load()
-		top := uint32(h)
-		if top == 0 {
-			return 0, false
-		}
-		next := s.slots[top-1].next.Load()
-		if s.free.CompareAndSwap(h, (h>>32+1)<<32|uint64(next)) {
-			return top - 1, true
-		}
+	s.freeMu.Lock()
+	n := len(s.freeIdx)
+	if n == 0 {
+		s.freeMu.Unlock()
+		return 0, false
 	}
+	x := s.freeIdx[n-1]
+	s.freeIdx = s.freeIdx[:n-1]
+	s.nfree.Store(int32(n - 1))
+	s.freeMu.Unlock()
+	return x, true
+}
+
+// allocBatch moves up to len(dst) free slots into dst; it returns how many.
+func (s *Scheduler) allocBatch(dst []uint32) int {
+	s.freeMu.Lock()
+	n := len(s.freeIdx)
+	k := min(n, len(dst))
+	copy(dst, s.freeIdx[n-k:])
+	s.freeIdx = s.freeIdx[:n-k]
+	s.nfree.Store(int32(n - k))
+	s.freeMu.Unlock()
+	return k
+}
+
+// freeBatch returns slots to the shared free list.
+func (s *Scheduler) freeBatch(src []uint32) {
+	s.freeMu.Lock()
+	s.freeIdx = append(s.freeIdx, src...) // capacity is PoolSize: never grows
+	s.nfree.Store(int32(len(s.freeIdx)))
+	s.freeMu.Unlock()
+	s.notifyFree()
 }
 
 func (s *Scheduler) freeSlot(idx uint32) {
-	for {
-		h := s.free.Load()
-		s.slots[idx].next.Store(uint32(h))
-		if s.free.CompareAndSwap(h, (h>>32+1)<<32|uint64(idx+1)) {
-			break
-		}
-	}
+	s.freeMu.Lock()
+	s.freeIdx = append(s.freeIdx, idx)
+	s.nfree.Store(int32(len(s.freeIdx)))
+	s.freeMu.Unlock()
+	s.notifyFree()
+}
+
+func (s *Scheduler) notifyFree() {
 	if s.poolWait.Load() > 0 {
 		s.extMu.Lock()
 		s.extCond.Broadcast()
@@ -948,6 +1003,12 @@ func (s *Scheduler) Close() error {
 				}
 			}
 		}
+		// Tasks made by Create and never Run would wait forever.
+		for i := range s.slots {
+			if s.slots[i].held.CompareAndSwap(true, false) {
+				s.finish(uint32(i), ErrClosed, nil)
+			}
+		}
 		for _, e := range s.execs {
 			if e != nil {
 				if err := e.Close(); err != nil {
@@ -958,11 +1019,9 @@ func (s *Scheduler) Close() error {
 		// Registered threads may hold deque work nobody else would run
 		// once they stop helping: workers steal it.
 		s.wakeAll()
-		s.extMu.Lock()
-		for s.live.Load() > 0 {
-			s.extCond.Wait()
+		for d := 20 * time.Microsecond; s.live() > 0; d = min(2*d, 5*time.Millisecond) {
+			time.Sleep(d)
 		}
-		s.extMu.Unlock()
 		s.stopping.Store(true)
 		s.wakeAll()
 		s.workersWG.Wait()
@@ -973,4 +1032,75 @@ func (s *Scheduler) Close() error {
 
 // Pending returns how many tasks are allocated (queued, running, waiting
 // for a dependency or for children).
-func (s *Scheduler) Pending() int { return int(s.live.Load()) }
+func (s *Scheduler) Pending() int { return int(s.live()) }
+
+// created and finished count task lifetimes per thread, so the hot path
+// touches no shared counter.
+func (s *Scheduler) created(c *Ctx) {
+	if c != nil {
+		c.nCreated.Add(1)
+	} else {
+		s.extCreated.Add(1)
+	}
+}
+
+func (s *Scheduler) finished(c *Ctx) {
+	if c != nil {
+		c.nDone.Add(1)
+	} else {
+		s.extDone.Add(1)
+	}
+}
+
+// live returns the number of allocated tasks. It sums completions first
+// and creations second: every counted completion's creation is then
+// counted too, so a zero result means no task was live (a running kernel
+// that adds a child is itself live and keeps the sum positive).
+func (s *Scheduler) live() int64 {
+	var done, made int64
+	done = s.extDone.Load()
+	for _, t := range s.threads {
+		done += t.nDone.Load()
+	}
+	made = s.extCreated.Load()
+	for _, t := range s.threads {
+		made += t.nCreated.Load()
+	}
+	return made - done
+}
+
+// getSlot takes a free slot from the thread's cache, refilling it from the
+// shared free list in a batch.
+func (s *Scheduler) getSlot(c *Ctx) (uint32, bool) {
+	if c == nil {
+		return s.tryAlloc()
+	}
+	if c.ncache == 0 {
+		c.ncache = s.allocBatch(c.cache[:max(1, s.cacheCap/2)])
+		if c.ncache == 0 {
+			return 0, false
+		}
+	}
+	c.ncache--
+	return c.cache[c.ncache], true
+}
+
+// putSlot returns a slot to the thread's cache, spilling half of a full
+// cache to the shared list. When someone waits for a slot it goes straight
+// to the shared list.
+func (s *Scheduler) putSlot(idx uint32, c *Ctx) {
+	if c == nil || s.poolWait.Load() > 0 || s.cacheCap == 0 {
+		s.freeSlot(idx)
+		if c != nil {
+			c.flushSlots()
+		}
+		return
+	}
+	if c.ncache == s.cacheCap {
+		h := s.cacheCap / 2
+		s.freeBatch(c.cache[h:c.ncache])
+		c.ncache = h
+	}
+	c.cache[c.ncache] = idx
+	c.ncache++
+}

@@ -1,0 +1,933 @@
+package anim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"sort"
+)
+
+// Blob layout (all fields little-endian 32-bit words; all offsets in bytes
+// and multiples of 4; see doc.go for the full picture):
+//
+//	blob header (12 words), offsets from the blob start
+//	  0 magic "ANIM"   1 version   2 blob size   3 CRC-32C of bytes [16, size)
+//	  4 skeleton count 5 skeleton directory  6 clip count  7 clip directory
+//	  8..11 zero
+//	directories: one uint32 offset (from the blob start) per record
+//	skeleton record (8 words), offsets from the record start
+//	  0 "SKEL" 1 record size 2 bones 3 parents (int32 × bones)
+//	  4 rest pose (12 float32 × bones) 5 names (string table)
+//	  6 inverse bind (16 float32 × bones, or 0) 7 skin joints (int32 × bones, or 0)
+//	clip record (24 words), offsets from the record start
+//	  0 "CLIP" 1 record size 2 skeleton (signed offset to its record)
+//	  3 bones 4 rate (float32 Hz) 5 frames 6 segment frames 7 segments
+//	  8 animated tracks 9 flags (0)
+//	  10 default pose (12 float32 × bones) 11 track table (8 words each)
+//	  12 segment table (segments+1 bit offsets) 13 stream 14 stream words
+//	  15 events 16 event table (2 words each) 17 name 18 name length
+//	  19 cursor words 20 tolerance (float32 m) 21..23 zero
+//	track descriptor (4 words)
+//	  0 bone | kind<<16   1 bits of a segment's first indices   2 grid step (float32)   3 zero
+//	event (2 words): time (float32 s), type | bone<<16
+//	string table of n strings: n+1 uint32 offsets into the bytes that follow
+const (
+	blobMagic      = 0x4D494E41 // "ANIM"
+	blobVersion    = 1
+	skelTag        = 0x4C454B53 // "SKEL"
+	clipTag        = 0x50494C43 // "CLIP"
+	blobHeaderSize = 48
+	skelHeaderSize = 32
+	clipHeaderSize = 96
+	trackDescWords = 4
+)
+
+// Clip header word indices.
+const (
+	chTag = iota
+	chSize
+	chSkeleton
+	chBones
+	chRate
+	chFrames
+	chSegFrames
+	chSegments
+	chSlots
+	chFlags
+	chDefault
+	chTracks
+	chSegTable
+	chStream
+	chStreamWords
+	chEvents
+	chEventTable
+	chName
+	chNameLen
+	chCursorWords
+	chTolerance
+)
+
+// Cursor layout: CursorHeaderWords, then CursorSlotWords per animated track.
+const (
+	CursorHeaderWords = 8
+	CursorSlotWords   = 64
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// wbuf builds a record as words.
+type wbuf struct{ w []uint32 }
+
+func (b *wbuf) pos() uint32         { return uint32(len(b.w) * 4) }
+func (b *wbuf) add(v ...uint32)     { b.w = append(b.w, v...) }
+func (b *wbuf) f32(v float32)       { b.w = append(b.w, math.Float32bits(v)) }
+func (b *wbuf) set(i int, v uint32) { b.w[i] = v }
+func (b *wbuf) zeros(n int)         { b.w = append(b.w, make([]uint32, n)...) }
+func (b *wbuf) bytes(s []byte) {
+	for len(s)%4 != 0 {
+		s = append(s[:len(s):len(s)], 0)
+	}
+	for i := 0; i < len(s); i += 4 {
+		b.w = append(b.w, binary.LittleEndian.Uint32(s[i:]))
+	}
+}
+
+// strings writes a string table.
+func (b *wbuf) strings(ss []string) {
+	off := uint32(0)
+	b.add(0)
+	var chars []byte
+	for _, s := range ss {
+		chars = append(chars, s...)
+		off += uint32(len(s))
+		b.add(off)
+	}
+	b.bytes(chars)
+}
+
+func encodeSkeleton(s *Skeleton) []uint32 {
+	n := s.NumBones()
+	var b wbuf
+	b.zeros(skelHeaderSize / 4)
+	b.set(0, skelTag)
+	b.set(2, uint32(n))
+	b.set(3, b.pos())
+	for _, p := range s.Parents {
+		b.add(uint32(p))
+	}
+	b.set(4, b.pos())
+	for _, r := range s.Rest {
+		for _, v := range poseWords(r) {
+			b.f32(v)
+		}
+	}
+	b.set(5, b.pos())
+	b.strings(append(append([]string(nil), s.Names...), s.Name))
+	if s.InverseBind != nil {
+		b.set(6, b.pos())
+		for _, m := range s.InverseBind {
+			for _, v := range m {
+				b.f32(v)
+			}
+		}
+	}
+	if s.SkinJoint != nil {
+		b.set(7, b.pos())
+		for _, j := range s.SkinJoint {
+			b.add(uint32(j))
+		}
+	}
+	b.set(1, b.pos())
+	return b.w
+}
+
+// poseWords returns a transform in the local pose layout.
+func poseWords(t Transform) [12]float32 {
+	return [12]float32{
+		float32(t.T[0]), float32(t.T[1]), float32(t.T[2]), 0,
+		float32(t.R[0]), float32(t.R[1]), float32(t.R[2]), float32(t.R[3]),
+		float32(t.S[0]), float32(t.S[1]), float32(t.S[2]), 0,
+	}
+}
+
+// encodeClip writes a clip record; skelRel is the offset from the record
+// to its skeleton.
+func (cc *CompressedClip) encodeClip(skelRel int32) []uint32 {
+	var b wbuf
+	b.zeros(clipHeaderSize / 4)
+	b.set(chTag, clipTag)
+	b.set(chSkeleton, uint32(skelRel))
+	b.set(chBones, uint32(cc.Bones))
+	b.set(chRate, math.Float32bits(float32(cc.Rate)))
+	b.set(chFrames, uint32(cc.Frames))
+	b.set(chSegFrames, uint32(cc.SegFrames))
+	b.set(chSegments, uint32(cc.numSegments()))
+	b.set(chSlots, uint32(len(cc.slots)))
+	b.set(chCursorWords, uint32(CursorHeaderWords+CursorSlotWords*len(cc.slots)))
+	b.set(chTolerance, math.Float32bits(float32(cc.Tolerance)))
+	b.set(chDefault, b.pos())
+	for _, v := range cc.Default {
+		b.f32(v)
+	}
+	b.set(chTracks, b.pos())
+	for _, sl := range cc.slots {
+		b.add(uint32(sl.bone)|uint32(sl.kind)<<16, uint32(sl.absBits), math.Float32bits(sl.step), 0)
+	}
+	b.set(chSegTable, b.pos())
+	b.add(cc.segBits...)
+	b.set(chStream, b.pos())
+	b.set(chStreamWords, uint32(len(cc.stream)))
+	b.add(cc.stream...)
+	b.set(chEvents, uint32(len(cc.Events)))
+	b.set(chEventTable, b.pos())
+	for _, e := range cc.Events {
+		b.f32(e.Time)
+		b.add(uint32(e.Type) | uint32(e.Bone)<<16)
+	}
+	b.set(chName, b.pos())
+	b.set(chNameLen, uint32(len(cc.Name)))
+	b.bytes([]byte(cc.Name))
+	b.set(chSize, b.pos())
+	return b.w
+}
+
+func (cc *CompressedClip) recordBytes() int { return len(cc.encodeClip(0)) * 4 }
+
+// Builder collects skeletons and compressed clips and writes one blob.
+// The zero value is ready to use.
+type Builder struct {
+	skels    []*Skeleton
+	clips    []*CompressedClip
+	clipSkel []int
+}
+
+// AddSkeleton adds a skeleton and returns its index for AddClip.
+func (b *Builder) AddSkeleton(s *Skeleton) int {
+	b.skels = append(b.skels, s)
+	return len(b.skels) - 1
+}
+
+// AddClip adds a compressed clip of skeleton index skel.
+func (b *Builder) AddClip(skel int, c *CompressedClip) error {
+	if skel < 0 || skel >= len(b.skels) {
+		return fmt.Errorf("anim: AddClip %q: skeleton %d of %d", c.Name, skel, len(b.skels))
+	}
+	if n := b.skels[skel].NumBones(); n != c.Bones {
+		return fmt.Errorf("anim: AddClip %q: clip has %d bones, skeleton %d", c.Name, c.Bones, n)
+	}
+	b.clips = append(b.clips, c)
+	b.clipSkel = append(b.clipSkel, skel)
+	return nil
+}
+
+// Bytes writes the blob: header, directories, skeletons, clips.
+func (b *Builder) Bytes() ([]byte, error) {
+	for _, s := range b.skels {
+		if err := s.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	var w wbuf
+	w.zeros(blobHeaderSize / 4)
+	w.set(0, blobMagic)
+	w.set(1, blobVersion)
+	w.set(4, uint32(len(b.skels)))
+	w.set(5, w.pos())
+	w.zeros(len(b.skels))
+	w.set(6, uint32(len(b.clips)))
+	w.set(7, w.pos())
+	w.zeros(len(b.clips))
+	skelOff := make([]uint32, len(b.skels))
+	for i, s := range b.skels {
+		skelOff[i] = w.pos()
+		w.set(blobHeaderSize/4+i, skelOff[i])
+		w.add(encodeSkeleton(s)...)
+	}
+	clipDir := int(w.w[7] / 4)
+	for i, c := range b.clips {
+		off := w.pos()
+		w.set(clipDir+i, off)
+		w.add(c.encodeClip(int32(skelOff[b.clipSkel[i]]) - int32(off))...)
+	}
+	w.set(2, w.pos())
+	out := make([]byte, len(w.w)*4)
+	for i, v := range w.w {
+		binary.LittleEndian.PutUint32(out[4*i:], v)
+	}
+	binary.LittleEndian.PutUint32(out[12:], crc32.Checksum(out[16:], castagnoli))
+	return out, nil
+}
+
+// Blob is a loaded, validated resource blob: one or more blobs written by
+// Builder and concatenated. Clips and skeletons are named by their byte
+// offset in the whole byte slice. A Blob is read-only and safe for
+// concurrent use.
+type Blob struct {
+	data  []byte
+	words []uint32
+	clips []uint32 // absolute byte offsets, sorted
+	skels []uint32
+}
+
+// BlobError reports a corrupt or truncated blob: where and what.
+type BlobError struct {
+	Offset int // byte offset of the bad record or field
+	Msg    string
+}
+
+func (e *BlobError) Error() string { return fmt.Sprintf("anim blob: byte %d: %s", e.Offset, e.Msg) }
+
+// ReadBlob loads a blob file with one read, then validates it (Load).
+func ReadBlob(path string) (*Blob, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, nil
+}
+
+// Load validates data (every header, offset, count, table and stream
+// record of every concatenated blob) and returns a Blob that refers to it
+// (data must not be modified afterwards). Corrupt or truncated data is an
+// error, never a panic.
+func Load(data []byte) (*Blob, error) {
+	if len(data) == 0 {
+		return nil, &BlobError{0, "empty"}
+	}
+	if len(data)%4 != 0 {
+		return nil, &BlobError{len(data), fmt.Sprintf("size %d is not a multiple of 4", len(data))}
+	}
+	b := &Blob{data: data, words: wordsOf(data)}
+	for off := 0; off < len(data); {
+		size, err := b.validateBlob(off)
+		if err != nil {
+			return nil, err
+		}
+		off += size
+	}
+	sort.Slice(b.clips, func(i, j int) bool { return b.clips[i] < b.clips[j] })
+	sort.Slice(b.skels, func(i, j int) bool { return b.skels[i] < b.skels[j] })
+	return b, nil
+}
+
+// Bytes returns the blob's bytes (do not modify them).
+func (b *Blob) Bytes() []byte { return b.data }
+
+// Words returns the blob as little-endian words, the form GPU buffers and
+// the sampler read (do not modify them).
+func (b *Blob) Words() []uint32 { return b.words }
+
+// NumClips returns the number of clips in all concatenated blobs.
+func (b *Blob) NumClips() int { return len(b.clips) }
+
+// Clip returns clip i (0 <= i < NumClips), in offset order.
+func (b *Blob) Clip(i int) ClipView { return ClipView{b, b.clips[i]} }
+
+// ClipAt returns the clip whose record starts at byte offset off.
+func (b *Blob) ClipAt(off uint32) (ClipView, error) {
+	if !b.isClip(off) {
+		return ClipView{}, fmt.Errorf("anim: offset %d: %w", off, errNoClip)
+	}
+	return ClipView{b, off}, nil
+}
+
+func (b *Blob) isClip(off uint32) bool {
+	i := sort.Search(len(b.clips), func(i int) bool { return b.clips[i] >= off })
+	return i < len(b.clips) && b.clips[i] == off
+}
+
+// ClipByName returns the first clip with the given name.
+func (b *Blob) ClipByName(name string) (ClipView, bool) {
+	for _, off := range b.clips {
+		c := ClipView{b, off}
+		if c.Name() == name {
+			return c, true
+		}
+	}
+	return ClipView{}, false
+}
+
+// NumSkeletons returns the number of skeletons.
+func (b *Blob) NumSkeletons() int { return len(b.skels) }
+
+// Skeleton returns skeleton i, in offset order.
+func (b *Blob) Skeleton(i int) SkeletonView { return SkeletonView{b, b.skels[i]} }
+
+func (b *Blob) u32(off uint32) uint32  { return b.words[off/4] }
+func (b *Blob) f32(off uint32) float32 { return math.Float32frombits(b.words[off/4]) }
+
+// validateBlob checks the blob starting at byte off and returns its size.
+func (b *Blob) validateBlob(off int) (int, error) {
+	bad := func(at int, format string, args ...any) error {
+		return &BlobError{at, fmt.Sprintf(format, args...)}
+	}
+	rest := len(b.data) - off
+	if rest < blobHeaderSize {
+		return 0, bad(off, "truncated header (%d bytes)", rest)
+	}
+	w := b.words[off/4:]
+	if w[0] != blobMagic {
+		return 0, bad(off, "bad magic %#x", w[0])
+	}
+	if w[1] != blobVersion {
+		return 0, bad(off+4, "version %d, want %d", w[1], blobVersion)
+	}
+	size := int(w[2])
+	if size < blobHeaderSize || size > rest || size%4 != 0 {
+		return 0, bad(off+8, "blob size %d with %d bytes left", size, rest)
+	}
+	if sum := crc32.Checksum(b.data[off+16:off+size], castagnoli); sum != w[3] {
+		return 0, bad(off+12, "checksum %#x, data has %#x", w[3], sum)
+	}
+	for i := 8; i < 12; i++ {
+		if w[i] != 0 {
+			return 0, bad(off+4*i, "reserved word %d is %d", i, w[i])
+		}
+	}
+	dir := func(countWord int) ([]uint32, error) {
+		n, at := int(w[countWord]), int(w[countWord+1])
+		if at%4 != 0 || at < blobHeaderSize || at > size || n > (size-at)/4 {
+			return nil, bad(off+4*countWord, "directory of %d entries at %d outside the %d-byte blob", n, at, size)
+		}
+		return w[at/4 : at/4+n], nil
+	}
+	skels, err := dir(4)
+	if err != nil {
+		return 0, err
+	}
+	clips, err := dir(6)
+	if err != nil {
+		return 0, err
+	}
+	skelBones := map[uint32]int{}
+	for i, so := range skels {
+		if so%4 != 0 || so < blobHeaderSize || int(so) > size-skelHeaderSize {
+			return 0, bad(off+int(w[5])+4*i, "skeleton %d at %d outside the blob", i, so)
+		}
+		n, err := b.validateSkeleton(off+int(so), off+size)
+		if err != nil {
+			return 0, err
+		}
+		if _, dup := skelBones[uint32(off)+so]; dup {
+			return 0, bad(off+int(w[5])+4*i, "skeleton %d listed twice", i)
+		}
+		skelBones[uint32(off)+so] = n
+		b.skels = append(b.skels, uint32(off)+so)
+	}
+	seen := map[uint32]bool{}
+	for i, co := range clips {
+		if co%4 != 0 || co < blobHeaderSize || int(co) > size-clipHeaderSize {
+			return 0, bad(off+int(w[7])+4*i, "clip %d at %d outside the blob", i, co)
+		}
+		if seen[co] {
+			return 0, bad(off+int(w[7])+4*i, "clip %d listed twice", i)
+		}
+		seen[co] = true
+		if err := b.validateClip(off+int(co), off+size, skelBones); err != nil {
+			return 0, err
+		}
+		b.clips = append(b.clips, uint32(off)+co)
+	}
+	return size, nil
+}
+
+// table checks that count elements of elemWords words at record-relative
+// offset rel lie inside a record [rec, rec+size).
+func table(rec, size int, rel uint32, count, elemWords int) (int, bool) {
+	if rel%4 != 0 || int(rel) > size || count < 0 || elemWords < 0 {
+		return 0, false
+	}
+	if elemWords > 0 && count > (size-int(rel))/(4*elemWords) {
+		return 0, false
+	}
+	return rec + int(rel), true
+}
+
+func (b *Blob) finiteRange(at, n int) bool {
+	for i := range n {
+		if v := float64(math.Float32frombits(b.words[at/4+i])); !finite(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// validateString checks a string table of n strings at byte at, inside a
+// record ending at end.
+func (b *Blob) validateString(at, end, n int) bool {
+	if at < 0 || at%4 != 0 || n+1 > (end-at)/4 {
+		return false
+	}
+	chars := at + 4*(n+1)
+	prev := uint32(0)
+	for i := 0; i <= n; i++ {
+		o := b.words[at/4+i]
+		if o < prev || int(o) > end-chars {
+			return false
+		}
+		prev = o
+	}
+	return true
+}
+
+func (b *Blob) validateSkeleton(rec, blobEnd int) (int, error) {
+	bad := func(at int, format string, args ...any) error {
+		return &BlobError{at, "skeleton: " + fmt.Sprintf(format, args...)}
+	}
+	w := b.words[rec/4:]
+	if w[0] != skelTag {
+		return 0, bad(rec, "bad tag %#x", w[0])
+	}
+	size := int(w[1])
+	if size < skelHeaderSize || size > blobEnd-rec || size%4 != 0 {
+		return 0, bad(rec+4, "record size %d", size)
+	}
+	n := int(w[2])
+	if n < 1 || n > MaxBones {
+		return 0, bad(rec+8, "%d bones (1..%d)", n, MaxBones)
+	}
+	par, ok := table(rec, size, w[3], n, 1)
+	if !ok {
+		return 0, bad(rec+12, "parents table outside the record")
+	}
+	for i := range n {
+		p := int32(b.words[par/4+i])
+		if p < -1 || int(p) >= i {
+			return 0, bad(par+4*i, "bone %d has parent %d; parents must come first", i, p)
+		}
+	}
+	rest, ok := table(rec, size, w[4], n, 12)
+	if !ok {
+		return 0, bad(rec+16, "rest pose outside the record")
+	}
+	if !b.finiteRange(rest, 12*n) {
+		return 0, bad(rest, "rest pose is not finite")
+	}
+	if _, ok := table(rec, size, w[5], 0, 0); !ok || !b.validateString(rec+int(w[5]), rec+size, n+1) {
+		return 0, bad(rec+20, "bad name table")
+	}
+	if w[6] != 0 {
+		ib, ok := table(rec, size, w[6], n, 16)
+		if !ok {
+			return 0, bad(rec+24, "inverse bind matrices outside the record")
+		}
+		if !b.finiteRange(ib, 16*n) {
+			return 0, bad(ib, "inverse bind matrices not finite")
+		}
+	}
+	if w[7] != 0 {
+		sj, ok := table(rec, size, w[7], n, 1)
+		if !ok {
+			return 0, bad(rec+28, "skin joints outside the record")
+		}
+		for i := range n {
+			if j := b.words[sj/4+i]; j >= uint32(n) {
+				return 0, bad(sj+4*i, "skin joint %d of %d", j, n)
+			}
+		}
+	}
+	return n, nil
+}
+
+func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
+	bad := func(at int, format string, args ...any) error {
+		return &BlobError{at, "clip: " + fmt.Sprintf(format, args...)}
+	}
+	w := b.words[rec/4:]
+	if w[chTag] != clipTag {
+		return bad(rec, "bad tag %#x", w[chTag])
+	}
+	size := int(w[chSize])
+	if size < clipHeaderSize || size > blobEnd-rec || size%4 != 0 {
+		return bad(rec+4*chSize, "record size %d", size)
+	}
+	for i := chTolerance + 1; i < clipHeaderSize/4; i++ {
+		if w[i] != 0 {
+			return bad(rec+4*i, "reserved word %d is %d", i, w[i])
+		}
+	}
+	skel := uint32(int64(rec) + int64(int32(w[chSkeleton])))
+	nb, ok := skelBones[skel]
+	if !ok {
+		return bad(rec+4*chSkeleton, "skeleton offset %d names no skeleton of this blob", int32(w[chSkeleton]))
+	}
+	if int(w[chBones]) != nb {
+		return bad(rec+4*chBones, "%d bones, skeleton has %d", w[chBones], nb)
+	}
+	rate := float64(math.Float32frombits(w[chRate]))
+	if !(rate > 0) || rate > 1e4 {
+		return bad(rec+4*chRate, "rate %v", rate)
+	}
+	frames := int(w[chFrames])
+	if frames < 1 || frames > MaxFrames {
+		return bad(rec+4*chFrames, "%d frames", frames)
+	}
+	L := int(w[chSegFrames])
+	if L < 1 || L > 1<<16-1 {
+		return bad(rec+4*chSegFrames, "segment frames %d", L)
+	}
+	nseg := int(w[chSegments])
+	if want := max(1, (frames-1+L-1)/L); nseg != want {
+		return bad(rec+4*chSegments, "%d segments, %d frames of %d need %d", nseg, frames, L, want)
+	}
+	if frames > 1 && L > frames-1 {
+		return bad(rec+4*chSegFrames, "segment frames %d exceed the clip", L)
+	}
+	nslot := int(w[chSlots])
+	if nslot > 3*nb {
+		return bad(rec+4*chSlots, "%d animated tracks for %d bones", nslot, nb)
+	}
+	if nslot > 0 && frames < 2 {
+		return bad(rec+4*chSlots, "animated tracks in a one-frame clip")
+	}
+	if w[chFlags] != 0 {
+		return bad(rec+4*chFlags, "flags %#x", w[chFlags])
+	}
+	if int(w[chCursorWords]) != CursorHeaderWords+CursorSlotWords*nslot {
+		return bad(rec+4*chCursorWords, "cursor words %d", w[chCursorWords])
+	}
+	def, ok := table(rec, size, w[chDefault], nb, 12)
+	if !ok {
+		return bad(rec+4*chDefault, "default pose outside the record")
+	}
+	if !b.finiteRange(def, 12*nb) {
+		return bad(def, "default pose not finite")
+	}
+	tracks, ok := table(rec, size, w[chTracks], nslot, trackDescWords)
+	if !ok {
+		return bad(rec+4*chTracks, "track table outside the record")
+	}
+	used := map[uint32]bool{}
+	for s := range nslot {
+		at := tracks + 4*trackDescWords*s
+		d := b.words[at/4:]
+		bone, kind := d[0]&0xffff, d[0]>>16
+		if int(bone) >= nb || kind > 2 {
+			return bad(at, "track %d: bone %d kind %d", s, bone, kind)
+		}
+		if used[d[0]] {
+			return bad(at, "track %d: bone %d kind %d twice", s, bone, kind)
+		}
+		used[d[0]] = true
+		if d[1] < 2 || d[1] > MaxIndexBits+2 {
+			return bad(at+4, "track %d: first-point width %d bits", s, d[1])
+		}
+		if st := float64(f32(d[2])); !(st > 0) || !finite(st) {
+			return bad(at+8, "track %d: step %v", s, st)
+		}
+		if d[3] != 0 {
+			return bad(at+12, "track %d: reserved word %d", s, d[3])
+		}
+	}
+	segt, ok := table(rec, size, w[chSegTable], nseg+1, 1)
+	if !ok {
+		return bad(rec+4*chSegTable, "segment table outside the record")
+	}
+	nw := int(w[chStreamWords])
+	stream, ok := table(rec, size, w[chStream], nw, 1)
+	if !ok || nw < 1 {
+		return bad(rec+4*chStream, "stream of %d words outside the record", nw)
+	}
+	prev := uint32(0)
+	for s := 0; s <= nseg; s++ {
+		v := b.words[segt/4+s]
+		if (s == 0 && v != 0) || v < prev || nw < streamPadWords || uint64(v) > uint64(nw-streamPadWords)*32 {
+			return bad(segt+4*s, "segment %d starts at bit %d (stream has %d words)", s, v, nw)
+		}
+		prev = v
+	}
+	nev := int(w[chEvents])
+	evt, ok := table(rec, size, w[chEventTable], nev, 2)
+	if !ok {
+		return bad(rec+4*chEventTable, "event table outside the record")
+	}
+	dur := float32(0)
+	if frames > 1 {
+		dur = float32(float64(frames-1) / rate)
+	}
+	last := float32(0)
+	for i := range nev {
+		t := math.Float32frombits(b.words[evt/4+2*i])
+		tb := b.words[evt/4+2*i+1]
+		if !(t >= last) || t > dur*(1+1e-6) || int(tb>>16) >= nb {
+			return bad(evt+8*i, "event %d: time %v (after %v, clip %v s), bone %d", i, t, last, dur, tb>>16)
+		}
+		last = t
+	}
+	if _, ok := table(rec, size, w[chName], int(w[chNameLen]), 0); !ok || int(w[chName])+int(w[chNameLen]) > size {
+		return bad(rec+4*chName, "name outside the record")
+	}
+	return b.validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames, L)
+}
+
+// validateStream decodes every segment exactly as the sampler does,
+// checking coding parameters, times, index ranges, playback order and that
+// every segment ends where the table says, so that sampling a valid blob
+// never reads outside it and always terminates.
+func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames, L int) error {
+	words := b.words[stream/4 : stream/4+nw]
+	type st struct {
+		t2, t3, params, kind uint32
+		i2, i3               [4]int32
+	}
+	state := make([]st, nslot)
+	const lim = int32(1)<<MaxIndexBits - 1
+	inRange := func(idx *[4]int32) bool {
+		for _, v := range idx {
+			if v > lim || v < -lim {
+				return false
+			}
+		}
+		return true
+	}
+	for s := range nseg {
+		pos := b.words[segt/4+s]
+		end := b.words[segt/4+s+1]
+		segEnd := uint32(segLenOf(frames, L, s))
+		bad := func(format string, args ...any) error {
+			return &BlobError{stream + int(pos/8), fmt.Sprintf("clip at %d: segment %d: ", rec, s) + fmt.Sprintf(format, args...)}
+		}
+		var br bitBuf
+		for k := range nslot {
+			d := b.words[tracks/4+trackDescWords*k:]
+			kind := d[0] >> 16
+			if pos >= end {
+				return bad("header truncated at track %d", k)
+			}
+			br.seek(words, pos)
+			params := readParams(&br, kind)
+			mode := params & 7
+			if mode > modeAll || (kind != uint32(TrackRotation) && mode != 0) || params>>28 >= numPreds {
+				return bad("track %d: mode %d predictor %d", k, mode, params>>28)
+			}
+			for c := range ncompOf(kind, mode) {
+				if kc := params >> (8 + 5*c) & 31; kc > maxRiceK {
+					return bad("track %d: Rice parameter %d", k, kc)
+				}
+			}
+			var i1 [4]int32
+			for c := range ncompOf(kind, mode) {
+				v := br.bits(d[1])
+				i1[c] = int32(v<<(32-d[1])) >> (32 - d[1])
+			}
+			if pos = br.pos(); pos > end {
+				return bad("header truncated at track %d", k)
+			}
+			t2, i2 := readPoint(&br, params, kind, 0, 0, &i1, &i1)
+			t3, i3 := t2, i2
+			if pos = br.pos(); pos > end || t2 > segEnd || !inRange(&i1) || !inRange(&i2) {
+				return bad("track %d: bad second point (frame %d of %d)", k, t2, segEnd)
+			}
+			if t2 != segEnd {
+				t3, i3 = readPoint(&br, params, kind, 0, t2, &i1, &i2)
+				if pos = br.pos(); pos > end || t3 > segEnd || t3 < t2 || (t3 == 0) || !inRange(&i3) {
+					return bad("track %d: bad third point (frames 0, %d, %d of %d)", k, t2, t3, segEnd)
+				}
+			}
+			state[k] = st{t2: t2, t3: t3, params: params, kind: kind, i2: i2, i3: i3}
+		}
+		next := uint32(noNeed)
+		for k := range state {
+			if state[k].t3 != segEnd && state[k].t2 < next {
+				next = state[k].t2
+			}
+		}
+		for pos < end {
+			if next == noNeed {
+				return bad("data after every track's last point")
+			}
+			F := next
+			next = noNeed
+			for k := range state {
+				sp := &state[k]
+				for sp.t2 == F && sp.t3 != segEnd {
+					if pos >= end {
+						return bad("track %d: missing record (needed at frame %d)", k, F)
+					}
+					br.seek(words, pos)
+					t, idx := readPoint(&br, sp.params, sp.kind, sp.t2, sp.t3, &sp.i2, &sp.i3)
+					pos = br.pos()
+					if pos > end || t > segEnd || t < sp.t3 || (t == sp.t3 && sp.t3 == sp.t2) || !inRange(&idx) {
+						return bad("track %d: bad record (frame %d after %d, %d; segment end %d)", k, t, sp.t2, sp.t3, segEnd)
+					}
+					sp.t2, sp.t3, sp.i2, sp.i3 = sp.t3, t, sp.i3, idx
+				}
+				if sp.t3 != segEnd && sp.t2 < next {
+					next = sp.t2
+				}
+			}
+			if next <= F {
+				return bad("records out of playback order at frame %d", F)
+			}
+		}
+		if pos != end {
+			return bad("ends at bit %d, table says %d", pos, end)
+		}
+		for k := range state {
+			if state[k].t3 != segEnd {
+				return bad("track %d ends at frame %d, before the segment end %d", k, state[k].t3, segEnd)
+			}
+		}
+	}
+	return nil
+}
+
+// ClipView reads a clip record of a loaded Blob. Its methods do not
+// allocate unless they say so.
+type ClipView struct {
+	b   *Blob
+	off uint32
+}
+
+func (c ClipView) w(i int) uint32 { return c.b.words[c.off/4+uint32(i)] }
+
+// Offset is the clip's byte offset in the blob: the value SampleInput.Clip takes.
+func (c ClipView) Offset() uint32 { return c.off }
+
+// Name returns the clip name (allocates).
+func (c ClipView) Name() string {
+	at := c.off + c.w(chName)
+	return string(c.b.data[at : at+c.w(chNameLen)])
+}
+
+// Bones returns the number of bones.
+func (c ClipView) Bones() int { return int(c.w(chBones)) }
+
+// Rate returns the sample rate in Hz.
+func (c ClipView) Rate() float32 { return math.Float32frombits(c.w(chRate)) }
+
+// Frames returns the number of samples.
+func (c ClipView) Frames() int { return int(c.w(chFrames)) }
+
+// Duration returns the clip length in seconds.
+func (c ClipView) Duration() float32 {
+	if c.Frames() <= 1 {
+		return 0
+	}
+	return float32(c.Frames()-1) / c.Rate()
+}
+
+// CursorWords is the cursor size (uint32 words) this clip needs per character.
+func (c ClipView) CursorWords() int { return int(c.w(chCursorWords)) }
+
+// AnimatedTracks returns the number of tracks with curve data.
+func (c ClipView) AnimatedTracks() int { return int(c.w(chSlots)) }
+
+// Bytes returns the size of the clip record.
+func (c ClipView) Bytes() int { return int(c.w(chSize)) }
+
+// Skeleton returns the clip's skeleton.
+func (c ClipView) Skeleton() SkeletonView {
+	return SkeletonView{c.b, uint32(int64(c.off) + int64(int32(c.w(chSkeleton))))}
+}
+
+// NumEvents returns the number of events.
+func (c ClipView) NumEvents() int { return int(c.w(chEvents)) }
+
+// Event returns event i (0 <= i < NumEvents), events sorted by time.
+func (c ClipView) Event(i int) Event {
+	at := c.off/4 + c.w(chEventTable)/4 + uint32(2*i)
+	tb := c.b.words[at+1]
+	return Event{Time: math.Float32frombits(c.b.words[at]), Type: uint16(tb), Bone: uint16(tb >> 16)}
+}
+
+// EventRange returns the indices [first, end) of the events with
+// t0 <= time < t1. For a looping window that wraps past the clip end, call
+// it twice ([t0, Duration] then [0, t1)); to include an event at exactly
+// Duration use a t1 above it.
+func (c ClipView) EventRange(t0, t1 float32) (first, end int) {
+	n := c.NumEvents()
+	base := c.off/4 + c.w(chEventTable)/4
+	lower := func(t float32) int {
+		lo, hi := 0, n
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if math.Float32frombits(c.b.words[base+uint32(2*m)]) < t {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		return lo
+	}
+	first = lower(t0)
+	end = lower(t1)
+	if end < first {
+		end = first
+	}
+	return first, end
+}
+
+// AppendEvents appends the events with t0 <= time < t1 to dst and returns
+// it; it allocates only when dst lacks capacity.
+func (c ClipView) AppendEvents(dst []Event, t0, t1 float32) []Event {
+	i, j := c.EventRange(t0, t1)
+	for ; i < j; i++ {
+		dst = append(dst, c.Event(i))
+	}
+	return dst
+}
+
+// SkeletonView reads a skeleton record of a loaded Blob.
+type SkeletonView struct {
+	b   *Blob
+	off uint32
+}
+
+func (s SkeletonView) w(i int) uint32 { return s.b.words[s.off/4+uint32(i)] }
+
+// Bones returns the number of bones.
+func (s SkeletonView) Bones() int { return int(s.w(2)) }
+
+// Parent returns bone i's parent, -1 for a root.
+func (s SkeletonView) Parent(i int) int32 { return int32(s.b.words[s.off/4+s.w(3)/4+uint32(i)]) }
+
+// Parents appends every bone's parent to dst (the form LocalToModel takes).
+func (s SkeletonView) Parents(dst []int32) []int32 {
+	for i := range s.Bones() {
+		dst = append(dst, s.Parent(i))
+	}
+	return dst
+}
+
+// RestPose appends the rest pose in the local pose layout (12 floats/bone).
+func (s SkeletonView) RestPose(dst []float32) []float32 {
+	base := s.off/4 + s.w(4)/4
+	for i := range uint32(12 * s.Bones()) {
+		dst = append(dst, math.Float32frombits(s.b.words[base+i]))
+	}
+	return dst
+}
+
+// BoneName returns bone i's name (allocates).
+func (s SkeletonView) BoneName(i int) string { return s.str(i) }
+
+// Name returns the skeleton's name (allocates).
+func (s SkeletonView) Name() string { return s.str(s.Bones()) }
+
+func (s SkeletonView) str(i int) string {
+	tab := s.off + s.w(5)
+	n := s.Bones() + 1
+	chars := tab + uint32(4*(n+1))
+	a, e := s.b.words[tab/4+uint32(i)], s.b.words[tab/4+uint32(i)+1]
+	return string(s.b.data[chars+a : chars+e])
+}
+
+// InverseBind appends the inverse bind matrices (16 floats per bone,
+// column-major) to dst, or returns dst unchanged when there are none.
+func (s SkeletonView) InverseBind(dst []float32) []float32 {
+	if s.w(6) == 0 {
+		return dst
+	}
+	base := s.off/4 + s.w(6)/4
+	for i := range uint32(16 * s.Bones()) {
+		dst = append(dst, math.Float32frombits(s.b.words[base+i]))
+	}
+	return dst
+}

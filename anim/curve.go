@@ -1,0 +1,99 @@
+package anim
+
+import "math"
+
+// This file holds the float32 arithmetic that the compressor and the
+// sampler must share bit for bit: the compressor measures its error with
+// exactly the values the runtime will compute.
+
+// cpoint is a decoded curve point: a time in frames from the segment start
+// and up to four components.
+type cpoint struct {
+	t float32
+	v [4]float32
+}
+
+// curveCoeffs returns the cubic coefficients of the Hermite segment from
+// p1 to p2 with implicit (Catmull-Rom-like) tangents taken from the
+// neighbours p0 and p3:
+//
+//	m1 = (p2 - p0) / (t2 - t0)   or (p2 - p1)/(t2 - t1) when t0 == t1
+//	m2 = (p3 - p1) / (t3 - t1)   or (p2 - p1)/(t2 - t1) when t3 == t2
+//
+// t0 == t1 happens at a segment start (p0 is p1 repeated) and after a
+// discontinuity (two points at one time); likewise t3 == t2 at the end and
+// before a discontinuity. With h = t2 - t1 and u = (t - t1)/h the value is
+// c0 + u(c1 + u(c2 + u c3)); the tangent scales h/(t2-t0) and h/(t3-t1)
+// lie in (0, 1] as in the BitSquid formulation. It returns 1/h (0 for a
+// zero-length interval, whose coefficients then hold p2 as a constant).
+func curveCoeffs(p0, p1, p2, p3 *cpoint, c *[16]float32) float32 {
+	h := p2.t - p1.t
+	if !(h > 0) {
+		for i := range 4 {
+			c[i], c[4+i], c[8+i], c[12+i] = p2.v[i], 0, 0, 0
+		}
+		return 0
+	}
+	var s1, s2 float32 = 1, 1 // h/(t2-t0), h/(t3-t1)
+	a0, a3 := &p0.v, &p3.v
+	if p0.t == p1.t {
+		a0 = &p1.v
+	} else {
+		s1 = h / (p2.t - p0.t)
+	}
+	if p3.t == p2.t {
+		a3 = &p2.v
+	} else {
+		s2 = h / (p3.t - p1.t)
+	}
+	for i := range 4 {
+		v1, v2 := p1.v[i], p2.v[i]
+		hm1 := (v2 - a0[i]) * s1
+		hm2 := (a3[i] - v1) * s2
+		d := v2 - v1
+		c[i] = v1
+		c[4+i] = hm1
+		c[8+i] = 3*d - 2*hm1 - hm2
+		c[12+i] = hm1 + hm2 - 2*d
+	}
+	return 1 / h
+}
+
+// evalCoeffs evaluates the segment at local frame f (t1 is its start).
+func evalCoeffs(c *[16]float32, t1, invH, f float32, rot bool) [4]float32 {
+	u := (f - t1) * invH
+	if u < 0 {
+		u = 0
+	} else if u > 1 {
+		u = 1
+	}
+	var r [4]float32
+	for i := range 4 {
+		r[i] = c[i] + u*(c[4+i]+u*(c[8+i]+u*c[12+i]))
+	}
+	if rot {
+		r = normalize4(r)
+	}
+	return r
+}
+
+func normalize4(r [4]float32) [4]float32 {
+	n := r[0]*r[0] + r[1]*r[1] + r[2]*r[2] + r[3]*r[3]
+	if n > 0 {
+		inv := 1 / float32(math.Sqrt(float64(n)))
+		r[0] *= inv
+		r[1] *= inv
+		r[2] *= inv
+		r[3] *= inv
+	} else {
+		r = [4]float32{0, 0, 0, 1}
+	}
+	return r
+}
+
+// alignTo negates rotation v when it is in the other hemisphere from ref.
+func alignTo(v *[4]float32, ref *[4]float32) {
+	if v[0]*ref[0]+v[1]*ref[1]+v[2]*ref[2]+v[3]*ref[3] < 0 {
+		v[0], v[1], v[2], v[3] = -v[0], -v[1], -v[2], -v[3]
+	}
+}

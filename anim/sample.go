@@ -1,0 +1,434 @@
+package anim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+)
+
+// SampleInput is one character's request: which clip, at what time. Its
+// std430 form is struct { uint clip; float time; } (8 bytes).
+type SampleInput struct {
+	Clip uint32  // byte offset of the clip record in the blob (ClipView.Offset)
+	Time float32 // seconds; clamped to [0, duration] (NaN reads as 0)
+}
+
+// PoseFloats is the number of float32 per bone in a local pose:
+//
+//	offset 0: translation x, y, z, 0     (vec4, metres, parent-relative)
+//	offset 4: rotation x, y, z, w        (vec4, unit quaternion)
+//	offset 8: scale x, y, z, 0           (vec4)
+//
+// 48 bytes, std430 struct { vec4 t; vec4 r; vec4 s; }.
+const PoseFloats = 12
+
+// SampleJob samples many characters, each with its own clip and time, into
+// local poses. It is a plain struct over caller-owned slices: Run never
+// allocates. Character i reads Inputs[i], owns the cursor words
+// Cursors[i*CursorStride : (i+1)*CursorStride] and writes the pose
+// Poses[i*Bones*PoseFloats : (i+1)*Bones*PoseFloats] (bones beyond its
+// clip's get the identity).
+//
+// The cursor remembers where the character's clip stream was read up to,
+// so playing forward reads each curve point once, in memory order; going
+// backwards, changing clip or crossing a segment re-seeks from that
+// segment's start. Cursors start as zeros (any content is safe: a cursor
+// that does not match is reset). Different jobs may run concurrently on
+// disjoint characters (RunRange over disjoint ranges of one job is fine).
+type SampleJob struct {
+	Blob         *Blob
+	Inputs       []SampleInput
+	Cursors      []uint32
+	CursorStride int // words per character, >= CursorWords of every clip used
+	Poses        []float32
+	Bones        int // pose stride in bones, >= bones of every clip used
+}
+
+// Validate checks the job's slices and every character's clip.
+func (j *SampleJob) Validate() error { return j.validate(0, len(j.Inputs)) }
+
+func (j *SampleJob) validate(begin, end int) error {
+	switch {
+	case j.Blob == nil:
+		return errors.New("anim: SampleJob: nil Blob")
+	case j.Bones < 1:
+		return fmt.Errorf("anim: SampleJob: Bones %d", j.Bones)
+	case j.CursorStride < CursorHeaderWords:
+		return fmt.Errorf("anim: SampleJob: CursorStride %d < %d", j.CursorStride, CursorHeaderWords)
+	case len(j.Cursors)/j.CursorStride < len(j.Inputs):
+		return fmt.Errorf("anim: SampleJob: %d cursor words for %d characters of %d", len(j.Cursors), len(j.Inputs), j.CursorStride)
+	case len(j.Poses)/(j.Bones*PoseFloats) < len(j.Inputs):
+		return fmt.Errorf("anim: SampleJob: %d pose floats for %d characters of %d bones", len(j.Poses), len(j.Inputs), j.Bones)
+	case begin < 0 || end < begin || end > len(j.Inputs):
+		return fmt.Errorf("anim: SampleJob: range [%d,%d) of %d characters", begin, end, len(j.Inputs))
+	}
+	for i := begin; i < end; i++ {
+		off := j.Inputs[i].Clip
+		if !j.Blob.isClip(off) {
+			return fmt.Errorf("anim: SampleJob: character %d: clip offset %d: %w", i, off, errNoClip)
+		}
+		c := ClipView{j.Blob, off}
+		if c.Bones() > j.Bones {
+			return fmt.Errorf("anim: SampleJob: character %d: clip has %d bones, pose stride %d", i, c.Bones(), j.Bones)
+		}
+		if c.CursorWords() > j.CursorStride {
+			return fmt.Errorf("anim: SampleJob: character %d: clip needs %d cursor words, stride %d", i, c.CursorWords(), j.CursorStride)
+		}
+	}
+	return nil
+}
+
+// Run validates the job and samples every character.
+func (j *SampleJob) Run() error { return j.RunRange(0, len(j.Inputs)) }
+
+// RunRange validates the job for characters [begin, end) and samples them;
+// this is the form a scheduler's range split calls.
+func (j *SampleJob) RunRange(begin, end int) error {
+	if err := j.validate(begin, end); err != nil {
+		return err
+	}
+	sampleRange(j.Blob.words, j.Inputs, j.Cursors, j.CursorStride, j.Poses, j.Bones, begin, end)
+	return nil
+}
+
+// sampleRange is the kernel: it reads only blob words and the flat arrays,
+// exactly what a compute shader gets. Its inputs must be validated.
+func sampleRange(words []uint32, in []SampleInput, cursors []uint32, stride int, poses []float32, bones, begin, end int) {
+	ps := bones * PoseFloats
+	for i := begin; i < end; i++ {
+		sampleOne(words, in[i].Clip, in[i].Time, cursors[i*stride:(i+1)*stride], poses[i*ps:(i+1)*ps])
+	}
+}
+
+func f32(w uint32) float32 { return math.Float32frombits(w) }
+
+// Cursor words (see doc.go). Header: clip offset, segment, stream bit
+// position, local frame of the last sample, next need frame. Per track
+// (CursorSlotWords):
+//
+//	0 ring head: index of the window's oldest point p0
+//	1 fresh: how many of the newest points are not decoded to values yet
+//	  (non-zero means the coefficients are stale)
+//	2 t2, 3 t3: frames of the window's p2 and p3 (uint32)
+//	4 t1 (float32), 5 1/(t2-t1) (float32): the evaluated interval
+//	6 coding parameters of the segment
+//	8..23 c0, c1, c2, c3 (vec4 each): the cubic of [p1, p2]
+//	24..63 ring of four points, 10 words each: frame, indices[4], value[4]
+const (
+	curClip  = 0
+	curSeg   = 1
+	curPos   = 2
+	curLocal = 3
+	curNext  = 4
+
+	slHead    = 0
+	slFresh   = 1
+	slT2      = 2
+	slT3      = 3
+	slT1      = 4
+	slInvH    = 5
+	slParams  = 6
+	slCoef    = 8
+	slRing    = 24
+	ringWords = 10
+)
+
+// noNeed marks a segment whose tracks all hold their last point.
+const noNeed = math.MaxUint32
+
+// sampleOne samples one character. clip is a validated clip offset.
+func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []float32) {
+	h := words[clip/4 : clip/4+clipHeaderSize/4]
+	nb := int(h[chBones])
+	rate := f32(h[chRate])
+	frames := h[chFrames]
+	L := h[chSegFrames]
+	nseg := h[chSegments]
+	nslot := int(h[chSlots])
+
+	// Time to frame, clamped; within 1/1000 frame of a sample snaps to it,
+	// so t = f/rate lands on frame f despite float rounding.
+	f := time * rate
+	if !(f > 0) {
+		f = 0
+	}
+	if mf := float32(frames - 1); f > mf {
+		f = mf
+	}
+	if r := float32(math.Round(float64(f))); f-r < 1e-3 && r-f < 1e-3 {
+		f = r
+	}
+	seg := uint32(f) / L
+	if seg >= nseg {
+		seg = nseg - 1
+	}
+	local := f - float32(seg*L)
+	segEnd := min(L, frames-1-seg*L)
+
+	// Constant tracks: copy the default pose; identity for extra bones.
+	def := words[clip/4+h[chDefault]/4:]
+	def = def[:nb*PoseFloats]
+	for k, w := range def {
+		pose[k] = f32(w)
+	}
+	for k := nb * PoseFloats; k+PoseFloats <= len(pose); k += PoseFloats {
+		pose[k+0], pose[k+1], pose[k+2], pose[k+3] = 0, 0, 0, 0
+		pose[k+4], pose[k+5], pose[k+6], pose[k+7] = 0, 0, 0, 1
+		pose[k+8], pose[k+9], pose[k+10], pose[k+11] = 1, 1, 1, 0
+	}
+	if nslot == 0 {
+		return
+	}
+	tracks := words[clip/4+h[chTracks]/4:]
+	tracks = tracks[:nslot*trackDescWords]
+	segt := words[clip/4+h[chSegTable]/4:]
+	stream := words[clip/4+h[chStream]/4:]
+	stream = stream[:h[chStreamWords]]
+	segStart, segStop := segt[seg], segt[seg+1]
+	slots := cur[CursorHeaderWords : CursorHeaderWords+nslot*CursorSlotWords]
+
+	pos, next := cur[curPos], cur[curNext]
+	if cur[curClip] != clip || cur[curSeg] != seg || !(local >= f32(cur[curLocal])) || pos < segStart || pos > segStop {
+		pos, next = seekSegment(stream, tracks, slots, segStart, segEnd)
+		cur[curClip], cur[curSeg] = clip, seg
+	}
+	// Read the records playback needs by now, frame by frame: at need
+	// frame F every track whose window point p2 is at F (and that has
+	// points left) takes its next record, in track order. The stream was
+	// written in exactly this order, so it carries no track ids.
+	reseeked := false
+	if float32(next) <= local && pos < segStop {
+		var br bitBuf
+		br.seek(stream, pos)
+		for float32(next) <= local && br.pos() < segStop {
+			F := next
+			next = noNeed
+			for s := range nslot {
+				cs := slots[s*CursorSlotWords : s*CursorSlotWords+CursorSlotWords]
+				for cs[slT2] == F && cs[slT3] != segEnd && br.pos() < segStop {
+					readRecord(&br, tracks[s*trackDescWords]>>16, cs)
+				}
+				if cs[slT3] != segEnd && cs[slT2] < next {
+					next = cs[slT2]
+				}
+			}
+			if next <= F {
+				// Only a scribbled cursor gets here (valid data always
+				// moves on): start the segment over, once.
+				if reseeked {
+					break
+				}
+				reseeked = true
+				p, nx := seekSegment(stream, tracks, slots, segStart, segEnd)
+				br.seek(stream, p)
+				next = nx
+			}
+		}
+		pos = br.pos()
+	}
+	cur[curPos], cur[curNext] = pos, next
+	cur[curLocal] = math.Float32bits(local)
+
+	// Evaluate every animated track.
+	for s := range nslot {
+		cs := slots[s*CursorSlotWords : s*CursorSlotWords+CursorSlotWords]
+		d := tracks[s*trackDescWords : s*trackDescWords+trackDescWords]
+		kind := d[0] >> 16
+		if t2 := cs[slT2]; local >= float32(t2) && t2 < segEnd {
+			// Past the last record: step onto the final interval (the
+			// end point repeats, no record).
+			last := cs[slRing+((cs[slHead]+3)&3)*ringWords:]
+			var idx [4]int32
+			for c := range 4 {
+				idx[c] = int32(last[1+c])
+			}
+			shiftIn(cs, cs[slT3], &idx)
+		}
+		if cs[slFresh] != 0 {
+			updateCoeffs(cs, kind, f32(d[2]))
+		}
+		u := (local - f32(cs[slT1])) * f32(cs[slInvH])
+		if u < 0 {
+			u = 0
+		} else if u > 1 {
+			u = 1
+		}
+		c := cs[slCoef : slCoef+16]
+		x := f32(c[0]) + u*(f32(c[4])+u*(f32(c[8])+u*f32(c[12])))
+		y := f32(c[1]) + u*(f32(c[5])+u*(f32(c[9])+u*f32(c[13])))
+		z := f32(c[2]) + u*(f32(c[6])+u*(f32(c[10])+u*f32(c[14])))
+		o := int(d[0]&0xffff)*PoseFloats + int(kind)*4
+		p := pose[o : o+4]
+		if kind != uint32(TrackRotation) {
+			p[0], p[1], p[2] = x, y, z
+			continue
+		}
+		w := f32(c[3]) + u*(f32(c[7])+u*(f32(c[11])+u*f32(c[15])))
+		n := x*x + y*y + z*z + w*w
+		if n > 0 {
+			inv := 1 / float32(math.Sqrt(float64(n)))
+			p[0], p[1], p[2], p[3] = x*inv, y*inv, z*inv, w*inv
+		} else {
+			p[0], p[1], p[2], p[3] = 0, 0, 0, 1
+		}
+	}
+}
+
+// readParams reads a track's segment coding parameters and packs them.
+func readParams(br *bitBuf, kind uint32) uint32 {
+	mode := br.bits(3)
+	disc := br.bits(1)
+	pm := br.bits(2)
+	kt := br.bits(4)
+	var kc [4]uint32
+	for c := range ncompOf(kind, mode) {
+		kc[c] = br.bits(5)
+	}
+	return packParams(mode, disc, pm, kt, kc)
+}
+
+// readPoint reads a point (time delta and index residuals) of a track
+// whose two previous points are (t2, i2) and (t3, i3).
+func readPoint(br *bitBuf, params, kind, t2, t3 uint32, i2, i3 *[4]int32) (t uint32, idx [4]int32) {
+	t = t3 + br.rice(params>>4&15) + 1 - params>>3&1
+	pm := params >> 28
+	nc := ncompOf(kind, params&7)
+	idx[0] = predict(t2, t3, t, i2[0], i3[0], pm) + unzigzag(br.rice(params>>8&31))
+	idx[1] = predict(t2, t3, t, i2[1], i3[1], pm) + unzigzag(br.rice(params>>13&31))
+	idx[2] = predict(t2, t3, t, i2[2], i3[2], pm) + unzigzag(br.rice(params>>18&31))
+	if nc == 4 {
+		idx[3] = predict(t2, t3, t, i2[3], i3[3], pm) + unzigzag(br.rice(params>>23&31))
+	}
+	return t, idx
+}
+
+// readRecord reads a track's next point into its window ring (integers
+// only; values are decoded lazily by updateCoeffs). It is readPoint
+// written out with the bit buffer in locals: the sampler's innermost loop.
+func readRecord(br *bitBuf, kind uint32, cs []uint32) {
+	cs = cs[:CursorSlotWords]
+	head := cs[slHead] & 3
+	e2 := cs[slRing+((head+2)&3)*ringWords:][:5]
+	e3 := cs[slRing+((head+3)&3)*ringWords:][:5]
+	e := cs[slRing+head*ringWords:][:5]
+	params := cs[slParams]
+	t2, t3 := cs[slT2], cs[slT3]
+	words, buf, n, next := br.words, br.buf, br.n, br.next
+	buf, n, next = fill(words, buf, n, next)
+	k := params >> 4 & 15
+	u, l, ok := riceFast(buf, n, k)
+	if ok {
+		buf >>= l
+		n -= l
+	} else {
+		br.buf, br.n, br.next = buf, n, next
+		u = br.riceSlow(k)
+		buf, n, next = br.buf, br.n, br.next
+	}
+	t := t3 + u + 1 - params>>3&1
+	pm := params >> 28
+	nc := uint32(3)
+	if kind == uint32(TrackRotation) && params&7 == modeAll {
+		nc = 4
+	}
+	e[4] = 0
+	for c := uint32(0); c < nc; c++ {
+		buf, n, next = fill(words, buf, n, next)
+		k := params >> (8 + 5*c) & 31
+		u, l, ok := riceFast(buf, n, k)
+		if ok {
+			buf >>= l
+			n -= l
+		} else {
+			br.buf, br.n, br.next = buf, n, next
+			u = br.riceSlow(k)
+			buf, n, next = br.buf, br.n, br.next
+		}
+		e[1+c&3] = uint32(predict(t2, t3, t, int32(e2[1+c&3]), int32(e3[1+c&3]), pm) + unzigzag(u))
+	}
+	br.buf, br.n, br.next = buf, n, next
+	e[0] = t
+	cs[slHead] = (head + 1) & 3
+	cs[slFresh] = min(cs[slFresh]+1, 4)
+	cs[slT2], cs[slT3] = t3, t
+}
+
+// shiftIn appends point (t, idx) to a track's window ring: (p0..p3)
+// becomes (p1, p2, p3, new).
+func shiftIn(cs []uint32, t uint32, idx *[4]int32) {
+	head := cs[slHead]
+	e := cs[slRing+head*ringWords : slRing+head*ringWords+ringWords]
+	e[0] = t
+	e[1], e[2], e[3], e[4] = uint32(idx[0]), uint32(idx[1]), uint32(idx[2]), uint32(idx[3])
+	cs[slHead] = (head + 1) & 3
+	cs[slFresh] = min(cs[slFresh]+1, 4)
+	cs[slT2], cs[slT3] = cs[slT3], t
+}
+
+// seekSegment loads every track's first points from the segment header
+// and returns the position of the first record and the first need frame.
+func seekSegment(stream, tracks, slots []uint32, pos, segEnd uint32) (uint32, uint32) {
+	nslot := len(slots) / CursorSlotWords
+	next := uint32(noNeed)
+	var br bitBuf
+	br.seek(stream, pos)
+	for s := range nslot {
+		d := tracks[s*trackDescWords : s*trackDescWords+trackDescWords]
+		cs := slots[s*CursorSlotWords : s*CursorSlotWords+CursorSlotWords]
+		kind := d[0] >> 16
+		params := readParams(&br, kind)
+		var i1 [4]int32
+		for c := range ncompOf(kind, params&7) {
+			v := br.bits(d[1])
+			i1[c] = int32(v<<(32-d[1])) >> (32 - d[1])
+		}
+		t2, i2 := readPoint(&br, params, kind, 0, 0, &i1, &i1)
+		t3, i3 := t2, i2
+		if t2 != segEnd {
+			t3, i3 = readPoint(&br, params, kind, 0, t2, &i1, &i2)
+		}
+		cs[slParams] = params
+		cs[slHead], cs[slFresh], cs[slT2], cs[slT3] = 0, 0, 0, 0
+		shiftIn(cs, 0, &i1) // p0 repeats p1 at the segment start
+		shiftIn(cs, 0, &i1)
+		shiftIn(cs, t2, &i2)
+		shiftIn(cs, t3, &i3)
+		if t3 != segEnd && t2 < next {
+			next = t2
+		}
+	}
+	return br.pos(), next
+}
+
+// updateCoeffs decodes the window's fresh points to values (each rotation
+// aligned to the hemisphere of the point before it, as the compressor
+// does) and computes the cubic of [p1, p2].
+func updateCoeffs(cs []uint32, kind uint32, step float32) {
+	cs = cs[:CursorSlotWords]
+	head := cs[slHead] & 3
+	mode := cs[slParams] & 7
+	first := 4 - min(cs[slFresh], 4)
+	rot := kind == uint32(TrackRotation)
+	var p [4]cpoint
+	for k := uint32(0); k < 4; k++ {
+		e := cs[slRing+((head+k)&3)*ringWords:][:ringWords]
+		p[k].t = float32(e[0])
+		if k >= first {
+			idx := [4]int32{int32(e[1]), int32(e[2]), int32(e[3]), int32(e[4])}
+			v := dequant(kind, mode, step, &idx)
+			if rot && k > 0 {
+				alignTo(&v, &p[k-1].v)
+			}
+			p[k].v = v
+			e[5], e[6], e[7], e[8] = math.Float32bits(v[0]), math.Float32bits(v[1]), math.Float32bits(v[2]), math.Float32bits(v[3])
+		} else {
+			p[k].v = [4]float32{f32(e[5]), f32(e[6]), f32(e[7]), f32(e[8])}
+		}
+	}
+	c := (*[16]float32)(unsafe.Pointer(&cs[slCoef]))
+	invH := curveCoeffs(&p[0], &p[1], &p[2], &p[3], c)
+	cs[slT1] = math.Float32bits(p[1].t)
+	cs[slInvH] = math.Float32bits(invH)
+	cs[slFresh] = 0
+}

@@ -1,0 +1,525 @@
+package gpu
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	vk "github.com/vulkan-go/vulkan"
+
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+// memKind says where a block lives.
+type memKind int
+
+const (
+	memDevice  memKind = iota // device-local; mapped when the device is direct
+	memStaging                // host-visible, coherent, preferably cached
+)
+
+const bufferUsage = vk.BufferUsageStorageBufferBit | vk.BufferUsageUniformBufferBit |
+	vk.BufferUsageTransferSrcBit | vk.BufferUsageTransferDstBit
+
+// memBlock is one VkBuffer with its own memory.
+type memBlock struct {
+	buf    vk.Buffer
+	mem    vk.DeviceMemory
+	size   uint64
+	mapped []byte // nil unless host-visible
+}
+
+// findMemType returns a memory type allowed by bits with all of want,
+// preferring one that also has prefer.
+func (d *Device) findMemType(bits uint32, want, prefer vk.MemoryPropertyFlags) (int, bool) {
+	found := -1
+	for i, t := range d.memTypes {
+		if bits&(1<<uint(i)) == 0 || t.flags&want != want {
+			continue
+		}
+		if t.flags&prefer == prefer {
+			return i, true
+		}
+		if found < 0 {
+			found = i
+		}
+	}
+	return found, found >= 0
+}
+
+// newBlock creates a buffer of size bytes with memory of the given kind.
+func (d *Device) newBlock(size uint64, kind memKind) (memBlock, error) {
+	if size == 0 {
+		size = 4
+	}
+	ci := &vk.BufferCreateInfo{
+		SType:       vk.StructureTypeBufferCreateInfo,
+		Size:        vk.DeviceSize(size),
+		Usage:       vk.BufferUsageFlags(bufferUsage),
+		SharingMode: vk.SharingModeExclusive,
+	}
+	var buf vk.Buffer
+	r := Result(vk.CreateBuffer(d.dev, ci, nil, &buf))
+	ci.Free()
+	if err := check("vkCreateBuffer", r); err != nil {
+		return memBlock{}, err
+	}
+	b := memBlock{buf: buf, size: size}
+	var req vk.MemoryRequirements
+	vk.GetBufferMemoryRequirements(d.dev, buf, &req)
+	req.Deref()
+	req.Free()
+
+	hostFlags := vk.MemoryPropertyFlags(vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit)
+	var want, prefer vk.MemoryPropertyFlags
+	switch {
+	case kind == memStaging:
+		want, prefer = hostFlags, vk.MemoryPropertyFlags(vk.MemoryPropertyHostCachedBit)
+	case d.direct:
+		want = vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit) | hostFlags
+		prefer = want | vk.MemoryPropertyFlags(vk.MemoryPropertyHostCachedBit)
+	default:
+		want, prefer = vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit), 0
+	}
+	ti, ok := d.findMemType(req.MemoryTypeBits, want, prefer)
+	if !ok {
+		d.freeBlock(&b)
+		return memBlock{}, fmt.Errorf("gpu: no memory type for a %d-byte buffer (flags %#x of types %#x)", size, want, req.MemoryTypeBits)
+	}
+	if heap := d.heaps[d.memTypes[ti].heap]; uint64(req.Size) > heap {
+		d.freeBlock(&b)
+		return memBlock{}, fmt.Errorf("%w: a %d-byte buffer exceeds its memory heap of %d bytes", ErrOutOfMemory, req.Size, heap)
+	}
+	if takeFault(&d.faultAlloc) {
+		d.freeBlock(&b)
+		return memBlock{}, fmt.Errorf("%w (injected fault, %d bytes)", check("vkAllocateMemory", ErrorOutOfDeviceMemory), req.Size)
+	}
+	ai := &vk.MemoryAllocateInfo{
+		SType:           vk.StructureTypeMemoryAllocateInfo,
+		AllocationSize:  req.Size,
+		MemoryTypeIndex: uint32(ti),
+	}
+	var mem vk.DeviceMemory
+	r = Result(vk.AllocateMemory(d.dev, ai, nil, &mem))
+	ai.Free()
+	if err := check("vkAllocateMemory", r); err != nil {
+		d.freeBlock(&b)
+		return memBlock{}, fmt.Errorf("%w (%d bytes)", err, req.Size)
+	}
+	b.mem = mem
+	if err := check("vkBindBufferMemory", Result(vk.BindBufferMemory(d.dev, buf, mem, 0))); err != nil {
+		d.freeBlock(&b)
+		return memBlock{}, err
+	}
+	// Device blocks are mapped only on direct devices, so that
+	// ForceStaging exercises exactly the path of a discrete GPU.
+	if (kind == memStaging || d.direct) && d.memTypes[ti].flags&vk.MemoryPropertyFlags(vk.MemoryPropertyHostVisibleBit) != 0 {
+		var p unsafe.Pointer
+		if err := check("vkMapMemory", Result(vk.MapMemory(d.dev, mem, 0, vk.DeviceSize(size), 0, &p))); err != nil {
+			d.freeBlock(&b)
+			return memBlock{}, err
+		}
+		b.mapped = unsafe.Slice((*byte)(p), size)
+	}
+	return b, nil
+}
+
+func (d *Device) freeBlock(b *memBlock) {
+	if b.mapped != nil {
+		vk.UnmapMemory(d.dev, b.mem)
+		b.mapped = nil
+	}
+	if b.buf != vk.NullBuffer {
+		vk.DestroyBuffer(d.dev, b.buf, nil)
+		b.buf = vk.NullBuffer
+	}
+	if b.mem != vk.NullDeviceMemory {
+		vk.FreeMemory(d.dev, b.mem, nil)
+		b.mem = vk.NullDeviceMemory
+	}
+}
+
+// Buffer is a persistent GPU-resident buffer. Name it in a task's stream
+// (Stream.Buffer = b.ID(), or b.Stream(...)) so that chained GPU kernels
+// keep their data on the device: a GPU task binds it directly, with no
+// copy through Go memory. Create with Device.NewBuffer; safe for concurrent
+// use. The contents are undefined until written by Write or a GPU task.
+//
+// Write and Read must not overlap GPU tasks that name the buffer: call them
+// before adding such tasks or after waiting for them (the buffer has no
+// lock against the GPU; that would be a data race, as with any memory that
+// tasks share).
+type Buffer struct {
+	d      *Device
+	id     sched.BufferID
+	blk    memBlock
+	refs   atomic.Int32 // 1 for the owner + 1 per batch using it
+	closed atomic.Bool
+	gone   atomic.Bool // destroyed
+}
+
+// NewBuffer creates a GPU-resident buffer of size bytes in device-local
+// memory (host-mapped when the device allows it). A size beyond the memory
+// heap, or a failed allocation, returns an error wrapping ErrOutOfMemory.
+func (d *Device) NewBuffer(size uint64) (*Buffer, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	return d.newBuffer(size, true)
+}
+
+func (d *Device) newBuffer(size uint64, register bool) (*Buffer, error) {
+	if size == 0 {
+		return nil, fmt.Errorf("%w: a buffer of 0 bytes", ErrBadStream)
+	}
+	blk, err := d.newBlock(size, memDevice)
+	if err != nil {
+		return nil, err
+	}
+	b := &Buffer{d: d, blk: blk}
+	b.blk.size = size
+	b.refs.Store(1)
+	if register {
+		d.bmu.Lock()
+		d.nextBuf++
+		b.id = sched.BufferID(d.nextBuf)
+		d.bufs[b.id] = b
+		d.bmu.Unlock()
+	}
+	return b, nil
+}
+
+// ID returns the buffer's ID, for sched.Stream.Buffer.
+func (b *Buffer) ID() sched.BufferID { return b.id }
+
+// Size returns the buffer's size in bytes.
+func (b *Buffer) Size() uint64 { return b.blk.size }
+
+// Mapped returns the buffer's memory mapped into the host when the device
+// memory is host-visible (see Device.HostVisible), else nil. The same rule
+// as for Write applies: no access while GPU tasks use the buffer. A stream
+// whose Bytes are exactly Mapped()[Offset:...] is used in place, with no
+// copy.
+func (b *Buffer) Mapped() []byte { return b.blk.mapped }
+
+// Stream returns a stream of count elements of stride bytes that names the
+// buffer from byte offset off (which must be a multiple of the device's
+// storage-buffer offset alignment, at most 256).
+func (b *Buffer) Stream(stride, count uint32, off uint64) sched.Stream {
+	return sched.Stream{Stride: stride, Count: count, Buffer: b.id, Offset: off}
+}
+
+// Write copies p into the buffer at byte offset off.
+func (b *Buffer) Write(off uint64, p []byte) error {
+	if err := b.usable(off, uint64(len(p))); err != nil || len(p) == 0 {
+		return err
+	}
+	if b.blk.mapped != nil {
+		copy(b.blk.mapped[off:], p)
+		return nil
+	}
+	return b.d.transferBuffer(b, off, p, true)
+}
+
+// Read copies the buffer's bytes at offset off into p.
+func (b *Buffer) Read(off uint64, p []byte) error {
+	if err := b.usable(off, uint64(len(p))); err != nil || len(p) == 0 {
+		return err
+	}
+	if b.blk.mapped != nil {
+		copy(p, b.blk.mapped[off:])
+		return nil
+	}
+	return b.d.transferBuffer(b, off, p, false)
+}
+
+func (b *Buffer) usable(off, n uint64) error {
+	if b.closed.Load() || b.gone.Load() {
+		return fmt.Errorf("gpu: buffer %d: %w", b.id, ErrClosed)
+	}
+	if err := b.d.usable(); err != nil {
+		return err
+	}
+	if off > b.blk.size || n > b.blk.size-off {
+		return fmt.Errorf("%w: buffer %d: bytes [%d, %d) outside its %d bytes", ErrBadStream, b.id, off, off+n, b.blk.size)
+	}
+	return nil
+}
+
+// Close releases the buffer. Tasks already holding it keep it alive until
+// their command buffer completes; tasks that name it later fail with
+// ErrBadStream. Close is idempotent. Device.Close frees buffers left open.
+func (b *Buffer) Close() error {
+	if !b.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	b.release()
+	return nil
+}
+
+// acquire takes a reference for a batch; false if the buffer is closing.
+func (b *Buffer) acquire() bool {
+	for {
+		n := b.refs.Load()
+		if n <= 0 || b.closed.Load() {
+			return false
+		}
+		if b.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (b *Buffer) release() {
+	if b.refs.Add(-1) == 0 {
+		b.destroy()
+	}
+}
+
+// destroy frees the buffer's memory once (the last reference, or
+// Device.Close, which frees buffers still referenced by a lost device).
+func (b *Buffer) destroy() {
+	if !b.gone.CompareAndSwap(false, true) {
+		return
+	}
+	if b.id != 0 {
+		b.d.bmu.Lock()
+		delete(b.d.bufs, b.id)
+		b.d.bmu.Unlock()
+	}
+	b.d.freeBlock(&b.blk)
+}
+
+// lookupBuffer finds a live buffer by ID and takes a reference.
+func (d *Device) lookupBuffer(id sched.BufferID) (*Buffer, error) {
+	d.bmu.RLock()
+	b := d.bufs[id]
+	d.bmu.RUnlock()
+	if b == nil || !b.acquire() {
+		return nil, fmt.Errorf("%w: buffer %d is unknown or closed", ErrBadStream, id)
+	}
+	return b, nil
+}
+
+// oneShot is the device's transfer context for Buffer.Write/Read on memory
+// that the host cannot map.
+type oneShot struct {
+	pool  vk.CommandPool
+	cb    vk.CommandBuffer
+	fence vk.Fence
+	stage memBlock
+}
+
+func (o *oneShot) destroy(d *Device) {
+	d.freeBlock(&o.stage)
+	if o.fence != vk.NullFence {
+		vk.DestroyFence(d.dev, o.fence, nil)
+	}
+	if o.pool != vk.NullCommandPool {
+		vk.DestroyCommandPool(d.dev, o.pool, nil)
+	}
+}
+
+// transferBuffer copies p to (write) or from the buffer through a staging
+// buffer, one command buffer and a fence, waiting for completion.
+func (d *Device) transferBuffer(b *Buffer, off uint64, p []byte, write bool) error {
+	d.tmu.Lock()
+	defer d.tmu.Unlock()
+	if d.transfer == nil {
+		o := &oneShot{}
+		var err error
+		if o.pool, o.cb, err = d.newCommandPool(); err == nil {
+			o.fence, err = d.newFence()
+		}
+		if err != nil {
+			o.destroy(d)
+			return err
+		}
+		d.transfer = o
+	}
+	o := d.transfer
+	n := uint64(len(p))
+	if o.stage.size < n {
+		d.freeBlock(&o.stage)
+		blk, err := d.newBlock(max(n, 1<<16), memStaging)
+		if err != nil {
+			return err
+		}
+		o.stage = blk
+	}
+	if write {
+		copy(o.stage.mapped, p)
+	}
+	if err := check("vkResetFences/vkResetCommandPool", d.shim.slotReset(o.fence, o.pool, vk.NullDescriptorPool)); err != nil {
+		return err
+	}
+	if err := check("vkBeginCommandBuffer", d.shim.begin(o.cb)); err != nil {
+		return err
+	}
+	region := []bufferCopy{{Src: 0, Dst: off, Size: n}}
+	all := vk.AccessFlagBits(vk.AccessShaderWriteBit | vk.AccessTransferWriteBit | vk.AccessHostWriteBit)
+	if write {
+		d.shim.barrier(o.cb, vk.PipelineStageAllCommandsBit, vk.PipelineStageTransferBit, all, vk.AccessTransferWriteBit|vk.AccessTransferReadBit)
+		d.shim.copy(o.cb, o.stage.buf, b.blk.buf, region)
+	} else {
+		region[0] = bufferCopy{Src: off, Dst: 0, Size: n}
+		d.shim.barrier(o.cb, vk.PipelineStageAllCommandsBit, vk.PipelineStageTransferBit, all, vk.AccessTransferReadBit)
+		d.shim.copy(o.cb, b.blk.buf, o.stage.buf, region)
+	}
+	d.shim.barrier(o.cb, vk.PipelineStageTransferBit, vk.PipelineStageHostBit|vk.PipelineStageAllCommandsBit,
+		vk.AccessTransferWriteBit, vk.AccessHostReadBit|vk.AccessShaderReadBit|vk.AccessShaderWriteBit|vk.AccessTransferReadBit)
+	if err := check("vkEndCommandBuffer", d.shim.end(o.cb)); err != nil {
+		return err
+	}
+	if err := d.submit(o.cb, o.fence); err != nil {
+		return err
+	}
+	r := d.shim.wait(o.fence, ^uint64(0))
+	if err := check("vkWaitForFences", r); err != nil {
+		if r == ErrorDeviceLost {
+			d.markLost(err)
+		}
+		return err
+	}
+	if !write {
+		copy(p, o.stage.mapped[:n])
+	}
+	return nil
+}
+
+// newCommandPool creates a command pool on the device's queue family with
+// one primary command buffer.
+func (d *Device) newCommandPool() (vk.CommandPool, vk.CommandBuffer, error) {
+	pci := &vk.CommandPoolCreateInfo{
+		SType:            vk.StructureTypeCommandPoolCreateInfo,
+		Flags:            vk.CommandPoolCreateFlags(vk.CommandPoolCreateTransientBit),
+		QueueFamilyIndex: d.qfam,
+	}
+	var pool vk.CommandPool
+	r := Result(vk.CreateCommandPool(d.dev, pci, nil, &pool))
+	pci.Free()
+	if err := check("vkCreateCommandPool", r); err != nil {
+		return vk.NullCommandPool, nil, err
+	}
+	ai := &vk.CommandBufferAllocateInfo{
+		SType:              vk.StructureTypeCommandBufferAllocateInfo,
+		CommandPool:        pool,
+		Level:              vk.CommandBufferLevelPrimary,
+		CommandBufferCount: 1,
+	}
+	cbs := make([]vk.CommandBuffer, 1)
+	r = Result(vk.AllocateCommandBuffers(d.dev, ai, cbs))
+	ai.Free()
+	if err := check("vkAllocateCommandBuffers", r); err != nil {
+		vk.DestroyCommandPool(d.dev, pool, nil)
+		return vk.NullCommandPool, nil, err
+	}
+	return pool, cbs[0], nil
+}
+
+func (d *Device) newFence() (vk.Fence, error) {
+	fci := &vk.FenceCreateInfo{SType: vk.StructureTypeFenceCreateInfo}
+	var f vk.Fence
+	r := Result(vk.CreateFence(d.dev, fci, nil, &f))
+	fci.Free()
+	return f, check("vkCreateFence", r)
+}
+
+// Arena is a transient (per-frame) linear allocator over one device buffer
+// and, when device memory is not host-visible, a host staging twin with the
+// same offsets. Allocation is a bump of an offset; Reset frees everything
+// at once, after the GPU work that used the frame's spans has completed
+// (its fence). The executor keeps one per command buffer in flight for the
+// host streams of its tasks; graphics code keeps one per frame. An Arena is
+// not safe for concurrent use.
+type Arena struct {
+	d     *Device
+	dev   memBlock // bound in descriptors
+	host  memBlock // == dev when direct
+	align uint64
+	used  uint64
+}
+
+// Span is an allocation in an Arena: Offset into the arena's buffers, and
+// the host-visible bytes (the device buffer itself when the device is
+// host-visible, else the staging twin, which must be copied with a
+// recorded copy command: see Arena.Staged).
+type Span struct {
+	Offset uint64
+	Size   uint64
+	Host   []byte
+}
+
+// NewArena creates an arena of size bytes. Its alignment suits storage and
+// uniform buffer bindings.
+func (d *Device) NewArena(size uint64) (*Arena, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	a := &Arena{d: d, align: max(d.lim.storageAlign, d.lim.uniformAlign, 16)}
+	var err error
+	if a.dev, err = d.newBlock(size, memDevice); err != nil {
+		return nil, err
+	}
+	if a.dev.mapped != nil {
+		a.host = a.dev
+		return a, nil
+	}
+	if a.host, err = d.newBlock(size, memStaging); err != nil {
+		d.freeBlock(&a.dev)
+		return nil, err
+	}
+	return a, nil
+}
+
+// Cap returns the arena's size in bytes; Used how many are allocated.
+func (a *Arena) Cap() uint64  { return a.dev.size }
+func (a *Arena) Used() uint64 { return a.used }
+
+// Staged reports whether Span.Host is a staging twin (copies needed)
+// rather than the device buffer itself.
+func (a *Arena) Staged() bool { return a.host.buf != a.dev.buf }
+
+// Alloc allocates n bytes aligned for buffer bindings. It fails with
+// ErrArenaFull when the arena has no room left (it never grows).
+func (a *Arena) Alloc(n uint64) (Span, error) {
+	off := alignUp(a.used, a.align)
+	if off > a.dev.size || n > a.dev.size-off {
+		return Span{}, fmt.Errorf("%w: %d bytes requested, %d of %d used", ErrArenaFull, n, a.used, a.dev.size)
+	}
+	a.used = off + n
+	return Span{Offset: off, Size: n, Host: a.host.mapped[off : off+n : off+n]}, nil
+}
+
+// window reserves room for bytes [lo, hi) of a stream that shaders index
+// from the stream's start: it returns base such that the stream binds at
+// base and its used bytes sit at [base+lo, base+hi), never below the bytes
+// already allocated. Only hi-lo bytes (plus alignment) are consumed when
+// the arena already holds lo bytes; the descriptor window below base+lo
+// overlaps earlier data that the shader never touches.
+func (a *Arena) window(lo, hi uint64) (base uint64, ok bool) {
+	start := a.used
+	if start < lo {
+		start = lo
+	}
+	base = alignUp(start-lo, a.align)
+	if base+hi > a.dev.size {
+		return 0, false
+	}
+	a.used = base + hi
+	return base, true
+}
+
+// Reset frees every span.
+func (a *Arena) Reset() { a.used = 0 }
+
+// Close frees the arena's memory.
+func (a *Arena) Close() {
+	if a.host.buf != a.dev.buf {
+		a.d.freeBlock(&a.host)
+	}
+	a.d.freeBlock(&a.dev)
+	a.host = memBlock{}
+}
+
+func alignUp(x, a uint64) uint64 { return (x + a - 1) / a * a }

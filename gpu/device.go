@@ -1,0 +1,785 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	vk "github.com/vulkan-go/vulkan"
+
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+// Options configures Open. The zero value picks the best device without
+// validation.
+type Options struct {
+	// Device overrides automatic selection: a device index ("1") or a
+	// case-insensitive name substring ("llvmpipe"). Empty: the EnvDevice
+	// variable (VKJOBS_DEVICE), then automatic selection (see SelectDevice).
+	Device string
+	// Validation enables VK_LAYER_KHRONOS_validation and VK_EXT_debug_report.
+	// Open fails when they are missing (Debian: vulkan-validationlayers).
+	// The environment variable VKJOBS_VALIDATION=1 enables it too.
+	Validation bool
+	// OnMessage, when set, receives every debug-report message (validation
+	// errors and warnings). It is called on whichever goroutine made the
+	// Vulkan call, possibly while package locks are held: it must be quick
+	// and must not call into package gpu. Messages are also kept: see
+	// Device.Messages.
+	OnMessage func(Message)
+	// ForceStaging makes the device behave as if its device-local memory
+	// were not host-visible: streams go through staging buffers and copy
+	// commands. For tests and measurements of the discrete-GPU path on
+	// unified-memory devices such as lavapipe.
+	ForceStaging bool
+	// AppName is reported to the driver; default "vkjobs".
+	AppName string
+	// InstanceExtensions and DeviceExtensions are enabled in addition to
+	// what the package needs (for example surface and swapchain extensions
+	// for graphics). Names need no trailing NUL.
+	InstanceExtensions []string
+	DeviceExtensions   []string
+	// PipelineCacheFile, when set, seeds the VkPipelineCache from this file
+	// at Open (a missing or stale file is ignored) and writes it back at
+	// Close.
+	PipelineCacheFile string
+}
+
+// EnvValidation enables validation when set to "1" or "true".
+const EnvValidation = "VKJOBS_VALIDATION"
+
+const validationLayer = "VK_LAYER_KHRONOS_validation"
+
+// Severity of a debug-report message.
+type Severity int
+
+const (
+	SeverityInfo Severity = iota
+	SeverityWarning
+	SeverityPerformance
+	SeverityError
+	SeverityDebug
+)
+
+func (s Severity) String() string {
+	switch s {
+	case SeverityInfo:
+		return "info"
+	case SeverityWarning:
+		return "warning"
+	case SeverityPerformance:
+		return "performance warning"
+	case SeverityError:
+		return "error"
+	case SeverityDebug:
+		return "debug"
+	}
+	return fmt.Sprintf("severity(%d)", int(s))
+}
+
+// VK_EXT_debug_report flag bits.
+const (
+	drInfo        = 0x1
+	drWarning     = 0x2
+	drPerformance = 0x4
+	drError       = 0x8
+	drDebug       = 0x10
+	drReported    = drWarning | drPerformance | drError
+)
+
+func severityOf(flags uint32) Severity {
+	switch {
+	case flags&drError != 0:
+		return SeverityError
+	case flags&drWarning != 0:
+		return SeverityWarning
+	case flags&drPerformance != 0:
+		return SeverityPerformance
+	case flags&drDebug != 0:
+		return SeverityDebug
+	}
+	return SeverityInfo
+}
+
+// Message is one debug-report message (validation layer or driver).
+type Message struct {
+	Severity Severity
+	Code     int32
+	Layer    string
+	Text     string
+}
+
+func (m Message) String() string {
+	return fmt.Sprintf("%s %v [%d]: %s", m.Layer, m.Severity, m.Code, m.Text)
+}
+
+// messageLog keeps the messages of one device.
+type messageLog struct {
+	mu     sync.Mutex
+	msgs   []Message // the first maxKeptMessages
+	errors int
+	total  int
+	on     func(Message)
+}
+
+const maxKeptMessages = 256
+
+func (m *messageLog) add(msg Message) {
+	m.mu.Lock()
+	m.total++
+	if msg.Severity == SeverityError {
+		m.errors++
+	}
+	if len(m.msgs) < maxKeptMessages {
+		m.msgs = append(m.msgs, msg)
+	}
+	on := m.on
+	m.mu.Unlock()
+	if on != nil {
+		on(msg)
+	}
+}
+
+// Fault is a failure the device simulates once, for tests of failure
+// handling on a real device (see Device.InjectFault).
+type Fault int
+
+const (
+	// FaultSubmitDeviceLost makes the next vkQueueSubmit return
+	// VK_ERROR_DEVICE_LOST without submitting anything; the device then
+	// counts as lost, as after a real loss.
+	FaultSubmitDeviceLost Fault = iota + 1
+	// FaultAllocation makes the next vkAllocateMemory return
+	// VK_ERROR_OUT_OF_DEVICE_MEMORY without calling the driver.
+	FaultAllocation
+)
+
+// limits are the device limits the package uses.
+type limits struct {
+	maxStorageRange   uint64
+	maxUniformRange   uint64
+	storageAlign      uint64
+	uniformAlign      uint64
+	maxGroupCount     uint32
+	maxGroupSize      uint32
+	maxInvocations    uint32
+	maxPushConstants  uint32
+	maxStorageBuffers uint32
+	maxUniformBuffers uint32
+	timestampPeriod   float64
+	timestampBits     uint32
+}
+
+type memType struct {
+	flags vk.MemoryPropertyFlags
+	heap  uint32
+}
+
+// Device is an opened Vulkan device: instance, physical device, one queue,
+// memory types, the pipeline cache and the GPU-resident buffers. It is safe
+// for concurrent use. Close it after every Executor made on it is closed
+// (Close closes those still open).
+type Device struct {
+	sel      Selection
+	inst     vk.Instance
+	phys     vk.PhysicalDevice
+	dev      vk.Device
+	queue    vk.Queue
+	qfam     uint32
+	lim      limits
+	memTypes []memType
+	heaps    []uint64
+	direct   bool // streams live in device-local, host-visible, coherent memory
+	// Pipeline stages of the timestamps written before and after each
+	// dispatch: see pickDevice.
+	tsBegin, tsEnd vk.PipelineStageFlagBits
+	shim           shimDev
+	opts           Options
+
+	log     *messageLog
+	sinkID  uintptr
+	debugCB uint64
+
+	qmu sync.Mutex // external synchronisation of the queue
+
+	pmu    sync.Mutex
+	pcache vk.PipelineCache
+	pipes  map[pipeKey]*pipeline
+
+	bmu     sync.RWMutex
+	bufs    map[sched.BufferID]*Buffer
+	nextBuf uint32
+	dummy   *Buffer
+
+	tmu      sync.Mutex // one-shot transfers (Buffer.Write/Read without mapping)
+	transfer *oneShot
+
+	lost    atomic.Bool
+	lostMu  sync.Mutex
+	lostErr error
+	lostCh  chan struct{}
+
+	faultSubmit atomic.Int32
+	faultAlloc  atomic.Int32
+
+	clockOnce sync.Once
+	clockOff  int64 // host ns (sched.Nanotime) = gpu ns + clockOff
+
+	emu     sync.Mutex
+	execs   map[*Executor]struct{}
+	closed  bool
+	closing atomic.Bool // set at the start of Close
+}
+
+// cstr returns s with the trailing NUL Vulkan needs (rule 3).
+func cstr(s string) string {
+	if strings.HasSuffix(s, "\x00") {
+		return s
+	}
+	return s + "\x00"
+}
+
+// Open creates a Vulkan instance and a device on the selected physical
+// device. Errors wrap ErrNoDevice when there is no loader, no driver or no
+// usable device (the message says what to install).
+func Open(opts Options) (*Device, error) {
+	if err := loadVulkan(); err != nil {
+		return nil, err
+	}
+	if v := os.Getenv(EnvValidation); v == "1" || strings.EqualFold(v, "true") {
+		opts.Validation = true
+	}
+	if opts.AppName == "" {
+		opts.AppName = "vkjobs"
+	}
+	d := &Device{
+		opts:   opts,
+		log:    &messageLog{on: opts.OnMessage},
+		pipes:  map[pipeKey]*pipeline{},
+		bufs:   map[sched.BufferID]*Buffer{},
+		lostCh: make(chan struct{}),
+		execs:  map[*Executor]struct{}{},
+	}
+	d.sinkID = registerSink(d.log)
+	ok := false
+	defer func() {
+		if !ok {
+			d.destroy()
+		}
+	}()
+	if err := d.createInstance(); err != nil {
+		return nil, err
+	}
+	if err := d.pickDevice(); err != nil {
+		return nil, err
+	}
+	if err := d.createDevice(); err != nil {
+		return nil, err
+	}
+	if err := d.createPipelineCache(); err != nil {
+		return nil, err
+	}
+	var err error
+	if d.dummy, err = d.newBuffer(256, false); err != nil {
+		return nil, err
+	}
+	ok = true
+	return d, nil
+}
+
+func (d *Device) createInstance() error {
+	var layers, exts []string
+	if d.opts.Validation {
+		if !hasInstanceLayer(validationLayer) {
+			return fmt.Errorf("gpu: validation requested but the instance layer %s is not installed (Debian: apt-get install vulkan-validationlayers)", validationLayer)
+		}
+		layers = append(layers, cstr(validationLayer))
+		exts = append(exts, cstr("VK_EXT_debug_report"))
+	}
+	for _, e := range d.opts.InstanceExtensions {
+		exts = append(exts, cstr(e))
+	}
+	app := &vk.ApplicationInfo{
+		SType:            vk.StructureTypeApplicationInfo,
+		PApplicationName: cstr(d.opts.AppName),
+		PEngineName:      cstr("vkjobs"),
+		ApiVersion:       vk.MakeVersion(1, 0, 0),
+	}
+	ci := &vk.InstanceCreateInfo{
+		SType:                   vk.StructureTypeInstanceCreateInfo,
+		PApplicationInfo:        app,
+		EnabledLayerCount:       uint32(len(layers)),
+		PpEnabledLayerNames:     layers,
+		EnabledExtensionCount:   uint32(len(exts)),
+		PpEnabledExtensionNames: exts,
+	}
+	var chain unsafe.Pointer
+	if d.opts.Validation {
+		// Chained so that messages of vkCreateInstance and
+		// vkDestroyInstance (leak reports) are caught too.
+		chain = debugChainInfo(drReported, d.sinkID)
+		ci.PNext = chain
+	}
+	var inst vk.Instance // rule 4: a local, copied after the call
+	r := Result(vk.CreateInstance(ci, nil, &inst))
+	ci.Free()
+	app.Free()
+	if chain != nil {
+		cFree(chain)
+	}
+	if r != Success {
+		err := check("vkCreateInstance", r)
+		if r == ErrorIncompatibleDriver || r == ErrorInitializationFailed {
+			return fmt.Errorf("%w: %w; no Vulkan driver (ICD) found; %s", ErrNoDevice, err, installHint)
+		}
+		if r == ErrorExtensionNotPresent || r == ErrorLayerNotPresent {
+			return fmt.Errorf("%w (layers %q, extensions %q)", err, layers, exts)
+		}
+		return err
+	}
+	d.inst = inst
+	if err := vk.InitInstance(inst); err != nil { // rule 1
+		return fmt.Errorf("gpu: vulkan-go InitInstance: %v", err)
+	}
+	if d.opts.Validation {
+		cb, r := debugCreate(inst, drReported, d.sinkID)
+		if err := check("vkCreateDebugReportCallbackEXT", r); err != nil {
+			return err
+		}
+		d.debugCB = cb
+	}
+	return nil
+}
+
+// physicalDevices enumerates the instance's devices with their properties.
+func (d *Device) physicalDevices() ([]vk.PhysicalDevice, []DeviceInfo, error) {
+	var n uint32
+	if err := check("vkEnumeratePhysicalDevices", Result(vk.EnumeratePhysicalDevices(d.inst, &n, nil))); err != nil {
+		return nil, nil, err
+	}
+	if n == 0 {
+		return nil, nil, nil
+	}
+	pds := make([]vk.PhysicalDevice, n)
+	if err := check("vkEnumeratePhysicalDevices", Result(vk.EnumeratePhysicalDevices(d.inst, &n, pds))); err != nil {
+		return nil, nil, err
+	}
+	pds = pds[:n]
+	infos := make([]DeviceInfo, n)
+	for i, pd := range pds {
+		var p vk.PhysicalDeviceProperties
+		vk.GetPhysicalDeviceProperties(pd, &p)
+		p.Deref() // rule 5
+		infos[i] = DeviceInfo{
+			Index:      i,
+			Name:       vk.ToString(p.DeviceName[:]),
+			Type:       DeviceType(p.DeviceType),
+			VendorID:   p.VendorID,
+			DeviceID:   p.DeviceID,
+			APIVersion: vk.Version(p.ApiVersion).String(),
+			Driver:     p.DriverVersion,
+		}
+		p.Free() // rule 6
+		for _, qf := range queueFamilies(d.inst, pd) {
+			if qf.Flags&uint32(vk.QueueComputeBit) != 0 && qf.Count > 0 {
+				infos[i].Compute = true
+				infos[i].Timestamps = infos[i].Timestamps || qf.TimestampValid > 0
+			}
+		}
+	}
+	return pds, infos, nil
+}
+
+// Devices lists the physical devices the Vulkan loader reports, for
+// diagnostics. It creates and destroys a short-lived instance.
+func Devices() ([]DeviceInfo, error) {
+	if err := loadVulkan(); err != nil {
+		return nil, err
+	}
+	d := &Device{opts: Options{AppName: "vkjobs"}, log: &messageLog{}}
+	defer d.destroy()
+	if err := d.createInstance(); err != nil {
+		return nil, err
+	}
+	_, infos, err := d.physicalDevices()
+	return infos, err
+}
+
+func (d *Device) pickDevice() error {
+	pds, infos, err := d.physicalDevices()
+	if err != nil {
+		return err
+	}
+	override, source := d.opts.Device, "Options.Device"
+	if override == "" {
+		override, source = os.Getenv(EnvDevice), EnvDevice
+	}
+	sel, err := SelectDevice(infos, override, source)
+	if err != nil {
+		return err
+	}
+	d.sel = sel
+	d.phys = pds[sel.Chosen.Index]
+
+	var p vk.PhysicalDeviceProperties
+	vk.GetPhysicalDeviceProperties(d.phys, &p)
+	p.Deref()
+	p.Limits.Deref() // rule 5: nested structs need their own Deref
+	l := &p.Limits
+	d.lim = limits{
+		maxStorageRange:   uint64(l.MaxStorageBufferRange),
+		maxUniformRange:   uint64(l.MaxUniformBufferRange),
+		storageAlign:      max(uint64(l.MinStorageBufferOffsetAlignment), 4),
+		uniformAlign:      max(uint64(l.MinUniformBufferOffsetAlignment), 4),
+		maxGroupCount:     l.MaxComputeWorkGroupCount[0],
+		maxGroupSize:      l.MaxComputeWorkGroupSize[0],
+		maxInvocations:    l.MaxComputeWorkGroupInvocations,
+		maxPushConstants:  l.MaxPushConstantsSize,
+		maxStorageBuffers: l.MaxPerStageDescriptorStorageBuffers,
+		maxUniformBuffers: l.MaxPerStageDescriptorUniformBuffers,
+		timestampPeriod:   float64(l.TimestampPeriod),
+	}
+	p.Free()
+
+	fams := queueFamilies(d.inst, d.phys)
+	best := -1
+	for i, f := range fams {
+		if f.Flags&uint32(vk.QueueComputeBit) == 0 || f.Count == 0 {
+			continue
+		}
+		universal := f.Flags&uint32(vk.QueueGraphicsBit) != 0
+		if best < 0 || (universal && fams[best].Flags&uint32(vk.QueueGraphicsBit) == 0) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return fmt.Errorf("%w: device %v has no compute queue", ErrNoDevice, sel.Chosen)
+	}
+	d.qfam = uint32(best)
+	d.lim.timestampBits = fams[best].TimestampValid
+	// A GPU writes a BOTTOM_OF_PIPE timestamp when all earlier commands
+	// have completed: one before and one after a dispatch bracket it. A
+	// CPU implementation runs the commands of a queue one after another
+	// (lavapipe's vkCmdDispatch returns when the grid is done), so a
+	// TOP_OF_PIPE timestamp there is just as exact; and it is much cheaper:
+	// lavapipe flushes its context for any other stage, which measured
+	// 70-100 us per timestamp here (a batch of 64 tiny dispatches took
+	// 183 us/task with BOTTOM_OF_PIPE stamps, 44 us/task with TOP_OF_PIPE
+	// ones, the same as without timestamps).
+	d.tsBegin, d.tsEnd = vk.PipelineStageBottomOfPipeBit, vk.PipelineStageBottomOfPipeBit
+	if sel.Chosen.Type == TypeCPU {
+		d.tsBegin, d.tsEnd = vk.PipelineStageTopOfPipeBit, vk.PipelineStageTopOfPipeBit
+	}
+
+	var mp vk.PhysicalDeviceMemoryProperties
+	vk.GetPhysicalDeviceMemoryProperties(d.phys, &mp)
+	mp.Deref()
+	for i := uint32(0); i < mp.MemoryTypeCount; i++ {
+		mp.MemoryTypes[i].Deref()
+		d.memTypes = append(d.memTypes, memType{mp.MemoryTypes[i].PropertyFlags, mp.MemoryTypes[i].HeapIndex})
+	}
+	for i := uint32(0); i < mp.MemoryHeapCount; i++ {
+		mp.MemoryHeaps[i].Deref()
+		d.heaps = append(d.heaps, uint64(mp.MemoryHeaps[i].Size))
+	}
+	mp.Free()
+	want := vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit | vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit)
+	for _, t := range d.memTypes {
+		if t.flags&want == want {
+			d.direct = !d.opts.ForceStaging
+		}
+	}
+	return nil
+}
+
+func (d *Device) createDevice() error {
+	var exts []string
+	for _, e := range d.opts.DeviceExtensions {
+		exts = append(exts, cstr(e))
+	}
+	var layers []string
+	if d.opts.Validation {
+		layers = []string{cstr(validationLayer)} // for pre-1.0.13 loaders
+	}
+	ci := &vk.DeviceCreateInfo{
+		SType:                vk.StructureTypeDeviceCreateInfo,
+		QueueCreateInfoCount: 1,
+		PQueueCreateInfos: []vk.DeviceQueueCreateInfo{{
+			SType:            vk.StructureTypeDeviceQueueCreateInfo,
+			QueueFamilyIndex: d.qfam,
+			QueueCount:       1,
+			PQueuePriorities: []float32{1},
+		}},
+		EnabledLayerCount:       uint32(len(layers)),
+		PpEnabledLayerNames:     layers,
+		EnabledExtensionCount:   uint32(len(exts)),
+		PpEnabledExtensionNames: exts,
+	}
+	var dev vk.Device
+	r := Result(vk.CreateDevice(d.phys, ci, nil, &dev))
+	ci.Free()
+	if err := check("vkCreateDevice", r); err != nil {
+		return fmt.Errorf("%w (device %v)", err, d.sel.Chosen)
+	}
+	d.dev = dev
+	var q vk.Queue
+	vk.GetDeviceQueue(dev, d.qfam, 0, &q)
+	d.queue = q
+	s, err := newShimDev(d.inst, dev)
+	if err != nil {
+		return err
+	}
+	d.shim = s
+	return nil
+}
+
+func (d *Device) createPipelineCache() error {
+	var data []byte
+	if f := d.opts.PipelineCacheFile; f != "" {
+		data, _ = os.ReadFile(f) // a missing cache is not an error
+	}
+	ci := &vk.PipelineCacheCreateInfo{SType: vk.StructureTypePipelineCacheCreateInfo}
+	if len(data) > 0 {
+		ci.InitialDataSize = uint(len(data))
+		ci.PInitialData = unsafe.Pointer(&data[0])
+	}
+	var pc vk.PipelineCache
+	r := Result(vk.CreatePipelineCache(d.dev, ci, nil, &pc))
+	ci.Free()
+	if err := check("vkCreatePipelineCache", r); err != nil {
+		return err
+	}
+	d.pcache = pc
+	return nil
+}
+
+func (d *Device) savePipelineCache() error {
+	f := d.opts.PipelineCacheFile
+	if f == "" || d.pcache == vk.NullPipelineCache {
+		return nil
+	}
+	var n uint
+	if err := check("vkGetPipelineCacheData", Result(vk.GetPipelineCacheData(d.dev, d.pcache, &n, nil))); err != nil || n == 0 {
+		return err
+	}
+	buf := make([]byte, n)
+	if err := check("vkGetPipelineCacheData", Result(vk.GetPipelineCacheData(d.dev, d.pcache, &n, unsafe.Pointer(&buf[0])))); err != nil {
+		return err
+	}
+	return os.WriteFile(f, buf[:n], 0o644)
+}
+
+// Selection reports which device was chosen and why.
+func (d *Device) Selection() Selection { return d.sel }
+
+// Name returns the device name.
+func (d *Device) Name() string { return d.sel.Chosen.Name }
+
+// HostVisible reports whether streams live in device-local memory that the
+// host maps directly (unified memory, resizable BAR, lavapipe) instead of
+// going through staging copies.
+func (d *Device) HostVisible() bool { return d.direct }
+
+// Timestamps reports whether the queue supports timestamps.
+func (d *Device) Timestamps() bool { return d.lim.timestampBits > 0 }
+
+// Messages returns the debug-report messages received so far (the first
+// 256) and the number of error messages in total.
+func (d *Device) Messages() (msgs []Message, errors int) {
+	d.log.mu.Lock()
+	defer d.log.mu.Unlock()
+	return append([]Message(nil), d.log.msgs...), d.log.errors
+}
+
+// ValidationErr returns an error wrapping ErrValidation that lists the
+// error messages received so far, or nil when there were none.
+func (d *Device) ValidationErr() error {
+	msgs, n := d.Messages()
+	if n == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, m := range msgs {
+		if m.Severity == SeverityError {
+			b.WriteString("\n\t")
+			b.WriteString(m.String())
+		}
+	}
+	return fmt.Errorf("%w: %d error messages:%s", ErrValidation, n, b.String())
+}
+
+// InjectFault makes the device simulate f once (see Fault). For tests.
+func (d *Device) InjectFault(f Fault) {
+	switch f {
+	case FaultSubmitDeviceLost:
+		d.faultSubmit.Add(1)
+	case FaultAllocation:
+		d.faultAlloc.Add(1)
+	}
+}
+
+// takeFault consumes one pending injection of a fault counter.
+func takeFault(c *atomic.Int32) bool {
+	for {
+		n := c.Load()
+		if n <= 0 {
+			return false
+		}
+		if c.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// usable returns ErrClosed after Close began, the loss after a device loss.
+func (d *Device) usable() error {
+	if d.closing.Load() {
+		return fmt.Errorf("gpu: device %w", ErrClosed)
+	}
+	return d.Lost()
+}
+
+// Lost reports whether the device is lost, and why.
+func (d *Device) Lost() error {
+	if !d.lost.Load() {
+		return nil
+	}
+	d.lostMu.Lock()
+	defer d.lostMu.Unlock()
+	return d.lostErr
+}
+
+// markLost records a device loss; every later GPU task fails fast.
+func (d *Device) markLost(err error) {
+	d.lostMu.Lock()
+	defer d.lostMu.Unlock()
+	if d.lost.Load() {
+		return
+	}
+	if !errors.Is(err, ErrDeviceLost) {
+		err = fmt.Errorf("%w: %w", ErrDeviceLost, err)
+	}
+	d.lostErr = err
+	d.lost.Store(true)
+	close(d.lostCh)
+}
+
+// submit submits one command buffer with a fence under the queue lock,
+// applying an injected FaultSubmitDeviceLost.
+func (d *Device) submit(cb vk.CommandBuffer, fence vk.Fence) error {
+	if takeFault(&d.faultSubmit) {
+		err := check("vkQueueSubmit", ErrorDeviceLost)
+		d.markLost(fmt.Errorf("%w (injected fault)", err))
+		return err
+	}
+	d.qmu.Lock()
+	r := d.shim.submit(d.queue, cb, fence)
+	d.qmu.Unlock()
+	err := check("vkQueueSubmit", r)
+	if r == ErrorDeviceLost {
+		d.markLost(err)
+	}
+	return err
+}
+
+// waitIdle waits until the queue is idle (errors other than a lost device
+// are returned).
+func (d *Device) waitIdle() error {
+	d.qmu.Lock()
+	r := d.shim.queueIdle(d.queue)
+	d.qmu.Unlock()
+	if r == ErrorDeviceLost {
+		return nil
+	}
+	return check("vkQueueWaitIdle", r)
+}
+
+// Close destroys everything the device owns: it closes executors still
+// open, frees every buffer and pipeline, and destroys the device and the
+// instance. The returned error joins failures to save the pipeline cache
+// and executors' Close errors; validation messages stay in Messages.
+// Calling Close again returns nil.
+func (d *Device) Close() error {
+	d.emu.Lock()
+	if d.closed {
+		d.emu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.closing.Store(true)
+	execs := make([]*Executor, 0, len(d.execs))
+	for e := range d.execs {
+		execs = append(execs, e)
+	}
+	d.emu.Unlock()
+	var errs []error
+	for _, e := range execs {
+		if err := e.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.dev != nil {
+		if err := d.waitIdle(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := d.savePipelineCache(); err != nil {
+			errs = append(errs, fmt.Errorf("gpu: saving the pipeline cache: %w", err))
+		}
+	}
+	d.destroy()
+	return errors.Join(errs...)
+}
+
+// destroy frees whatever exists, in reverse order of creation.
+func (d *Device) destroy() {
+	if d.dev != nil {
+		d.bmu.Lock()
+		bufs := make([]*Buffer, 0, len(d.bufs))
+		for _, b := range d.bufs {
+			bufs = append(bufs, b)
+		}
+		d.bmu.Unlock()
+		for _, b := range bufs {
+			b.destroy()
+		}
+		if d.dummy != nil {
+			d.dummy.destroy()
+			d.dummy = nil
+		}
+		if d.transfer != nil {
+			d.transfer.destroy(d)
+			d.transfer = nil
+		}
+		d.pmu.Lock()
+		for k, p := range d.pipes {
+			<-p.ready // a creation still running (PreparePipelines racing Close)
+			p.destroy(d)
+			delete(d.pipes, k)
+		}
+		if d.pcache != vk.NullPipelineCache {
+			vk.DestroyPipelineCache(d.dev, d.pcache, nil)
+			d.pcache = vk.NullPipelineCache
+		}
+		d.pmu.Unlock()
+		d.shim.free()
+		d.shim = shimDev{}
+		vk.DestroyDevice(d.dev, nil)
+		d.dev = nil
+	}
+	if d.inst != nil {
+		if d.debugCB != 0 {
+			debugDestroy(d.inst, d.debugCB)
+			d.debugCB = 0
+		}
+		vk.DestroyInstance(d.inst, nil)
+		d.inst = nil
+	}
+	if d.sinkID != 0 {
+		unregisterSink(d.sinkID)
+		d.sinkID = 0
+	}
+}

@@ -1,0 +1,984 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vk "github.com/vulkan-go/vulkan"
+
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+// ExecutorOptions configures an Executor. The zero value gives defaults.
+type ExecutorOptions struct {
+	// MaxBatch is the most tasks recorded into one command buffer
+	// (default 64).
+	MaxBatch int
+	// InFlight is how many command buffers may be submitted and not yet
+	// completed (default 2). While all are in flight, runnable GPU tasks
+	// accumulate and go out together in the next one.
+	InFlight int
+	// ArenaSize is the initial size in bytes of each command buffer's
+	// transient arena for host streams (default 1 MiB). An arena grows, when
+	// its command buffer is idle, to fit the largest batch seen.
+	ArenaSize uint64
+	// FenceTimeout bounds each wait for a command buffer (default 10 s).
+	// When it expires the command buffer's tasks fail with ErrTimeout; the
+	// executor keeps waiting for it in the background, and declares the
+	// device lost after HungAfter more time-outs.
+	FenceTimeout time.Duration
+	// HungAfter: see FenceTimeout (default 3).
+	HungAfter int
+	// NoTimestamps disables timestamp queries even where supported.
+	NoTimestamps bool
+}
+
+// Executor runs tasks with GPU affinity as Vulkan compute dispatches. It
+// implements sched.Executor: attach it with
+//
+//	s.AttachExecutor(sched.ExecGPU, exec)
+//
+// Enqueue only appends the job to a list and wakes the submitter
+// goroutine; the submitter records runnable jobs into a command buffer (as
+// many as arrived, up to MaxBatch) and submits it; the completion goroutine
+// blocks in vkWaitForFences, copies outputs back, reports timings and calls
+// Job.Done. No scheduler thread ever blocks on the GPU. See the package
+// documentation for the design.
+type Executor struct {
+	d    *Device
+	opts ExecutorOptions
+	ts   bool // timestamps in use
+
+	mu      sync.Mutex
+	pending []pendingJob
+	closed  bool
+	wake    chan struct{}
+
+	free     chan *slot
+	inflight chan *slot
+	slots    []*slot
+
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	submits atomic.Uint64
+	smu     sync.Mutex
+	st      ExecStats
+	kst     []KernelStats
+}
+
+type pendingJob struct {
+	j sched.Job
+	t int64 // Enqueue time, sched.Nanotime
+}
+
+// slot is one command buffer's worth of resources and bookkeeping. Between
+// submission and completion it belongs to the completion goroutine;
+// otherwise to the submitter. Its slices are reused, so the hot path
+// allocates nothing in steady state.
+type slot struct {
+	pool  vk.CommandPool
+	cb    vk.CommandBuffer
+	fence vk.Fence
+	dpool vk.DescriptorPool
+	qpool vk.QueryPool
+	arena *Arena
+	want  uint64 // arena size wanted at the next use
+
+	jobs      []jobRec
+	copyIn    []copyOp
+	copyOut   []copyOp
+	regions   []bufferCopy
+	readbacks []readback
+	refs      []*Buffer
+	access    []access
+	queries   []uint64
+	writes    [2 * sched.MaxStreams]descWrite
+	setOut    uint64
+	params    [8]uint32
+	ev        sched.RunEvent
+	submitAt  int64
+	copyTS    bool // queries 2n..2n+3 time the copy phases
+	upBytes   uint64
+	downBytes uint64
+}
+
+type jobRec struct {
+	pj         pendingJob
+	kid        sched.KernelID
+	pipe       *pipeline
+	set        uint64
+	params     [8]uint32
+	begin, end uint32
+	upNS       int64 // host copies into the arena
+	rbNS       int64 // host copies out of the arena
+	upBytes    uint64
+	downBytes  uint64
+	rb0, rb1   int   // sl.readbacks range
+	ac0, ac1   int   // sl.access range
+	start      int64 // GPU start and stop, sched.Nanotime scale
+	stop       int64
+}
+
+type copyOp struct {
+	src, dst vk.Buffer
+	r        bufferCopy
+}
+
+type readback struct{ dst, src []byte }
+
+// access is a use of a persistent buffer's bytes by a dispatch.
+type access struct {
+	id     sched.BufferID
+	lo, hi uint64
+	write  bool
+}
+
+// NewExecutor creates an executor on d with its submission and completion
+// goroutines. Close it (Scheduler.Close does) before closing the device.
+func NewExecutor(d *Device, opts ExecutorOptions) (*Executor, error) {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 64
+	}
+	if opts.InFlight <= 0 {
+		opts.InFlight = 2
+	}
+	if opts.ArenaSize == 0 {
+		opts.ArenaSize = 1 << 20
+	}
+	if opts.FenceTimeout <= 0 {
+		opts.FenceTimeout = 10 * time.Second
+	}
+	if opts.HungAfter <= 0 {
+		opts.HungAfter = 3
+	}
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	e := &Executor{
+		d:        d,
+		opts:     opts,
+		ts:       d.lim.timestampBits > 0 && !opts.NoTimestamps,
+		wake:     make(chan struct{}, 1),
+		free:     make(chan *slot, opts.InFlight),
+		inflight: make(chan *slot, opts.InFlight),
+	}
+	d.emu.Lock()
+	if d.closed {
+		d.emu.Unlock()
+		return nil, fmt.Errorf("gpu: NewExecutor: device %w", ErrClosed)
+	}
+	d.execs[e] = struct{}{}
+	d.emu.Unlock()
+	for range opts.InFlight {
+		sl, err := e.newSlot()
+		if err != nil {
+			e.destroySlots()
+			d.emu.Lock()
+			delete(d.execs, e)
+			d.emu.Unlock()
+			return nil, err
+		}
+		e.slots = append(e.slots, sl)
+		e.free <- sl
+	}
+	if e.ts {
+		d.clockOnce.Do(func() { d.clockOff = e.calibrate(e.slots[0]) })
+	}
+	e.wg.Add(2)
+	go e.submitLoop()
+	go e.completeLoop()
+	return e, nil
+}
+
+func (e *Executor) newSlot() (*slot, error) {
+	d := e.d
+	sl := &slot{
+		jobs:    make([]jobRec, 0, e.opts.MaxBatch),
+		queries: make([]uint64, 2*e.opts.MaxBatch+4),
+	}
+	var err error
+	if sl.pool, sl.cb, err = d.newCommandPool(); err != nil {
+		return nil, err
+	}
+	if sl.fence, err = d.newFence(); err != nil {
+		e.destroySlot(sl)
+		return nil, err
+	}
+	n := uint32(e.opts.MaxBatch)
+	dci := &vk.DescriptorPoolCreateInfo{
+		SType:         vk.StructureTypeDescriptorPoolCreateInfo,
+		MaxSets:       n,
+		PoolSizeCount: 2,
+		PPoolSizes: []vk.DescriptorPoolSize{
+			{Type: vk.DescriptorTypeStorageBuffer, DescriptorCount: 2 * sched.MaxStreams * n},
+			{Type: vk.DescriptorTypeUniformBuffer, DescriptorCount: sched.MaxStreams * n},
+		},
+	}
+	var dp vk.DescriptorPool
+	r := Result(vk.CreateDescriptorPool(d.dev, dci, nil, &dp))
+	dci.Free()
+	if err := check("vkCreateDescriptorPool", r); err != nil {
+		e.destroySlot(sl)
+		return nil, err
+	}
+	sl.dpool = dp
+	if e.ts {
+		qci := &vk.QueryPoolCreateInfo{
+			SType:      vk.StructureTypeQueryPoolCreateInfo,
+			QueryType:  vk.QueryTypeTimestamp,
+			QueryCount: 2*n + 4,
+		}
+		var qp vk.QueryPool
+		r := Result(vk.CreateQueryPool(d.dev, qci, nil, &qp))
+		qci.Free()
+		if err := check("vkCreateQueryPool", r); err != nil {
+			e.destroySlot(sl)
+			return nil, err
+		}
+		sl.qpool = qp
+	}
+	if sl.arena, err = d.NewArena(e.opts.ArenaSize); err != nil {
+		e.destroySlot(sl)
+		return nil, err
+	}
+	return sl, nil
+}
+
+func (e *Executor) destroySlot(sl *slot) {
+	d := e.d
+	if sl.arena != nil {
+		sl.arena.Close()
+		sl.arena = nil
+	}
+	if sl.qpool != vk.NullQueryPool {
+		vk.DestroyQueryPool(d.dev, sl.qpool, nil)
+		sl.qpool = vk.NullQueryPool
+	}
+	if sl.dpool != vk.NullDescriptorPool {
+		vk.DestroyDescriptorPool(d.dev, sl.dpool, nil)
+		sl.dpool = vk.NullDescriptorPool
+	}
+	if sl.fence != vk.NullFence {
+		vk.DestroyFence(d.dev, sl.fence, nil)
+		sl.fence = vk.NullFence
+	}
+	if sl.pool != vk.NullCommandPool {
+		vk.DestroyCommandPool(d.dev, sl.pool, nil)
+		sl.pool = vk.NullCommandPool
+	}
+}
+
+func (e *Executor) destroySlots() {
+	for _, sl := range e.slots {
+		e.destroySlot(sl)
+	}
+	e.slots = nil
+}
+
+// Device returns the executor's device.
+func (e *Executor) Device() *Device { return e.d }
+
+// Enqueue hands the executor a runnable GPU task. It never blocks on the
+// GPU: it appends the job and wakes the submitter. After Close, or once the
+// device is lost, it fails the job at once. Called by the scheduler from
+// any goroutine.
+func (e *Executor) Enqueue(j sched.Job) {
+	pj := pendingJob{j: j, t: sched.Nanotime()}
+	if err := e.d.Lost(); err != nil {
+		e.finishEarly(&pj, err)
+		return
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		e.finishEarly(&pj, fmt.Errorf("gpu: Enqueue after Close: %w", ErrClosed))
+		return
+	}
+	e.pending = append(e.pending, pj)
+	e.mu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops accepting jobs (later Enqueues fail at once), submits the jobs
+// already enqueued, waits for every command buffer in flight, completes or
+// fails each of their jobs, stops both goroutines and frees the executor's
+// Vulkan objects. The scheduler calls it from Scheduler.Close. A GPU that
+// never completes a command buffer delays Close by at most
+// FenceTimeout*(HungAfter+1), after which the device counts as lost.
+func (e *Executor) Close() error {
+	e.closeOnce.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		e.mu.Unlock()
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+		e.wg.Wait()
+		if e.d.lost.Load() {
+			// Command buffers may still run on a device that only
+			// reported a loss (or an injected one): drain before freeing.
+			e.closeErr = e.d.waitIdle()
+		}
+		e.destroySlots()
+		e.d.emu.Lock()
+		delete(e.d.execs, e)
+		e.d.emu.Unlock()
+	})
+	return e.closeErr
+}
+
+// submitLoop is the submitter goroutine.
+func (e *Executor) submitLoop() {
+	defer e.wg.Done()
+	defer close(e.inflight)
+	var q []pendingJob
+	for {
+		if len(q) == 0 {
+			e.mu.Lock()
+			for len(e.pending) == 0 && !e.closed {
+				e.mu.Unlock()
+				<-e.wake
+				e.mu.Lock()
+			}
+			if len(e.pending) == 0 {
+				e.mu.Unlock()
+				return // closed and drained
+			}
+			e.mu.Unlock()
+		}
+		// Take a free command buffer; while all are in flight, jobs
+		// accumulate and go out together.
+		var sl *slot
+		select {
+		case sl = <-e.free:
+		case <-e.d.lostCh:
+		}
+		e.mu.Lock()
+		q = append(q, e.pending...)
+		clear(e.pending)
+		e.pending = e.pending[:0]
+		e.mu.Unlock()
+		if err := e.d.Lost(); err != nil {
+			for i := range q {
+				e.finishEarly(&q[i], err)
+			}
+			clear(q)
+			q = q[:0]
+			if sl != nil {
+				e.free <- sl
+			}
+			continue
+		}
+		n := e.runBatch(sl, q)
+		copy(q, q[n:])
+		clear(q[len(q)-n:])
+		q = q[:len(q)-n]
+	}
+}
+
+// runBatch plans, records and submits jobs from q into sl; it returns how
+// many jobs of q it consumed (submitted or finished). The slot goes to the
+// completion goroutine, or back to the free list when nothing was
+// submitted.
+func (e *Executor) runBatch(sl *slot, q []pendingJob) int {
+	d := e.d
+	if sl.want > sl.arena.Cap() {
+		_ = e.growArena(sl, sl.want) // on failure the old arena stays
+	}
+	sl.want = 0
+	sl.arena.Reset()
+	if err := check("vkResetFences/vkResetCommandPool/vkResetDescriptorPool", d.shim.slotReset(sl.fence, sl.pool, sl.dpool)); err != nil {
+		if errors.Is(err, ErrDeviceLost) {
+			d.markLost(err)
+		}
+		for i := range q {
+			e.finishEarly(&q[i], err)
+		}
+		e.free <- sl
+		return len(q)
+	}
+	consumed := 0
+	for i := range q {
+		if len(sl.jobs) == e.opts.MaxBatch || !e.plan(sl, &q[i]) {
+			break
+		}
+		consumed++
+	}
+	if len(sl.jobs) == 0 {
+		e.free <- sl
+		return consumed
+	}
+	err := e.record(sl)
+	if err == nil {
+		sl.submitAt = sched.Nanotime()
+		err = d.submit(sl.cb, sl.fence)
+	}
+	if err != nil {
+		e.finishSlot(sl, err, 0)
+		releaseRefs(sl)
+		e.free <- sl
+		return consumed
+	}
+	e.submits.Add(1)
+	e.inflight <- sl // never blocks: at most InFlight slots exist
+	return consumed
+}
+
+// plan prepares one job in sl: pipeline, streams, uploads, descriptor set.
+// It returns false when the job must wait for the next command buffer (the
+// arena is full); a job that fails or has no work is finished here.
+func (e *Executor) plan(sl *slot, pj *pendingJob) bool {
+	kid, k := pj.j.Kernel()
+	td := pj.j.Data()
+	if td.End <= td.Begin {
+		e.finishEarly(pj, nil) // nothing to dispatch
+		return true
+	}
+	p, err := e.d.pipelineFor(k)
+	if err != nil {
+		e.finishEarly(pj, err)
+		return true
+	}
+	a := sl.arena
+	need := e.arenaNeed(k, td, a.align)
+	if a.used+need > a.Cap() {
+		if len(sl.jobs) > 0 {
+			sl.want = max(sl.want, pow2(a.used+need))
+			return false
+		}
+		if err := e.growArena(sl, pow2(max(need, a.Cap()))); err != nil {
+			e.finishEarly(pj, fmt.Errorf("gpu: transient memory for %d bytes of streams: %w", need, err))
+			return true
+		}
+		a = sl.arena
+	}
+	// Marks for rolling back a job that fails half-way.
+	mUsed, mIn, mOut, mRB, mRefs, mAcc := a.used, len(sl.copyIn), len(sl.copyOut), len(sl.readbacks), len(sl.refs), len(sl.access)
+	rec := jobRec{pj: *pj, kid: kid, pipe: p, params: td.Params, begin: td.Begin, end: td.End, rb0: mRB, ac0: mAcc}
+	nw := 0
+	for i := range k.In {
+		if sl.writes[nw], err = e.bindStream(sl, k, td, false, i, p.uniform[i], &rec); err != nil {
+			break
+		}
+		nw++
+	}
+	for i := 0; err == nil && i < len(k.Out); i++ {
+		if sl.writes[nw], err = e.bindStream(sl, k, td, true, i, false, &rec); err != nil {
+			break
+		}
+		nw++
+	}
+	if err == nil {
+		err = check("vkAllocateDescriptorSets", e.d.shim.set(sl.dpool, p.setLayout, sl.writes[:nw], &sl.setOut))
+	}
+	if err != nil {
+		a.used = mUsed
+		sl.copyIn, sl.copyOut = sl.copyIn[:mIn], sl.copyOut[:mOut]
+		clear(sl.readbacks[mRB:])
+		sl.readbacks = sl.readbacks[:mRB]
+		for _, b := range sl.refs[mRefs:] {
+			b.release()
+		}
+		clear(sl.refs[mRefs:])
+		sl.refs = sl.refs[:mRefs]
+		sl.access = sl.access[:mAcc]
+		e.finishEarly(pj, err)
+		return true
+	}
+	rec.set = sl.setOut
+	rec.rb1, rec.ac1 = len(sl.readbacks), len(sl.access)
+	sl.jobs = append(sl.jobs, rec)
+	return true
+}
+
+// streamSpan returns the bytes [lo, hi) of a stream that work items
+// [Begin, End) use, and the stream's total size.
+func streamSpan(k *sched.Kernel, td *sched.TaskData, out bool, i int) (lo, hi, total uint64) {
+	s, spec := &td.In[i], k.In[i]
+	if out {
+		s, spec = &td.Out[i], k.Out[i]
+	}
+	total = uint64(s.Count) * uint64(s.Stride)
+	if spec.Rate == sched.Whole || k.Kind == sched.Simple {
+		return 0, total, total
+	}
+	f := uint64(1)
+	if (!out && k.Kind == sched.Reduce) || (out && k.Kind == sched.Expand) {
+		f = uint64(k.Factor)
+	}
+	hi = min(uint64(td.End)*f*uint64(s.Stride), total)
+	lo = min(uint64(td.Begin)*f*uint64(s.Stride), hi)
+	return lo, hi, total
+}
+
+// arenaNeed bounds the arena bytes a job's streams take (see Arena.window).
+func (e *Executor) arenaNeed(k *sched.Kernel, td *sched.TaskData, align uint64) uint64 {
+	var sum, maxLo uint64
+	add := func(s *sched.Stream, out bool, i int) {
+		lo, hi, _ := streamSpan(k, td, out, i)
+		if hi == 0 || (s.Buffer != 0 && len(s.Bytes) == 0) {
+			return
+		}
+		sum += hi - lo + align
+		if s.Buffer == 0 {
+			maxLo = max(maxLo, lo)
+		}
+	}
+	for i := range k.In {
+		add(&td.In[i], false, i)
+	}
+	for i := range k.Out {
+		add(&td.Out[i], true, i)
+	}
+	return sum + maxLo
+}
+
+func pow2(n uint64) uint64 {
+	p := uint64(1)
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// growArena replaces sl's arena by one of size bytes (sl is idle).
+func (e *Executor) growArena(sl *slot, size uint64) error {
+	a, err := e.d.NewArena(size)
+	if err != nil {
+		return err
+	}
+	sl.arena.Close()
+	sl.arena = a
+	return nil
+}
+
+// bindStream resolves input or output stream i of a job to a descriptor,
+// uploading host bytes into the arena and queueing the copies and
+// read-backs it needs.
+func (e *Executor) bindStream(sl *slot, k *sched.Kernel, td *sched.TaskData, out bool, i int, uniform bool, rec *jobRec) (descWrite, error) {
+	d := e.d
+	s, name, bind := &td.In[i], k.In[i].Name, uint32(FirstInBinding+i)
+	dir := "input"
+	if out {
+		s, name, bind, dir = &td.Out[i], k.Out[i].Name, uint32(FirstOutBinding+i), "output"
+	}
+	w := descWrite{Bind: bind, Type: uint32(vk.DescriptorTypeStorageBuffer)}
+	maxRange, align, what := d.lim.maxStorageRange, d.lim.storageAlign, "maxStorageBufferRange"
+	if uniform {
+		w.Type = uint32(vk.DescriptorTypeUniformBuffer)
+		maxRange, align, what = d.lim.maxUniformRange, d.lim.uniformAlign, "maxUniformBufferRange"
+	}
+	lo, hi, total := streamSpan(k, td, out, i)
+	if hi == 0 {
+		// An absent or empty stream: bind the device's dummy buffer.
+		w.Buffer, w.Range = bufferU64(d.dummy.blk.buf), d.dummy.blk.size
+		return w, nil
+	}
+	a := sl.arena
+	if s.Buffer == 0 {
+		if hi > maxRange {
+			return w, fmt.Errorf("%w: %s stream %d (%s): binding %d bytes exceeds the device's %s of %d bytes", ErrBadStream, dir, i, name, hi, what, maxRange)
+		}
+		base, ok := a.window(lo, hi)
+		if !ok {
+			return w, fmt.Errorf("%w: %s stream %d (%s): transient arena overflow", ErrOutOfMemory, dir, i, name)
+		}
+		w.Buffer, w.Offset, w.Range = bufferU64(a.dev.buf), base, hi
+		r := bufferCopy{Src: base + lo, Dst: base + lo, Size: hi - lo}
+		if out {
+			if a.Staged() {
+				sl.copyOut = append(sl.copyOut, copyOp{a.dev.buf, a.host.buf, r})
+			}
+			sl.readbacks = append(sl.readbacks, readback{dst: s.Bytes[lo:hi], src: a.host.mapped[base+lo : base+hi]})
+			rec.downBytes += hi - lo
+		} else {
+			t0 := sched.Nanotime()
+			copy(a.host.mapped[base+lo:base+hi], s.Bytes[lo:hi])
+			rec.upNS += sched.Nanotime() - t0
+			rec.upBytes += hi - lo
+			if a.Staged() {
+				sl.copyIn = append(sl.copyIn, copyOp{a.host.buf, a.dev.buf, r})
+			}
+		}
+		return w, nil
+	}
+	// A GPU-resident buffer: bind it in place.
+	b, err := d.lookupBuffer(s.Buffer)
+	if err != nil {
+		return w, fmt.Errorf("%s stream %d (%s): %w", dir, i, name, err)
+	}
+	sl.refs = append(sl.refs, b)
+	size := b.blk.size
+	switch {
+	case s.Offset%align != 0:
+		return w, fmt.Errorf("%w: %s stream %d (%s): offset %d in buffer %d is not a multiple of the device's binding alignment %d", ErrBadStream, dir, i, name, s.Offset, s.Buffer, align)
+	case s.Offset > size || total > size-s.Offset:
+		return w, fmt.Errorf("%w: %s stream %d (%s): bytes [%d, %d) lie outside buffer %d of %d bytes", ErrBadStream, dir, i, name, s.Offset, s.Offset+total, s.Buffer, size)
+	case total > maxRange:
+		return w, fmt.Errorf("%w: %s stream %d (%s): binding %d bytes exceeds the device's %s of %d bytes", ErrBadStream, dir, i, name, total, what, maxRange)
+	}
+	w.Buffer, w.Offset, w.Range = bufferU64(b.blk.buf), s.Offset, total
+	sl.access = append(sl.access, access{id: s.Buffer, lo: s.Offset + lo, hi: s.Offset + hi, write: out})
+	inPlace := b.blk.mapped != nil && len(s.Bytes) > 0 && s.Offset < uint64(len(b.blk.mapped)) && &s.Bytes[0] == &b.blk.mapped[s.Offset]
+	if len(s.Bytes) == 0 || hi == lo || inPlace {
+		return w, nil
+	}
+	// A host mirror: inputs are copied into the buffer before the
+	// dispatch, outputs copied back to the host after it.
+	base, ok := a.window(0, hi-lo)
+	if !ok {
+		return w, fmt.Errorf("%w: %s stream %d (%s): transient arena overflow", ErrOutOfMemory, dir, i, name)
+	}
+	if out {
+		sl.copyOut = append(sl.copyOut, copyOp{b.blk.buf, a.host.buf, bufferCopy{Src: s.Offset + lo, Dst: base, Size: hi - lo}})
+		sl.readbacks = append(sl.readbacks, readback{dst: s.Bytes[lo:hi], src: a.host.mapped[base : base+hi-lo]})
+		rec.downBytes += hi - lo
+	} else {
+		t0 := sched.Nanotime()
+		copy(a.host.mapped[base:base+hi-lo], s.Bytes[lo:hi])
+		rec.upNS += sched.Nanotime() - t0
+		rec.upBytes += hi - lo
+		sl.copyIn = append(sl.copyIn, copyOp{a.host.buf, b.blk.buf, bufferCopy{Src: base, Dst: s.Offset + lo, Size: hi - lo}})
+	}
+	return w, nil
+}
+
+// Pipeline stages and access masks used by record.
+const (
+	stCompute  = vk.PipelineStageComputeShaderBit
+	stTransfer = vk.PipelineStageTransferBit
+	stHost     = vk.PipelineStageHostBit
+	acSRead    = vk.AccessShaderReadBit
+	acSWrite   = vk.AccessShaderWriteBit
+	acURead    = vk.AccessUniformReadBit
+	acTRead    = vk.AccessTransferReadBit
+	acTWrite   = vk.AccessTransferWriteBit
+	acHRead    = vk.AccessHostReadBit
+)
+
+// record records sl's jobs:
+//
+//	reset queries
+//	barrier   (earlier command buffers' writes of persistent buffers)
+//	copy-in   (staging -> device, host mirror -> persistent buffer)
+//	barrier   transfer -> compute
+//	dispatch  per job, timestamps around it; a barrier before a job
+//	          whose persistent-buffer bytes overlap an earlier job's write
+//	barrier   compute -> transfer; copy-out (device -> staging)
+//	barrier   -> host reads
+func (e *Executor) record(sl *slot) error {
+	s, cb := e.d.shim, sl.cb
+	if err := check("vkBeginCommandBuffer", s.begin(cb)); err != nil {
+		return err
+	}
+	n := uint32(len(sl.jobs))
+	sl.copyTS = e.ts && len(sl.copyIn)+len(sl.copyOut) > 0
+	if e.ts {
+		nq := 2 * n
+		if sl.copyTS {
+			nq += 4
+		}
+		s.resetQueries(cb, sl.qpool, 0, nq)
+	}
+	if len(sl.refs) > 0 {
+		s.barrier(cb, stCompute|stTransfer, stCompute|stTransfer, acSWrite|acTWrite, acSRead|acSWrite|acURead|acTRead|acTWrite)
+	}
+	if sl.copyTS {
+		s.timestamp(cb, e.d.tsEnd, sl.qpool, 2*n)
+	}
+	if len(sl.copyIn) > 0 {
+		sl.upBytes = e.emitCopies(sl, sl.copyIn)
+		s.barrier(cb, stTransfer, stCompute, acTWrite, acSRead|acURead|acSWrite)
+	}
+	if sl.copyTS {
+		s.timestamp(cb, e.d.tsEnd, sl.qpool, 2*n+1)
+	}
+	since := 0
+	for i := range sl.jobs {
+		r := &sl.jobs[i]
+		if hazard(sl.access[since:r.ac0], sl.access[r.ac0:r.ac1]) {
+			s.barrier(cb, stCompute, stCompute, acSWrite, acSRead|acSWrite|acURead)
+			since = r.ac0
+		}
+		q := int32(-1)
+		if e.ts {
+			q = int32(2 * i)
+		}
+		sl.params = r.params
+		s.dispatch(cb, r.pipe.pipe, r.pipe.layout, r.set, &sl.params, r.begin, r.end, r.pipe.itemsPerGroup,
+			e.d.lim.maxGroupCount, sl.qpool, q, e.d.tsBegin, e.d.tsEnd)
+	}
+	if sl.copyTS {
+		s.timestamp(cb, e.d.tsEnd, sl.qpool, 2*n+2)
+	}
+	if len(sl.copyOut) > 0 {
+		s.barrier(cb, stCompute, stTransfer, acSWrite, acTRead)
+		sl.downBytes = e.emitCopies(sl, sl.copyOut)
+	}
+	if sl.copyTS {
+		s.timestamp(cb, e.d.tsEnd, sl.qpool, 2*n+3)
+	}
+	s.barrier(cb, stCompute|stTransfer, stHost, acSWrite|acTWrite, acHRead)
+	return check("vkEndCommandBuffer", s.end(cb))
+}
+
+// hazard reports whether any access of cur overlaps one of prev with at
+// least one of the two writing.
+func hazard(prev, cur []access) bool {
+	for _, c := range cur {
+		for _, p := range prev {
+			if p.id == c.id && p.lo < c.hi && c.lo < p.hi && (p.write || c.write) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// emitCopies records ops, one vkCmdCopyBuffer per run of equal (src, dst),
+// and returns the bytes copied.
+func (e *Executor) emitCopies(sl *slot, ops []copyOp) uint64 {
+	var total uint64
+	for i := 0; i < len(ops); {
+		j := i
+		sl.regions = sl.regions[:0]
+		for ; j < len(ops) && ops[j].src == ops[i].src && ops[j].dst == ops[i].dst; j++ {
+			sl.regions = append(sl.regions, ops[j].r)
+			total += ops[j].r.Size
+		}
+		e.d.shim.copy(sl.cb, ops[i].src, ops[i].dst, sl.regions)
+		i = j
+	}
+	return total
+}
+
+// completeLoop is the completion goroutine: it waits for each submitted
+// command buffer's fence in order, blocking in vkWaitForFences.
+func (e *Executor) completeLoop() {
+	defer e.wg.Done()
+	for sl := range e.inflight {
+		e.complete(sl)
+	}
+}
+
+func (e *Executor) complete(sl *slot) {
+	d := e.d
+	if err := d.Lost(); err != nil {
+		// Fail fast; the command buffer may still run, so the slot is
+		// not reused (Close drains the queue before freeing it).
+		e.finishSlot(sl, err, 0)
+		return
+	}
+	timeout := uint64(e.opts.FenceTimeout)
+	r := d.shim.wait(sl.fence, timeout)
+	if r == Timeout {
+		err := fmt.Errorf("%w: command buffer of %d tasks not complete after %v (%w)", ErrTimeout, len(sl.jobs), e.opts.FenceTimeout, check("vkWaitForFences", r))
+		e.finishSlot(sl, err, 0)
+		for k := 0; k < e.opts.HungAfter && r == Timeout; k++ {
+			r = d.shim.wait(sl.fence, timeout)
+		}
+		switch r {
+		case Success:
+			releaseRefs(sl) // late, but complete: reuse it
+			e.free <- sl
+		case Timeout:
+			d.markLost(fmt.Errorf("%w: queue hung: a fence stayed unsignalled for %v", ErrDeviceLost, time.Duration(e.opts.HungAfter+1)*e.opts.FenceTimeout))
+		default:
+			d.markLost(check("vkWaitForFences", r))
+		}
+		return
+	}
+	if r != Success {
+		err := check("vkWaitForFences", r)
+		d.markLost(err)
+		e.finishSlot(sl, d.Lost(), 0)
+		return
+	}
+	e.finishSlot(sl, nil, sched.Nanotime())
+	releaseRefs(sl)
+	e.free <- sl
+}
+
+// finishSlot completes (err == nil) or fails every job of sl and reports
+// them to the observer and the statistics. Outputs are copied back and
+// the jobs completed first; timestamps are read and reported after that,
+// off the critical path (vkGetQueryPoolResults costs microseconds). The
+// buffer references stay until releaseRefs: the GPU may still use them
+// after a failure.
+func (e *Executor) finishSlot(sl *slot, err error, doneAt int64) {
+	if len(sl.jobs) == 0 {
+		e.clearSlot(sl)
+		return
+	}
+	if err == nil {
+		for i := range sl.jobs {
+			r := &sl.jobs[i]
+			if r.rb1 > r.rb0 {
+				t0 := sched.Nanotime()
+				for _, rb := range sl.readbacks[r.rb0:r.rb1] {
+					copy(rb.dst, rb.src)
+				}
+				r.rbNS = sched.Nanotime() - t0
+			}
+		}
+	}
+	e.account(sl, err)
+	// Job.ID and Job.Scheduler stay valid after Done; Job.Data does not.
+	for i := range sl.jobs {
+		sl.jobs[i].pj.j.Done(err)
+	}
+	if err == nil {
+		var copyUp, copyDown int64
+		e.times(sl, max(doneAt, sl.submitAt), &copyUp, &copyDown)
+		e.accountTimes(sl, copyUp, copyDown)
+	} else {
+		now := sched.Nanotime()
+		for i := range sl.jobs {
+			sl.jobs[i].start, sl.jobs[i].stop = sl.submitAt, now
+		}
+	}
+	for i := range sl.jobs {
+		r := &sl.jobs[i]
+		j := r.pj.j
+		if obs := j.Scheduler().Observer(); obs != nil {
+			sl.ev = sched.RunEvent{Thread: -1, Where: sched.GPU, Task: j.ID(), Kernel: r.kid,
+				Begin: r.begin, End: r.end, Start: r.start, Stop: r.stop, Err: err}
+			obs.TaskRan(&sl.ev)
+		}
+	}
+	e.clearSlot(sl)
+}
+
+// times sets each job's start and stop (sched.Nanotime scale) from the
+// timestamps, or from submission and completion times without them, and the
+// GPU time of the copy phases.
+func (e *Executor) times(sl *slot, doneAt int64, copyUp, copyDown *int64) {
+	n := len(sl.jobs)
+	nq := 2 * n
+	if sl.copyTS {
+		nq += 4
+	}
+	if !e.ts || e.d.shim.queries(sl.qpool, 0, uint32(nq), sl.queries) != Success {
+		// No timestamps: spread the batch's wall time evenly.
+		per := (doneAt - sl.submitAt) / int64(n)
+		for i := range sl.jobs {
+			sl.jobs[i].start = sl.submitAt + int64(i)*per
+			sl.jobs[i].stop = sl.jobs[i].start + per
+		}
+		return
+	}
+	conv := func(t uint64) int64 { return e.d.gpuToHost(t) }
+	first, last := conv(sl.queries[0]), conv(sl.queries[2*n-1])
+	// The batch ran between submission and completion: shift the
+	// calibrated clock if it drifted outside.
+	var shift int64
+	if first < sl.submitAt {
+		shift = sl.submitAt - first
+	} else if last > doneAt {
+		shift = doneAt - last
+	}
+	for i := range sl.jobs {
+		sl.jobs[i].start = conv(sl.queries[2*i]) + shift
+		sl.jobs[i].stop = max(conv(sl.queries[2*i+1])+shift, sl.jobs[i].start)
+	}
+	if sl.copyTS {
+		*copyUp = max(conv(sl.queries[2*n+1])-conv(sl.queries[2*n]), 0)
+		*copyDown = max(conv(sl.queries[2*n+3])-conv(sl.queries[2*n+2]), 0)
+	}
+}
+
+// gpuToHost converts a raw timestamp to sched.Nanotime.
+func (d *Device) gpuToHost(t uint64) int64 {
+	if b := d.lim.timestampBits; b < 64 {
+		t &= 1<<b - 1
+	}
+	if d.lim.timestampPeriod == 1 {
+		return int64(t) + d.clockOff
+	}
+	return int64(float64(t)*d.lim.timestampPeriod) + d.clockOff
+}
+
+// calibrate estimates the offset between the GPU clock and sched.Nanotime
+// by writing one timestamp between two host readings, a few times, and
+// keeping the tightest bracket.
+func (e *Executor) calibrate(sl *slot) int64 {
+	d, s := e.d, e.d.shim
+	best, off := int64(-1), int64(0)
+	for range 5 {
+		if s.slotReset(sl.fence, sl.pool, vk.NullDescriptorPool) != Success || s.begin(sl.cb) != Success {
+			break
+		}
+		s.resetQueries(sl.cb, sl.qpool, 0, 1)
+		s.timestamp(sl.cb, e.d.tsEnd, sl.qpool, 0)
+		if s.end(sl.cb) != Success {
+			break
+		}
+		h0 := sched.Nanotime()
+		if d.submit(sl.cb, sl.fence) != nil || s.wait(sl.fence, uint64(e.opts.FenceTimeout)) != Success {
+			break
+		}
+		h1 := sched.Nanotime()
+		if s.queries(sl.qpool, 0, 1, sl.queries) != Success {
+			break
+		}
+		d.clockOff = 0
+		g := d.gpuToHost(sl.queries[0])
+		if best < 0 || h1-h0 < best {
+			best, off = h1-h0, (h0+h1)/2-g
+		}
+	}
+	return off
+}
+
+// releaseRefs drops sl's references to persistent buffers, once the GPU
+// is done with them.
+func releaseRefs(sl *slot) {
+	for _, b := range sl.refs {
+		b.release()
+	}
+	clear(sl.refs)
+	sl.refs = sl.refs[:0]
+}
+
+// clearSlot drops sl's per-job state (not the buffer references).
+func (e *Executor) clearSlot(sl *slot) {
+	clear(sl.jobs) // drop Job references
+	sl.jobs = sl.jobs[:0]
+	clear(sl.readbacks) // drop references to host memory
+	sl.readbacks = sl.readbacks[:0]
+	sl.copyIn, sl.copyOut, sl.access = sl.copyIn[:0], sl.copyOut[:0], sl.access[:0]
+	sl.upBytes, sl.downBytes = 0, 0
+}
+
+// finishEarly completes a job that never reached a command buffer.
+func (e *Executor) finishEarly(pj *pendingJob, err error) {
+	j := pj.j
+	kid, _ := j.Kernel()
+	now := sched.Nanotime()
+	td := j.Data()
+	e.smu.Lock()
+	ks := e.kernel(kid)
+	if err != nil {
+		e.st.Failed++
+		ks.Failed++
+	} else {
+		e.st.Tasks++
+		ks.Tasks++
+	}
+	e.smu.Unlock()
+	if obs := j.Scheduler().Observer(); obs != nil {
+		ev := sched.RunEvent{Thread: -1, Where: sched.GPU, Task: j.ID(), Kernel: kid,
+			Begin: td.Begin, End: td.End, Start: now, Stop: now, Err: err}
+		obs.TaskRan(&ev)
+	}
+	j.Done(err)
+}

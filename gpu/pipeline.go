@@ -1,0 +1,194 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	vk "github.com/vulkan-go/vulkan"
+
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+// pipeKey identifies a compute pipeline: the module (by identity of its
+// bytes, which live as long as the kernel registration), entry point,
+// specialization and descriptor layout.
+type pipeKey struct {
+	code      *byte
+	size      int
+	entry     string
+	local     uint32
+	ipi       uint32
+	uniform   [4]bool
+	nin, nout int
+}
+
+// pipeline is a kernel's compute pipeline with its layouts. A pipeline
+// whose creation failed is cached with err set, so its tasks fail fast.
+type pipeline struct {
+	ready         chan struct{} // closed when creation finished
+	err           error
+	module        vk.ShaderModule
+	setLayout     vk.DescriptorSetLayout
+	layout        vk.PipelineLayout
+	pipe          uint64
+	nin, nout     int
+	uniform       [4]bool
+	itemsPerGroup uint64
+}
+
+func (p *pipeline) destroy(d *Device) {
+	if p.pipe != 0 {
+		vk.DestroyPipeline(d.dev, pipelineOf(p.pipe), nil)
+	}
+	if p.layout != vk.NullPipelineLayout {
+		vk.DestroyPipelineLayout(d.dev, p.layout, nil)
+	}
+	if p.setLayout != vk.NullDescriptorSetLayout {
+		vk.DestroyDescriptorSetLayout(d.dev, p.setLayout, nil)
+	}
+	if p.module != vk.NullShaderModule {
+		vk.DestroyShaderModule(d.dev, p.module, nil)
+	}
+	p.pipe, p.layout, p.setLayout, p.module = 0, vk.NullPipelineLayout, vk.NullDescriptorSetLayout, vk.NullShaderModule
+}
+
+// pipelineFor returns the kernel's compute pipeline, creating it on first
+// use. Creation compiles the shader (65-100 ms on lavapipe); callers that
+// need the same pipeline meanwhile wait for it, others go on.
+func (d *Device) pipelineFor(k *sched.Kernel) (*pipeline, error) {
+	b, err := bindingOf(k)
+	if err != nil {
+		return nil, err
+	}
+	if len(b.SPIRV) == 0 {
+		return nil, fmt.Errorf("%w: kernel %q: empty SPIR-V module", ErrBadBinding, k.Name)
+	}
+	key := pipeKey{code: &b.SPIRV[0], size: len(b.SPIRV), entry: b.Entry, local: b.LocalSize,
+		ipi: b.ItemsPerInvocation, uniform: b.UniformIn, nin: len(k.In), nout: len(k.Out)}
+	d.pmu.Lock()
+	if d.dev == nil {
+		d.pmu.Unlock()
+		return nil, fmt.Errorf("gpu: device %w", ErrClosed)
+	}
+	if p := d.pipes[key]; p != nil {
+		d.pmu.Unlock()
+		<-p.ready
+		return p, p.err
+	}
+	p := &pipeline{ready: make(chan struct{}), nin: len(k.In), nout: len(k.Out), uniform: b.UniformIn,
+		itemsPerGroup: uint64(b.LocalSize) * uint64(b.ItemsPerInvocation)}
+	d.pipes[key] = p
+	d.pmu.Unlock()
+	if err := d.createPipeline(p, k, &b); err != nil {
+		p.destroy(d)
+		p.err = fmt.Errorf("kernel %q: %w", k.Name, err)
+	}
+	close(p.ready)
+	return p, p.err
+}
+
+func (d *Device) createPipeline(p *pipeline, k *sched.Kernel, b *Binding) error {
+	if err := checkSPIRV(b.SPIRV, b.Entry); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadBinding, err)
+	}
+	l := &d.lim
+	if b.LocalSize > l.maxGroupSize || b.LocalSize > l.maxInvocations {
+		return fmt.Errorf("%w: LocalSize %d exceeds the device's maxComputeWorkGroupSize[0] %d or maxComputeWorkGroupInvocations %d",
+			ErrBadBinding, b.LocalSize, l.maxGroupSize, l.maxInvocations)
+	}
+	if PushConstantSize > l.maxPushConstants {
+		return fmt.Errorf("%w: the device has %d bytes of push constants, the contract needs %d", ErrBadBinding, l.maxPushConstants, PushConstantSize)
+	}
+	var nstorage, nuniform uint32
+	var bindings []vk.DescriptorSetLayoutBinding
+	for i := range k.In {
+		t := vk.DescriptorTypeStorageBuffer
+		if b.UniformIn[i] {
+			t = vk.DescriptorTypeUniformBuffer
+			nuniform++
+		} else {
+			nstorage++
+		}
+		bindings = append(bindings, vk.DescriptorSetLayoutBinding{Binding: uint32(FirstInBinding + i), DescriptorType: t,
+			DescriptorCount: 1, StageFlags: vk.ShaderStageFlags(vk.ShaderStageComputeBit)})
+	}
+	for j := range k.Out {
+		nstorage++
+		bindings = append(bindings, vk.DescriptorSetLayoutBinding{Binding: uint32(FirstOutBinding + j),
+			DescriptorType: vk.DescriptorTypeStorageBuffer, DescriptorCount: 1, StageFlags: vk.ShaderStageFlags(vk.ShaderStageComputeBit)})
+	}
+	if nstorage > l.maxStorageBuffers || nuniform > l.maxUniformBuffers {
+		return fmt.Errorf("%w: %d storage and %d uniform buffers exceed the device's per-stage limits %d and %d",
+			ErrBadBinding, nstorage, nuniform, l.maxStorageBuffers, l.maxUniformBuffers)
+	}
+
+	// The module: copy into words (the []byte need not be 4-aligned).
+	words := make([]uint32, len(b.SPIRV)/4)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(b.SPIRV)), b.SPIRV)
+	mci := &vk.ShaderModuleCreateInfo{
+		SType:    vk.StructureTypeShaderModuleCreateInfo,
+		CodeSize: uint(len(b.SPIRV)),
+		PCode:    words,
+	}
+	var module vk.ShaderModule
+	r := Result(vk.CreateShaderModule(d.dev, mci, nil, &module))
+	mci.Free()
+	if err := check("vkCreateShaderModule", r); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadBinding, err)
+	}
+	p.module = module
+
+	lci := &vk.DescriptorSetLayoutCreateInfo{
+		SType:        vk.StructureTypeDescriptorSetLayoutCreateInfo,
+		BindingCount: uint32(len(bindings)),
+		PBindings:    bindings,
+	}
+	var setLayout vk.DescriptorSetLayout
+	r = Result(vk.CreateDescriptorSetLayout(d.dev, lci, nil, &setLayout))
+	lci.Free()
+	if err := check("vkCreateDescriptorSetLayout", r); err != nil {
+		return err
+	}
+	p.setLayout = setLayout
+
+	plci := &vk.PipelineLayoutCreateInfo{
+		SType:                  vk.StructureTypePipelineLayoutCreateInfo,
+		SetLayoutCount:         1,
+		PSetLayouts:            []vk.DescriptorSetLayout{setLayout},
+		PushConstantRangeCount: 1,
+		PPushConstantRanges: []vk.PushConstantRange{{
+			StageFlags: vk.ShaderStageFlags(vk.ShaderStageComputeBit), Offset: 0, Size: PushConstantSize}},
+	}
+	var layout vk.PipelineLayout
+	r = Result(vk.CreatePipelineLayout(d.dev, plci, nil, &layout))
+	plci.Free()
+	if err := check("vkCreatePipelineLayout", r); err != nil {
+		return err
+	}
+	p.layout = layout
+
+	pipe, r := d.shim.computePipeline(d.pcache, module, layout, b.Entry, b.LocalSize)
+	if err := check("vkCreateComputePipelines", r); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadBinding, err)
+	}
+	p.pipe = pipe
+	return nil
+}
+
+// PreparePipelines creates the compute pipeline of every kernel in reg that
+// has a GPU binding, so that the first task of each kernel does not pay for
+// shader compilation. It returns the joined errors of the kernels whose
+// pipeline cannot be created (their tasks would fail the same way).
+func (d *Device) PreparePipelines(reg *sched.Registry) error {
+	var errs []error
+	reg.Each(func(id sched.KernelID, k *sched.Kernel) {
+		if k.GPU == nil {
+			return
+		}
+		if _, err := d.pipelineFor(k); err != nil {
+			errs = append(errs, fmt.Errorf("kernel %d: %w", id, err))
+		}
+	})
+	return errors.Join(errs...)
+}

@@ -1,0 +1,83 @@
+package gpu
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestSelectDevice(t *testing.T) {
+	cpu := DeviceInfo{Index: 0, Name: "llvmpipe (LLVM 15.0.6, 256 bits)", Type: TypeCPU, Compute: true}
+	igpu := DeviceInfo{Index: 1, Name: "Intel(R) UHD Graphics 620", Type: TypeIntegrated, Compute: true}
+	dgpu := DeviceInfo{Index: 2, Name: "NVIDIA GeForce RTX 3070", Type: TypeDiscrete, Compute: true}
+	virt := DeviceInfo{Index: 3, Name: "Virtio-GPU Venus", Type: TypeVirtual, Compute: true}
+	dgpu2 := DeviceInfo{Index: 4, Name: "AMD Radeon RX 6800", Type: TypeDiscrete, Compute: true}
+	noCompute := DeviceInfo{Index: 5, Name: "Display-only thing", Type: TypeDiscrete}
+	other := DeviceInfo{Index: 6, Name: "Mystery", Type: TypeOther, Compute: true}
+
+	// Invalid inputs first.
+	errCases := []struct {
+		name     string
+		devs     []DeviceInfo
+		override string
+		msg      string
+	}{
+		{"no devices", nil, "", "no physical device"},
+		{"no compute queue", []DeviceInfo{noCompute}, "", "compute queue"},
+		{"index out of range", []DeviceInfo{cpu, igpu}, "7", "no device with index 7"},
+		{"index without compute", []DeviceInfo{cpu, noCompute}, "5", "no compute queue"},
+		{"name matches nothing", []DeviceInfo{cpu, igpu}, "geforce", "matches no device"},
+		{"name matches only a device without compute", []DeviceInfo{cpu, noCompute}, "display", "matches no device"},
+	}
+	for _, c := range errCases {
+		_, err := SelectDevice(c.devs, c.override, EnvDevice)
+		if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: err = %v, want ErrNoDevice mentioning %q", c.name, err, c.msg)
+		}
+	}
+	if _, err := SelectDevice(nil, "", ""); !strings.Contains(err.Error(), "mesa-vulkan-drivers libvulkan1 libvulkan-dev") {
+		t.Errorf("no devices: %v does not say what to install", err)
+	}
+
+	cases := []struct {
+		name     string
+		devs     []DeviceInfo
+		override string
+		want     int
+		reason   string
+	}{
+		{"only lavapipe", []DeviceInfo{cpu}, "", 0, "only device"},
+		{"integrated over cpu", []DeviceInfo{cpu, igpu}, "", 1, "best type"},
+		{"discrete over integrated and cpu", []DeviceInfo{cpu, igpu, dgpu}, "", 2, "best type"},
+		{"virtual over cpu", []DeviceInfo{cpu, virt}, "", 3, "best type"},
+		{"integrated over virtual", []DeviceInfo{virt, igpu}, "", 1, "best type"},
+		{"first of equal discrete GPUs", []DeviceInfo{cpu, dgpu, dgpu2}, "", 2, "best type"},
+		{"cpu over other", []DeviceInfo{other, cpu}, "", 0, "best type"},
+		{"skips devices without compute", []DeviceInfo{noCompute, cpu}, "", 0, "only device"},
+		{"override by index", []DeviceInfo{cpu, igpu, dgpu}, "0", 0, "index 0"},
+		{"override by name, case-insensitive", []DeviceInfo{cpu, igpu, dgpu}, "LLVMPIPE", 0, "matched the device name"},
+		{"override by name substring", []DeviceInfo{cpu, igpu, dgpu}, "uhd", 1, "matched"},
+	}
+	for _, c := range cases {
+		sel, err := SelectDevice(c.devs, c.override, EnvDevice)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if sel.Chosen.Index != c.want || !strings.Contains(sel.Reason, c.reason) || len(sel.Candidates) != len(c.devs) {
+			t.Errorf("%s: chose %v (%q), want index %d with a reason mentioning %q", c.name, sel.Chosen, sel.Reason, c.want, c.reason)
+		}
+		if c.override != "" && !strings.Contains(sel.Reason, EnvDevice) {
+			t.Errorf("%s: reason %q does not name the override's source", c.name, sel.Reason)
+		}
+	}
+}
+
+func TestDeviceTypeStrings(t *testing.T) {
+	for ty, want := range map[DeviceType]string{TypeDiscrete: "discrete GPU", TypeIntegrated: "integrated GPU",
+		TypeVirtual: "virtual GPU", TypeCPU: "CPU", TypeOther: "other", DeviceType(9): "type(9)"} {
+		if ty.String() != want {
+			t.Errorf("%d: %q, want %q", int(ty), ty.String(), want)
+		}
+	}
+}

@@ -1,0 +1,319 @@
+package render
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/vkjobs/vkjobs/evstream"
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+// raw builds a stream with an evstream.Writer, bypassing RenderContext's
+// checks, so that tests can plant any record.
+type raw struct{ w *evstream.Writer }
+
+func newRaw() raw { return raw{evstream.NewWriter(evstream.NewBuffer(1 << 12))} }
+
+func (r raw) put(t evstream.Type, p unsafe.Pointer, size int) raw {
+	if err := r.w.Append(t, unsafe.Slice((*byte)(p), size)); err != nil {
+		panic(err)
+	}
+	return r
+}
+func (r raw) draw(d DrawPacket) raw   { return r.put(TypeDraw, unsafe.Pointer(&d), drawSize) }
+func (r raw) state(s StatePacket) raw { return r.put(TypeState, unsafe.Pointer(&s), stateSize) }
+func (r raw) job(j JobPacket) raw     { return r.put(TypeJob, unsafe.Pointer(&j), jobSize) }
+func (r raw) bytes() []byte           { return r.w.Bytes() }
+
+// TestInvalidInput enumerates every kind of bad input. Each case puts a
+// valid draw, the bad input, and (where the stream stays readable) another
+// valid draw into context 1 of two; it checks the packet is dropped and
+// counted, the problem is reported with its kind and byte offset, and every
+// valid packet still reaches the sorted stream.
+func TestInvalidInput(t *testing.T) {
+	s, m := newSched(t, 0)
+	r := newRenderer(t, s, Config{})
+	reg := NewRegistry()
+	pipe, _ := reg.AddPipeline(Pipeline{Name: "lit"})
+	mesh, _ := reg.AddMesh(Mesh{Name: "quad", Vertices: 4})
+	imesh, _ := reg.AddMesh(Mesh{Name: "indexed", Vertices: 4, Indices: 6})
+	reg.SetInstances(10)
+	ok := DrawPacket{Key: 1, Pipeline: pipe, Mesh: mesh, VertexCount: 4, InstanceCount: 1}
+	with := func(f func(*DrawPacket)) DrawPacket { d := ok; f(&d); return d }
+	second := DrawRecordSize // offset of the bad record's header in context 1
+
+	type tc struct {
+		name    string
+		stream  []byte
+		kind    error
+		offset  int
+		draws   int // valid draws of context 1 that survive
+		value   uint64
+		invalid int
+		corrupt int
+	}
+	cases := []tc{
+		{name: "unknown pipeline", stream: newRaw().draw(ok).draw(with(func(d *DrawPacket) { d.Pipeline = 7 })).draw(ok).bytes(),
+			kind: ErrUnknownPipeline, offset: second, draws: 2, value: 7, invalid: 1},
+		{name: "pipeline zero", stream: newRaw().draw(ok).draw(with(func(d *DrawPacket) { d.Pipeline = 0 })).draw(ok).bytes(),
+			kind: ErrUnknownPipeline, offset: second, draws: 2, value: 0, invalid: 1},
+		{name: "unknown mesh", stream: newRaw().draw(ok).draw(with(func(d *DrawPacket) { d.Mesh = 99 })).draw(ok).bytes(),
+			kind: ErrUnknownMesh, offset: second, draws: 2, value: 99, invalid: 1},
+		{name: "mesh zero", stream: newRaw().draw(ok).draw(with(func(d *DrawPacket) { d.Mesh = 0 })).draw(ok).bytes(),
+			kind: ErrUnknownMesh, offset: second, draws: 2, invalid: 1},
+		{name: "no vertices", stream: newRaw().draw(ok).draw(with(func(d *DrawPacket) { d.VertexCount = 0 })).draw(ok).bytes(),
+			kind: ErrEmptyDraw, offset: second, draws: 2, value: 1, invalid: 1},
+		{name: "no instances", stream: newRaw().draw(ok).draw(with(func(d *DrawPacket) { d.InstanceCount = 0 })).draw(ok).bytes(),
+			kind: ErrEmptyDraw, offset: second, draws: 2, value: 4 << 32, invalid: 1},
+		{name: "vertices past mesh", stream: newRaw().draw(ok).draw(with(func(d *DrawPacket) { d.FirstVertex = 1 })).draw(ok).bytes(),
+			kind: ErrDrawRange, offset: second, draws: 2, value: 5, invalid: 1},
+		{name: "vertex overflow", stream: newRaw().draw(ok).draw(with(func(d *DrawPacket) { d.FirstVertex = 0xffffffff })).draw(ok).bytes(),
+			kind: ErrDrawRange, offset: second, draws: 2, value: 0xffffffff + 4, invalid: 1},
+		{name: "indices past mesh", stream: newRaw().draw(with(func(d *DrawPacket) { d.Mesh, d.VertexCount = imesh, 6 })).
+			draw(with(func(d *DrawPacket) { d.Mesh, d.VertexCount = imesh, 7 })).draw(ok).bytes(),
+			kind: ErrDrawRange, offset: second, draws: 2, value: 7, invalid: 1},
+		{name: "instances past limit", stream: newRaw().draw(ok).draw(with(func(d *DrawPacket) { d.Instance = 9; d.InstanceCount = 2 })).draw(ok).bytes(),
+			kind: ErrInstanceRange, offset: second, draws: 2, value: 11, invalid: 1},
+		{name: "draw too short", stream: newRaw().draw(ok).put(TypeDraw, unsafe.Pointer(&ok), drawSize-8).draw(ok).bytes(),
+			kind: ErrPacketSize, offset: second, draws: 2, value: uint64(drawSize - 8), invalid: 1},
+		{name: "state too long", stream: newRaw().draw(ok).put(TypeState, unsafe.Pointer(&ok), stateSize+8).draw(ok).bytes(),
+			kind: ErrPacketSize, offset: second, draws: 2, value: uint64(stateSize + 8), invalid: 1},
+		{name: "job too short", stream: newRaw().draw(ok).put(TypeJob, unsafe.Pointer(&ok), 4).draw(ok).bytes(),
+			kind: ErrPacketSize, offset: second, draws: 2, value: 4, invalid: 1},
+		{name: "state kind", stream: newRaw().draw(ok).state(StatePacket{Kind: NumStates}).draw(ok).bytes(),
+			kind: ErrBadState, offset: second, draws: 2, value: uint64(NumStates), invalid: 1},
+		{name: "state negative size", stream: newRaw().draw(ok).state(StatePacket{Kind: StateScissor, Rect: [4]int32{0, 0, -1, 5}}).draw(ok).bytes(),
+			kind: ErrBadState, offset: second, draws: 2, value: 0xffffffff<<32 | 5, invalid: 1},
+		{name: "truncated header", stream: append(newRaw().draw(ok).draw(ok).bytes(), 3, 0, 0, 0),
+			kind: ErrCorrupt, offset: 2 * DrawRecordSize, draws: 2, corrupt: 1},
+		{name: "truncated payload", stream: newRaw().draw(ok).draw(ok).bytes()[:2*DrawRecordSize-9],
+			kind: ErrCorrupt, offset: second, draws: 1, corrupt: 1},
+		{name: "type zero", stream: append(newRaw().draw(ok).bytes(), make([]byte, 64)...),
+			kind: ErrCorrupt, offset: second, draws: 1, corrupt: 1},
+		{name: "dirty padding", stream: func() []byte {
+			b := newRaw().draw(ok).put(FirstAppType, unsafe.Pointer(&ok), 3).draw(ok).bytes()
+			b[second+evstream.HeaderSize+5] = 1
+			return b
+		}(), kind: ErrCorrupt, offset: second + evstream.HeaderSize + 5, draws: 1, corrupt: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			good, err := NewContext(1 << 12)
+			must(t, err)
+			must(t, good.Draw(&ok))
+			bad, err := NewContext(1 << 12)
+			must(t, err)
+			must(t, bad.Load(c.stream))
+			sorted, err := r.MergeSort(m, []*RenderContext{good, bad}, reg)
+			var fe *FrameError
+			if !errors.As(err, &fe) {
+				t.Fatalf("err %v, want *FrameError", err)
+			}
+			if !errors.Is(err, c.kind) || len(fe.Problems) != 1 || fe.Omitted != 0 {
+				t.Fatalf("err %v, want one %v", err, c.kind)
+			}
+			p := fe.Problems[0]
+			if p.Context != 1 || p.Offset != c.offset || p.Kind != c.kind || (c.corrupt == 0 && p.Value != c.value) {
+				t.Fatalf("problem %+v, want context 1 offset %d value %d", p, c.offset, c.value)
+			}
+			if c.corrupt > 0 {
+				var se *evstream.Error
+				if !errors.As(err, &se) || se.Offset != c.offset {
+					t.Fatalf("corruption cause %v", p.Cause)
+				}
+			}
+			st := sorted.Stats()
+			if st.Invalid != c.invalid || st.Corrupt != c.corrupt || st.Draws != 1+c.draws || sorted.Len() != 1+c.draws || fe.Stats != st {
+				t.Fatalf("stats %+v (error's %+v)", st, fe.Stats)
+			}
+			if !strings.Contains(err.Error(), "context 1") {
+				t.Fatalf("message %q does not name the context", err)
+			}
+			// What survived records cleanly.
+			rec := CountingRecorder{Registry: reg}
+			_, err = r.Record(m, sorted, &rec)
+			must(t, err)
+		})
+	}
+}
+
+// TestOverflow: a full context drops, counts and reports; the packets that
+// fit are sorted.
+func TestOverflow(t *testing.T) {
+	s, m := newSched(t, 0)
+	r := newRenderer(t, s, Config{})
+	sc := newScene(t, 3, 10*DrawRecordSize)
+	rng := rand.New(rand.NewPCG(6, 6))
+	for i, c := range sc.ctxs {
+		for j := range 10 + 5*i {
+			d := sc.draw(rng)
+			err := c.Draw(&d)
+			if (j >= 10) != errors.Is(err, ErrOverflow) {
+				t.Fatalf("ctx %d draw %d: %v", i, j, err)
+			}
+		}
+		if c.Dropped() != 5*i || c.Packets() != 10 || c.Len() != c.Cap() {
+			t.Fatalf("ctx %d dropped %d, holds %d", i, c.Dropped(), c.Packets())
+		}
+	}
+	if !errors.Is(ErrOverflow, evstream.ErrFull) {
+		t.Fatal("ErrOverflow does not wrap evstream.ErrFull")
+	}
+	sorted, err := r.MergeSort(m, sc.ctxs, sc.reg)
+	var fe *FrameError
+	if !errors.As(err, &fe) || !errors.Is(err, ErrOverflow) {
+		t.Fatalf("err %v", err)
+	}
+	if sorted.Len() != 30 || fe.Stats.Overflow != 15 || len(fe.Problems) != 2 {
+		t.Fatalf("%d sorted, %+v", sorted.Len(), fe)
+	}
+	for k, p := range fe.Problems {
+		if p.Context != k+1 || p.Offset != -1 || p.Value != uint64(5*(k+1)) {
+			t.Fatalf("problem %+v", p)
+		}
+	}
+	checkAgainst(t, sorted, reference(sc.ctxs))
+	// Reset clears the count: the next frame is clean.
+	for _, c := range sc.ctxs {
+		c.Reset()
+	}
+	if _, err := r.MergeSort(m, sc.ctxs, sc.reg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestProblemsBounded: a context full of bad draws reports a bounded list
+// and counts the rest.
+func TestProblemsBounded(t *testing.T) {
+	s, m := newSched(t, 0)
+	r := newRenderer(t, s, Config{})
+	c, _ := NewContext(1 << 16)
+	d := DrawPacket{Pipeline: 5, Mesh: 5, VertexCount: 1, InstanceCount: 1}
+	for range 100 {
+		must(t, c.Draw(&d))
+	}
+	sorted, err := r.MergeSort(m, []*RenderContext{c}, NewRegistry())
+	var fe *FrameError
+	if !errors.As(err, &fe) || len(fe.Problems) != MaxProblemsPerContext || fe.Omitted != 100-MaxProblemsPerContext || sorted.Len() != 0 || fe.Stats.Invalid != 100 {
+		t.Fatalf("%v", err)
+	}
+	if !strings.Contains(err.Error(), "more)") {
+		t.Fatalf("message %q", err)
+	}
+}
+
+func TestUnknownTypesSkipped(t *testing.T) {
+	s, m := newSched(t, 0)
+	r := newRenderer(t, s, Config{})
+	sc := newScene(t, 2, 1<<14)
+	sc.apps = 500
+	sc.fill(t, rand.New(rand.NewPCG(8, 8)), counts(2, 100))
+	// Types reserved for future render packets are skipped too.
+	raw := append(append([]byte{}, sc.ctxs[1].Bytes()...), newRaw().put(FirstAppType-1, unsafe.Pointer(&sc), 8).bytes()...)
+	must(t, sc.ctxs[1].Load(raw))
+	sorted, err := r.MergeSort(m, sc.ctxs, sc.reg)
+	must(t, err)
+	st := sorted.Stats()
+	if st.Unknown < 50 || st.Unknown+st.Packets != 201 {
+		t.Fatalf("%+v", st)
+	}
+	checkAgainst(t, sorted, reference(sc.ctxs))
+}
+
+// TestUsageErrors: misuse of the API is an error, never a panic.
+func TestUsageErrors(t *testing.T) {
+	s, m := newSched(t, 0)
+	r := newRenderer(t, s, Config{})
+	reg := NewRegistry()
+	c, _ := NewContext(64)
+	s2, m2 := newSched(t, 0)
+	_ = s2
+	checks := map[string]error{}
+	_, checks["nil context"] = r.MergeSort(m, []*RenderContext{c, nil}, reg)
+	_, checks["nil registry"] = r.MergeSort(m, []*RenderContext{c}, nil)
+	_, checks["nil ctx"] = r.MergeSort(nil, nil, reg)
+	_, checks["foreign thread"] = r.MergeSort(m2, nil, reg)
+	_, checks["too many contexts"] = r.MergeSort(m, make([]*RenderContext, MaxContexts+1), reg)
+	_, checks["record nil"] = r.Record(m, nil, &CountingRecorder{})
+	_, checks["record nil recorder"] = r.Record(m, &Sorted{}, nil)
+	_, checks["record foreign"] = r.Record(m2, &Sorted{}, &CountingRecorder{})
+	_, checks["negative capacity"] = NewContext(-1)
+	checks["load too big"] = c.Load(make([]byte, 65))
+	checks["reserved type"] = c.Append(TypeDraw, nil)
+	_, checks["nil scheduler"] = New(nil, Config{})
+	_, checks["negative config"] = New(s, Config{Ranges: -1})
+	must(t, s.Kernels().Register(100, sched.Kernel{Name: "other", CPU: func(*sched.Ctx, *sched.TaskData) error { return nil }}))
+	_, checks["kernel ID taken"] = New(s, Config{KernelBase: 99})
+	sorted, err := r.MergeSort(m, []*RenderContext{c}, reg)
+	must(t, err)
+	c.Reset()
+	if sorted.Valid() {
+		t.Error("Sorted valid after its context was reset")
+	}
+	_, checks["stale sorted"] = r.Record(m, sorted, &CountingRecorder{})
+	if !errors.Is(checks["stale sorted"], ErrStale) {
+		t.Errorf("stale: %v", checks["stale sorted"])
+	}
+	for name, err := range checks {
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	must(t, c.Load(make([]byte, 5)))
+	if err := c.Draw(&DrawPacket{}); err == nil || errors.Is(err, ErrOverflow) {
+		t.Errorf("append after a misaligned load: %v", err)
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	var g Registry
+	if _, ok := g.Pipeline(0); ok {
+		t.Fatal("pipeline 0")
+	}
+	p, err := g.AddPipeline(Pipeline{Name: "a"})
+	must(t, err)
+	m, err := g.AddMesh(Mesh{Name: "b", Vertices: 3})
+	must(t, err)
+	if pp, ok := g.Pipeline(p); !ok || pp.Name != "a" || g.Pipelines() != 1 {
+		t.Fatal("pipeline lookup")
+	}
+	if mm, ok := g.Mesh(m); !ok || mm.Vertices != 3 || g.Meshes() != 1 {
+		t.Fatal("mesh lookup")
+	}
+	if _, ok := g.Mesh(m + 1); ok {
+		t.Fatal("mesh 2")
+	}
+	for range MaxPipelines - 1 {
+		_, err = g.AddPipeline(Pipeline{})
+		must(t, err)
+	}
+	if _, err := g.AddPipeline(Pipeline{}); err == nil {
+		t.Fatal("registry beyond the key's pipeline field")
+	}
+}
+
+// TestContextZeroAllocs: submitting, including dropping on overflow, never
+// allocates.
+func TestContextZeroAllocs(t *testing.T) {
+	c, err := NewContext(100 * DrawRecordSize)
+	must(t, err)
+	d := DrawPacket{Pipeline: 1, Mesh: 1, VertexCount: 3, InstanceCount: 1}
+	st := StatePacket{Kind: StateViewport}
+	j := JobPacket{Job: 1}
+	payload := []byte("marker")
+	allocs := testing.AllocsPerRun(50, func() {
+		c.Reset()
+		for range 200 { // half of these overflow
+			_ = c.Draw(&d)
+			_ = c.SetState(&st)
+			_ = c.Job(&j)
+			_ = c.Append(FirstAppType, payload)
+		}
+	})
+	if allocs != 0 || c.Dropped() == 0 {
+		t.Fatalf("%v allocs per frame (dropped %d)", allocs, c.Dropped())
+	}
+}

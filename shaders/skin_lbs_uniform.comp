@@ -1,0 +1,7 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// skin_lbs_uniform.comp: kernels.SkinLBSUniform, bone palette in a uniform block.
+#define PALETTE_UNIFORM 1
+#include "common.glsl"
+#include "skin_common.glsl"
+#include "skin_lbs_body.glsl"
