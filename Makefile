@@ -12,7 +12,10 @@ DEB_PKGS := mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-validationlayers
 	vulkan-tools glslc spirv-tools xvfb xauth libx11-dev libxrandr-dev libxinerama-dev \
 	libxcursor-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev assimp-testmodels gcc
 
-.PHONY: deps build test bench demo shaders soak fmt-check vet
+.PHONY: deps build test bench demo shaders shaders-check soak fmt-check vet
+
+# GPU tests run with the Vulkan validation layer on and fail on any message;
+# CI=true turns "no Vulkan device" from a skip into a failure.
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -33,12 +36,20 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-test: deps fmt-check vet
-	$(GO) test -count=1 -timeout 20m ./...
-	$(GO) test -count=1 -race -timeout 20m ./sched/...
+shaders: deps
+	bash shaders/build.sh
+	sh gpu/testdata/gen.sh
+
+# Recompiles every shader, fails if a committed .spv is stale, runs spirv-val.
+shaders-check:
+	bash shaders/check.sh
+
+test: deps fmt-check vet shaders-check
+	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -race -timeout 20m ./sched/... ./gpu/...
 
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sched/...
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sched/... ./gpu/... ./kernels/...
 
 demo: deps
 	$(GO) run ./cmd/schedemo

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
 	"testing"
@@ -110,4 +111,112 @@ func cmuBlobAt(tb testing.TB, cm string) *Blob {
 		tb.Fatal(err)
 	}
 	return bl
+}
+
+// synthSkeleton is a 4-bone chain: root, spine (0.5 m up), arm (0.3 m
+// along x), hand (0.2 m along x).
+func synthSkeleton() *Skeleton {
+	return &Skeleton{
+		Name:    "synth",
+		Names:   []string{"root", "spine", "arm", "hand"},
+		Parents: []int32{-1, 0, 1, 2},
+		Rest: []Transform{
+			{T: Vec3{0, 1, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
+			{T: Vec3{0, 0.5, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
+			{T: Vec3{0.3, 0, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
+			{T: Vec3{0.2, 0, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
+		},
+	}
+}
+
+// synthClip animates synthSkeleton for frames samples at rate Hz: the
+// root walks and bobs, the spine and arm swing, the hand holds still; with
+// jump set, the root's x translation jumps by 0.5 m at frame jump (a
+// discontinuity) and the arm's rotation flips by 90° there.
+func synthClip(frames int, rate float64, jump int) *Clip {
+	c := &Clip{Name: "synth", Rate: rate, Frames: frames, Tracks: make([]Track, 12)}
+	sk := synthSkeleton()
+	for b := range 4 {
+		for k := range 3 {
+			tr := Track{}
+			for f := range frames {
+				t := float64(f) / rate
+				v := [4]float64{}
+				switch TrackKind(k) {
+				case TrackTranslation:
+					v = vec4(sk.Rest[b].T)
+					if b == 0 {
+						v[0] = 0.8 * t
+						v[1] = 1 + 0.05*math.Sin(2*math.Pi*2*t)
+						if jump > 0 && f >= jump {
+							v[0] += 0.5
+						}
+					}
+				case TrackRotation:
+					q := IdentityQuat
+					switch b {
+					case 1:
+						q = axisAngle(2, 0.3*math.Sin(2*math.Pi*t))
+					case 2:
+						q = axisAngle(1, 1.2*math.Sin(2*math.Pi*0.7*t)).mul(axisAngle(0, 0.4*t))
+						if jump > 0 && f >= jump {
+							q = axisAngle(2, math.Pi/2).mul(q)
+						}
+					}
+					v = [4]float64(q)
+				case TrackScale:
+					v = [4]float64{1, 1, 1, 0}
+				}
+				if jump > 0 && f == jump && ((b == 0 && k == 0) || (b == 2 && k == 1)) {
+					// left-hand limit first: the value the motion had
+					// reached just before the jump
+					left := v
+					if k == 0 {
+						left[0] -= 0.5
+					} else {
+						left = [4]float64(axisAngle(2, -math.Pi/2).mul(Quat(v)))
+					}
+					tr.Frames = append(tr.Frames, int32(f))
+					tr.Values = append(tr.Values, left)
+				}
+				tr.Frames = append(tr.Frames, int32(f))
+				tr.Values = append(tr.Values, v)
+			}
+			if TrackKind(k) == TrackRotation {
+				makeContinuous(&tr)
+			}
+			c.Tracks[b*3+k] = tr
+		}
+	}
+	return c
+}
+
+// synthBlob compresses a synthetic clip into a blob.
+func synthBlob(tb testing.TB, c *Clip, opt CompressOptions) (*CompressedClip, []byte) {
+	tb.Helper()
+	sk := synthSkeleton()
+	cc, err := Compress(sk, c, opt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var b Builder
+	if err := b.AddClip(b.AddSkeleton(sk), cc); err != nil {
+		tb.Fatal(err)
+	}
+	data, err := b.Bytes()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cc, data
+}
+
+// sampleAt samples one character of clip c at time t with a fresh cursor.
+func sampleAt(tb testing.TB, c ClipView, t float32) []float32 {
+	tb.Helper()
+	j := SampleJob{Blob: c.b, Inputs: []SampleInput{{c.Offset(), t}}, Cursors: make([]uint32, c.CursorWords()),
+		CursorStride: c.CursorWords(), Poses: make([]float32, c.Bones()*PoseFloats), Bones: c.Bones()}
+	if err := j.Run(); err != nil {
+		tb.Fatal(err)
+	}
+	return j.Poses
 }

@@ -154,3 +154,7 @@
 // than on the Go workers, and larger workgroups help it a lot (LocalSize 64:
 // 165 M elements/s, 1024: 395 M/s); a cost-based placer should learn that.
 package gpu
+
+// The test kernels' SPIR-V (testdata/*.spv) is generated from testdata/*.comp:
+//
+//go:generate sh testdata/gen.sh

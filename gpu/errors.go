@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -33,7 +34,7 @@ var (
 	ErrNoBinding = errors.New("gpu: kernel has no GPU binding")
 	// ErrBadBinding: the binding is invalid (bad SPIR-V, missing entry
 	// point, workgroup size beyond the device's limits...).
-	ErrBadBinding = errors.New("gpu: invalid GPU binding")
+	ErrBadBinding = bind.ErrBadBinding
 	// ErrBadStream: a stream cannot be bound (unknown or closed buffer,
 	// out of range, misaligned, beyond the device's binding range).
 	ErrBadStream = errors.New("gpu: invalid stream")

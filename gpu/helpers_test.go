@@ -12,8 +12,6 @@ import (
 	"github.com/vkjobs/vkjobs/sched"
 )
 
-//go:generate sh testdata/gen.sh
-
 // Test kernels: GLSL in testdata/*.comp, SPIR-V beside it (testdata/gen.sh).
 var (
 	//go:embed testdata/saxpy.spv

@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"github.com/vkjobs/vkjobs/gpu/bind"
 	"unsafe"
 
 	vk "github.com/vulkan-go/vulkan"
@@ -89,7 +90,7 @@ func (d *Device) pipelineFor(k *sched.Kernel) (*pipeline, error) {
 }
 
 func (d *Device) createPipeline(p *pipeline, k *sched.Kernel, b *Binding) error {
-	if err := checkSPIRV(b.SPIRV, b.Entry); err != nil {
+	if err := bind.CheckSPIRV(b.SPIRV, b.Entry); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadBinding, err)
 	}
 	l := &d.lim

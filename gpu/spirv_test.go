@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -21,7 +22,7 @@ func TestCheckSPIRV(t *testing.T) {
 		}
 		return b
 	}
-	header := []uint32{spvMagic, 0x00010000, 0, 100, 0}
+	header := []uint32{bind.SPVMagic, 0x00010000, 0, 100, 0}
 	// Invalid modules first.
 	bad := []struct {
 		name string
@@ -32,20 +33,20 @@ func TestCheckSPIRV(t *testing.T) {
 		{"not whole words", append(le(header...), 1), "whole number of words"},
 		{"wrong magic", le(0xdeadbeef, 0x10000, 0, 1, 0), "not a SPIR-V module"},
 		{"big-endian", le(0x03022307, 0x10000, 0, 1, 0), "big-endian"},
-		{"too new", le(spvMagic, 0x00010300, 0, 1, 0), "newer than 1.0"},
+		{"too new", le(bind.SPVMagic, 0x00010300, 0, 1, 0), "newer than 1.0"},
 		{"zero word count", le(append(header, 0)...), "word count 0"},
-		{"instruction past the end", le(append(header, 5<<16|spvOpEntryPoint, spvModelGLCompute)...), "past the end"},
+		{"instruction past the end", le(append(header, 5<<16|bind.SPVOpEntryPoint, bind.SPVModelGLCompute)...), "past the end"},
 		{"no entry point", le(header...), "no GLCompute entry point"},
-		{"wrong entry name", le(append(header, 4<<16|spvOpEntryPoint, spvModelGLCompute, 1, 0x006e6970)...), `no GLCompute entry point "main"`},
-		{"no spec constant 0", le(append(header, 5<<16|spvOpEntryPoint, spvModelGLCompute, 1, 0x6e69616d, 0)...), "specialization constant 0"},
+		{"wrong entry name", le(append(header, 4<<16|bind.SPVOpEntryPoint, bind.SPVModelGLCompute, 1, 0x006e6970)...), `no GLCompute entry point "main"`},
+		{"no spec constant 0", le(append(header, 5<<16|bind.SPVOpEntryPoint, bind.SPVModelGLCompute, 1, 0x6e69616d, 0)...), "specialization constant 0"},
 	}
 	for _, c := range bad {
-		if err := checkSPIRV(c.code, "main"); err == nil || !strings.Contains(err.Error(), c.msg) {
+		if err := bind.CheckSPIRV(c.code, "main"); err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: err = %v, want one mentioning %q", c.name, err, c.msg)
 		}
 	}
 	for name, code := range map[string][]byte{"saxpy": saxpySPV, "spin": spinSPV, "sum4": sum4SPV, "poly": polySPV} {
-		if err := checkSPIRV(code, "main"); err != nil {
+		if err := bind.CheckSPIRV(code, "main"); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 		b := Binding{SPIRV: code}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/sched"
 	"github.com/vkjobs/vkjobs/shaders"
 )
@@ -73,13 +73,13 @@ func patch(t *testing.T, b []byte, op uint32, match []int64, nth int, operand in
 	return nil
 }
 
-func definition(t *testing.T, id sched.KernelID) (sched.Kernel, *gpu.Binding) {
+func definition(t *testing.T, id sched.KernelID) (sched.Kernel, *bind.Binding) {
 	t.Helper()
 	k, err := Definition(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k, k.GPU.(*gpu.Binding)
+	return k, k.GPU.(*bind.Binding)
 }
 
 func TestCheckRefuses(t *testing.T) {
@@ -90,58 +90,58 @@ func TestCheckRefuses(t *testing.T) {
 	cases := []struct {
 		name  string
 		id    sched.KernelID
-		edit  func(k *sched.Kernel, b *gpu.Binding)
+		edit  func(k *sched.Kernel, b *bind.Binding)
 		error string
 	}{
-		{"GPU is not a binding", Saxpy, func(k *sched.Kernel, b *gpu.Binding) { k.GPU = "saxpy.spv" }, "want a non-nil *gpu.Binding"},
-		{"GPU is a nil binding", Saxpy, func(k *sched.Kernel, b *gpu.Binding) { k.GPU = (*gpu.Binding)(nil) }, "want a non-nil *gpu.Binding"},
-		{"no SPIR-V", Saxpy, func(k *sched.Kernel, b *gpu.Binding) { b.SPIRV = nil }, "spirv: 0 bytes"},
-		{"not SPIR-V", Saxpy, func(k *sched.Kernel, b *gpu.Binding) { b.SPIRV = []byte("#version 450\nvoid main() {}\n") }, "bad magic"},
-		{"wrong entry point", Saxpy, func(k *sched.Kernel, b *gpu.Binding) { b.Entry = "saxpy" }, `no entry point "saxpy"`},
-		{"not a compute shader", Saxpy, func(k *sched.Kernel, b *gpu.Binding) {
+		{"GPU is not a binding", Saxpy, func(k *sched.Kernel, b *bind.Binding) { k.GPU = "saxpy.spv" }, "want a non-nil *bind.Binding"},
+		{"GPU is a nil binding", Saxpy, func(k *sched.Kernel, b *bind.Binding) { k.GPU = (*bind.Binding)(nil) }, "want a non-nil *bind.Binding"},
+		{"no SPIR-V", Saxpy, func(k *sched.Kernel, b *bind.Binding) { b.SPIRV = nil }, "spirv: 0 bytes"},
+		{"not SPIR-V", Saxpy, func(k *sched.Kernel, b *bind.Binding) { b.SPIRV = []byte("#version 450\nvoid main() {}\n") }, "bad magic"},
+		{"wrong entry point", Saxpy, func(k *sched.Kernel, b *bind.Binding) { b.Entry = "saxpy" }, `no entry point "saxpy"`},
+		{"not a compute shader", Saxpy, func(k *sched.Kernel, b *bind.Binding) {
 			b.SPIRV = patch(t, saxpySPV, opEntryPoint, nil, 0, 0, 4)
 		}, "is a Fragment shader, want GLCompute"},
-		{"fixed workgroup size", Saxpy, func(k *sched.Kernel, b *gpu.Binding) {
+		{"fixed workgroup size", Saxpy, func(k *sched.Kernel, b *bind.Binding) {
 			b.SPIRV = patch(t, saxpySPV, opDecorate, []int64{any, decSpecID, 0}, 0, 2, 3)
 		}, "local_size_x_id = 0"},
-		{"push constants too big", Saxpy, func(k *sched.Kernel, b *gpu.Binding) {
+		{"push constants too big", Saxpy, func(k *sched.Kernel, b *bind.Binding) {
 			b.SPIRV = patch(t, saxpySPV, opMemberDecorate, []int64{any, 2, decOffset, 36}, 0, 3, 100)
 		}, "push-constant block is 104 bytes"},
-		{"descriptor set 1", Saxpy, func(k *sched.Kernel, b *gpu.Binding) {
+		{"descriptor set 1", Saxpy, func(k *sched.Kernel, b *bind.Binding) {
 			b.SPIRV = patch(t, saxpySPV, opDecorate, []int64{any, decDescriptorSet, 0}, 1, 2, 1)
 		}, "descriptor set 1"},
-		{"binding 9", Saxpy, func(k *sched.Kernel, b *gpu.Binding) {
+		{"binding 9", Saxpy, func(k *sched.Kernel, b *bind.Binding) {
 			b.SPIRV = patch(t, saxpySPV, opDecorate, []int64{any, decBinding, 4}, 0, 2, 9)
 		}, "outside the contract's bindings 0-7"},
-		{"binding twice", Saxpy, func(k *sched.Kernel, b *gpu.Binding) {
+		{"binding twice", Saxpy, func(k *sched.Kernel, b *bind.Binding) {
 			b.SPIRV = patch(t, saxpySPV, opDecorate, []int64{any, decBinding, 1}, 0, 2, 0)
 		}, "binding 0 is declared twice"},
-		{"no descriptor set", Saxpy, func(k *sched.Kernel, b *gpu.Binding) {
+		{"no descriptor set", Saxpy, func(k *sched.Kernel, b *bind.Binding) {
 			b.SPIRV = patch(t, saxpySPV, opDecorate, []int64{any, decDescriptorSet, 0}, 0, 1, 30)
 		}, "lacks DescriptorSet or Binding"},
-		{"image, not a buffer", Saxpy, func(k *sched.Kernel, b *gpu.Binding) {
+		{"image, not a buffer", Saxpy, func(k *sched.Kernel, b *bind.Binding) {
 			b.SPIRV = patch(t, saxpySPV, opVariable, []int64{any, any, scUniform}, 0, 2, scUniformConstant)
 		}, "is a non-buffer resource"},
-		{"binding the kernel does not declare (input)", Saxpy, func(k *sched.Kernel, b *gpu.Binding) { k.In = k.In[:1] }, "shader binding 1 reads input stream 1, but the kernel declares 1 inputs"},
-		{"binding the kernel does not declare (output)", Saxpy, func(k *sched.Kernel, b *gpu.Binding) { k.Out = nil }, "shader binding 4 writes output stream 0, but the kernel declares 0 outputs"},
-		{"missing input binding", Saxpy, func(k *sched.Kernel, b *gpu.Binding) {
+		{"binding the kernel does not declare (input)", Saxpy, func(k *sched.Kernel, b *bind.Binding) { k.In = k.In[:1] }, "shader binding 1 reads input stream 1, but the kernel declares 1 inputs"},
+		{"binding the kernel does not declare (output)", Saxpy, func(k *sched.Kernel, b *bind.Binding) { k.Out = nil }, "shader binding 4 writes output stream 0, but the kernel declares 0 outputs"},
+		{"missing input binding", Saxpy, func(k *sched.Kernel, b *bind.Binding) {
 			k.In = append(k.In, sched.StreamSpec{Name: "z", Stride: 4})
 		}, `input stream 2 "z" has no binding 2`},
-		{"missing output binding", Saxpy, func(k *sched.Kernel, b *gpu.Binding) {
+		{"missing output binding", Saxpy, func(k *sched.Kernel, b *bind.Binding) {
 			k.Out = append(k.Out, sched.StreamSpec{Name: "w", Stride: 4})
 		}, `output stream 1 "w" has no binding 5`},
-		{"UniformIn on a storage buffer", SkinLBS, func(k *sched.Kernel, b *gpu.Binding) { b.UniformIn[1] = true }, "binding 1 (input \"palette\") is a storage buffer in the shader, but Binding.UniformIn[1] = true says uniform block"},
-		{"uniform block without UniformIn", SkinLBSUniform, func(k *sched.Kernel, b *gpu.Binding) { b.UniformIn[1] = false }, "is a uniform block in the shader, but Binding.UniformIn[1] = false"},
-		{"UniformIn of an undeclared input", SkinLBS, func(k *sched.Kernel, b *gpu.Binding) { b.UniformIn[3] = true }, "UniformIn[3] is set but the kernel declares 2 inputs"},
-		{"uniform output", SkinLBSUniform, func(k *sched.Kernel, b *gpu.Binding) {
+		{"UniformIn on a storage buffer", SkinLBS, func(k *sched.Kernel, b *bind.Binding) { b.UniformIn[1] = true }, "binding 1 (input \"palette\") is a storage buffer in the shader, but Binding.UniformIn[1] = true says uniform block"},
+		{"uniform block without UniformIn", SkinLBSUniform, func(k *sched.Kernel, b *bind.Binding) { b.UniformIn[1] = false }, "is a uniform block in the shader, but Binding.UniformIn[1] = false"},
+		{"UniformIn of an undeclared input", SkinLBS, func(k *sched.Kernel, b *bind.Binding) { b.UniformIn[3] = true }, "UniformIn[3] is set but the kernel declares 2 inputs"},
+		{"uniform output", SkinLBSUniform, func(k *sched.Kernel, b *bind.Binding) {
 			// Move the uniform palette to binding 5 and declare two outputs.
 			b.SPIRV = patch(t, lbsUniformSPV, opDecorate, []int64{any, decBinding, 1}, 0, 2, 5)
 			k.In = k.In[:1]
 			b.UniformIn = [4]bool{}
 			k.Out = append(k.Out, sched.StreamSpec{Name: "extra"})
 		}, "outputs must be storage buffers"},
-		{"workgroup too large", SkinLBS, func(k *sched.Kernel, b *gpu.Binding) { b.LocalSize = 2048 }, "LocalSize 2048 exceeds 1024"},
-		{"storage module under a uniform kernel", SkinLBSUniform, func(k *sched.Kernel, b *gpu.Binding) { b.SPIRV = lbsSPV }, "is a storage buffer in the shader"},
+		{"workgroup too large", SkinLBS, func(k *sched.Kernel, b *bind.Binding) { b.LocalSize = 2048 }, "LocalSize 2048 exceeds 1024"},
+		{"storage module under a uniform kernel", SkinLBSUniform, func(k *sched.Kernel, b *bind.Binding) { b.SPIRV = lbsSPV }, "is a storage buffer in the shader"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,7 +3,7 @@ package kernels
 import (
 	"fmt"
 
-	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/sched"
 	"github.com/vkjobs/vkjobs/shaders"
 )
@@ -99,7 +99,7 @@ var defs = [lastID]def{
 }
 
 // Definition returns kernel id's registration: its declaration, CPU
-// function and GPU binding (a *gpu.Binding over the embedded SPIR-V of the
+// function and GPU binding (a *bind.Binding over the embedded SPIR-V of the
 // shader named like the kernel), checked with Check. The stream slices are
 // fresh copies.
 func Definition(id sched.KernelID) (sched.Kernel, error) {
@@ -114,7 +114,7 @@ func Definition(id sched.KernelID) (sched.Kernel, error) {
 	if err != nil {
 		return sched.Kernel{}, fmt.Errorf("kernels: kernel %d %q: %w", id, k.Name, err)
 	}
-	k.GPU = &gpu.Binding{SPIRV: spv, Entry: "main", LocalSize: 64, ItemsPerInvocation: 1, UniformIn: d.uniformIn}
+	k.GPU = &bind.Binding{SPIRV: spv, Entry: "main", LocalSize: 64, ItemsPerInvocation: 1, UniformIn: d.uniformIn}
 	if err := Check(&k); err != nil {
 		return sched.Kernel{}, err
 	}

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -500,11 +500,11 @@ func (p *spvParser) finish(m *SPIRVModule) error {
 // Check verifies a kernel's GPU binding against its declaration, as
 // Register does for every kernel of this package; other packages call it
 // before registering their own GPU kernels. A nil k.GPU passes (the kernel
-// has no GPU version). Otherwise k.GPU must be a *gpu.Binding (or a
-// gpu.Binding value) whose SPIR-V
+// has no GPU version). Otherwise k.GPU must be a *bind.Binding (or a
+// bind.Binding value) whose SPIR-V
 // is a valid module with a GLCompute entry point named Binding.Entry
 // (default "main"), a workgroup size X that is specialization constant 0, a
-// push-constant block of at most gpu.PushConstantSize bytes, and exactly
+// push-constant block of at most bind.PushConstantSize bytes, and exactly
 // one buffer per declared stream, all in set 0: input i at binding i
 // (a uniform block when Binding.UniformIn[i], else a storage buffer), output
 // j at binding 4+j (a storage buffer), and nothing else.
@@ -512,15 +512,15 @@ func Check(k *sched.Kernel) error {
 	if k.GPU == nil {
 		return nil
 	}
-	var b *gpu.Binding
+	var b *bind.Binding
 	switch g := k.GPU.(type) {
-	case *gpu.Binding:
+	case *bind.Binding:
 		b = g
-	case gpu.Binding:
+	case bind.Binding:
 		b = &g
 	}
 	if b == nil {
-		return fmt.Errorf("kernels: kernel %q: GPU field holds %T, want a non-nil *gpu.Binding", k.Name, k.GPU)
+		return fmt.Errorf("kernels: kernel %q: GPU field holds %T, want a non-nil *bind.Binding", k.Name, k.GPU)
 	}
 	if err := checkBinding(k, b); err != nil {
 		return fmt.Errorf("kernels: kernel %q: %w", k.Name, err)
@@ -528,7 +528,7 @@ func Check(k *sched.Kernel) error {
 	return nil
 }
 
-func checkBinding(k *sched.Kernel, b *gpu.Binding) error {
+func checkBinding(k *sched.Kernel, b *bind.Binding) error {
 	if b.LocalSize > 1024 {
 		return fmt.Errorf("LocalSize %d exceeds 1024 invocations", b.LocalSize)
 	}
@@ -563,8 +563,8 @@ func checkBinding(k *sched.Kernel, b *gpu.Binding) error {
 	if m.LocalSizeXSpecID != 0 {
 		return errors.New("workgroup size X is not specialization constant 0: declare layout(local_size_x_id = 0) in;")
 	}
-	if m.PushConstantBytes > gpu.PushConstantSize {
-		return fmt.Errorf("push-constant block is %d bytes, the contract's is %d: layout(push_constant, std430) uniform { uint params[8]; uint begin; uint end; }", m.PushConstantBytes, gpu.PushConstantSize)
+	if m.PushConstantBytes > bind.PushConstantSize {
+		return fmt.Errorf("push-constant block is %d bytes, the contract's is %d: layout(push_constant, std430) uniform { uint params[8]; uint begin; uint end; }", m.PushConstantBytes, bind.PushConstantSize)
 	}
 	var seen [8]bool
 	for _, r := range m.Resources {
@@ -581,7 +581,7 @@ func checkBinding(k *sched.Kernel, b *gpu.Binding) error {
 			return fmt.Errorf("binding %d is declared twice", r.Binding)
 		}
 		seen[r.Binding] = true
-		if r.Binding < gpu.FirstOutBinding {
+		if r.Binding < bind.FirstOutBinding {
 			i := int(r.Binding)
 			if i >= len(k.In) {
 				return fmt.Errorf("shader binding %d reads input stream %d, but the kernel declares %d inputs", r.Binding, i, len(k.In))
@@ -594,7 +594,7 @@ func checkBinding(k *sched.Kernel, b *gpu.Binding) error {
 				return fmt.Errorf("binding %d (input %q) is a %s in the shader, but Binding.UniformIn[%d] = %v says %s", r.Binding, k.In[i].Name, r.Kind, i, b.UniformIn[i], want)
 			}
 		} else {
-			j := int(r.Binding) - gpu.FirstOutBinding
+			j := int(r.Binding) - bind.FirstOutBinding
 			if j >= len(k.Out) {
 				return fmt.Errorf("shader binding %d writes output stream %d, but the kernel declares %d outputs", r.Binding, j, len(k.Out))
 			}
@@ -604,13 +604,13 @@ func checkBinding(k *sched.Kernel, b *gpu.Binding) error {
 		}
 	}
 	for i, s := range k.In {
-		if !seen[gpu.FirstInBinding+i] {
-			return fmt.Errorf("input stream %d %q has no binding %d in the shader", i, s.Name, gpu.FirstInBinding+i)
+		if !seen[bind.FirstInBinding+i] {
+			return fmt.Errorf("input stream %d %q has no binding %d in the shader", i, s.Name, bind.FirstInBinding+i)
 		}
 	}
 	for j, s := range k.Out {
-		if !seen[gpu.FirstOutBinding+j] {
-			return fmt.Errorf("output stream %d %q has no binding %d in the shader", j, s.Name, gpu.FirstOutBinding+j)
+		if !seen[bind.FirstOutBinding+j] {
+			return fmt.Errorf("output stream %d %q has no binding %d in the shader", j, s.Name, bind.FirstOutBinding+j)
 		}
 	}
 	return nil

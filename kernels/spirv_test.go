@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/sched"
 	"github.com/vkjobs/vkjobs/shaders"
 )
@@ -31,7 +31,7 @@ func TestSPIRVShippedShaders(t *testing.T) {
 		if len(m.EntryPoints) != 1 || m.EntryPoints[0] != (SPIRVEntryPoint{Model: ModelGLCompute, Name: "main"}) {
 			t.Errorf("%s: entry points %v", k.Name, m.EntryPoints)
 		}
-		if m.LocalSizeXSpecID != 0 || m.PushConstantBytes != gpu.PushConstantSize || m.Bound == 0 {
+		if m.LocalSizeXSpecID != 0 || m.PushConstantBytes != bind.PushConstantSize || m.Bound == 0 {
 			t.Errorf("%s: local size spec id %d, push constants %d bytes, bound %d", k.Name, m.LocalSizeXSpecID, m.PushConstantBytes, m.Bound)
 		}
 		var want []SPIRVResource
@@ -43,7 +43,7 @@ func TestSPIRVShippedShaders(t *testing.T) {
 			want = append(want, SPIRVResource{Binding: uint32(i), Kind: kind})
 		}
 		for j := range k.Out {
-			want = append(want, SPIRVResource{Binding: uint32(gpu.FirstOutBinding + j), Kind: ResourceStorage})
+			want = append(want, SPIRVResource{Binding: uint32(bind.FirstOutBinding + j), Kind: ResourceStorage})
 		}
 		if len(m.Resources) != len(want) {
 			t.Fatalf("%s: resources %+v, want %+v", k.Name, m.Resources, want)
@@ -211,10 +211,10 @@ func TestSPIRVCrafted(t *testing.T) {
 	k := sched.Kernel{Name: "crafted",
 		In:  []sched.StreamSpec{{Name: "a"}, {Name: "b"}},
 		Out: []sched.StreamSpec{{Name: "c"}},
-		GPU: gpu.Binding{SPIRV: b, Entry: "k", UniformIn: [4]bool{1: true}}}
+		GPU: bind.Binding{SPIRV: b, Entry: "k", UniformIn: [4]bool{1: true}}}
 	wantErr(t, "crafted", Check(&k), `input stream 0 "a" has no binding 0`)
 	k.In = k.In[1:]
-	k.GPU = gpu.Binding{SPIRV: b, Entry: "k", UniformIn: [4]bool{0: true}}
+	k.GPU = bind.Binding{SPIRV: b, Entry: "k", UniformIn: [4]bool{0: true}}
 	wantErr(t, "crafted", Check(&k), `shader binding 1 reads input stream 1, but the kernel declares 1 inputs`)
 }
 
@@ -247,7 +247,7 @@ func FuzzSPIRV(f *testing.F) {
 			}
 		}
 		kk := k
-		kk.GPU = &gpu.Binding{SPIRV: b}
+		kk.GPU = &bind.Binding{SPIRV: b}
 		_ = Check(&kk)
 	})
 }

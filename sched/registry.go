@@ -138,6 +138,13 @@ func (r *Registry) Each(f func(KernelID, *Kernel)) {
 // counts and strides must match the element count. It is called by Add.
 func (k *Kernel) Validate(id KernelID, d *TaskData) error {
 	if k.Kind == Simple {
+		// Simple kernels get kernel data only: streams would be dropped.
+		for i := range MaxStreams {
+			if d.In[i].Count != 0 || d.In[i].Bytes != nil || d.In[i].Buffer != 0 ||
+				d.Out[i].Count != 0 || d.Out[i].Bytes != nil || d.Out[i].Buffer != 0 {
+				return fmt.Errorf("sched: kernel %d %q: simple kernels take no streams (stream %d given); use Data or a streaming kernel", id, k.Name, i)
+			}
+		}
 		return nil
 	}
 	for i := range MaxStreams {

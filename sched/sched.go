@@ -182,6 +182,12 @@ func (j Job) Data() *TaskData { return &j.s.slots[j.idx].task.Data }
 // Priority returns the task's priority.
 func (j Job) Priority() Priority { return j.s.slots[j.idx].task.Priority }
 
+// Parent returns the task's parent (NoTask if none).
+func (j Job) Parent() TaskID { return j.s.slots[j.idx].task.Parent }
+
+// Dependency returns the task's dependency (NoTask if none).
+func (j Job) Dependency() TaskID { return j.s.slots[j.idx].task.Dependency }
+
 // Scheduler returns the job's scheduler.
 func (j Job) Scheduler() *Scheduler { return j.s }
 
@@ -487,10 +493,8 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	if k == nil {
 		return NoTask, fmt.Errorf("sched: Add: kernel %d: %w", t.Kernel, ErrUnknownKernel)
 	}
-	if k.Kind != Simple {
-		if err := k.Validate(t.Kernel, &t.Data); err != nil {
-			return NoTask, err
-		}
+	if err := k.Validate(t.Kernel, &t.Data); err != nil {
+		return NoTask, err
 	}
 	if t.Priority >= numPriorities {
 		return NoTask, fmt.Errorf("sched: Add: kernel %q: %w %d", k.Name, ErrBadPriority, t.Priority)

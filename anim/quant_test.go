@@ -1,0 +1,192 @@
+package anim
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+)
+
+func randomQuat(rng *rand.Rand) Quat {
+	for {
+		q := Quat{rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()}
+		if n := q.norm(); n > 1e-3 {
+			return q.mulScalar(1 / n)
+		}
+	}
+}
+
+// Vector components round-trip within half a grid step (plus float32
+// rounding of the product).
+func TestQuantiseVectorBound(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for _, step := range []float32{1e-5, 3e-4, 0.01} {
+		for range 2000 {
+			v := [4]float64{rng.NormFloat64() * 3, rng.NormFloat64() * 3, rng.NormFloat64() * 3, 0}
+			idx := quantize(TrackTranslation, 0, step, v)
+			d := dequant(uint32(TrackTranslation), 0, step, &idx)
+			for c := range 3 {
+				bound := float64(step)/2 + math.Abs(v[c])*1.2e-7
+				if e := math.Abs(float64(d[c]) - v[c]); e > bound {
+					t.Fatalf("step %g: component %d of %v decodes to %v (error %g > %g)", step, c, v, d, e, bound)
+				}
+			}
+		}
+	}
+}
+
+// Rotations in every mode round-trip within a bound proportional to the
+// step: three stored components each within step/2, and the rebuilt one
+// (at least rotModeMin) within 1.5·step/rotModeMin; angle = 2|Δq|.
+func TestQuantiseRotationBound(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for _, step := range []float32{2e-5, 1e-4, 1e-3} {
+		worst := 0.0
+		for range 4000 {
+			q := randomQuat(rng)
+			mode := rotationMode([][4]float64{[4]float64(q)})
+			idx := quantize(TrackRotation, mode, step, [4]float64(q))
+			d := dequant(uint32(TrackRotation), mode, step, &idx)
+			dq := Quat{float64(d[0]), float64(d[1]), float64(d[2]), float64(d[3])}
+			a := quatAngle(q, dq.normalized())
+			bound := 2 * math.Sqrt(3*math.Pow(float64(step)/2, 2)+math.Pow(1.5*float64(step)/rotModeMin, 2))
+			if a > bound*1.01+1e-6 {
+				t.Fatalf("step %g mode %d: %v decodes to %v, angle %g > %g", step, mode, q, d, a, bound)
+			}
+			worst = max(worst, a/float64(step))
+		}
+		if worst < 0.5 {
+			t.Errorf("step %g: worst error %g steps: the test is not exercising rounding", step, worst)
+		}
+	}
+}
+
+// Mode choice: the dropped component stays at least rotModeMin over the
+// samples; all four are kept when none does.
+func TestRotationMode(t *testing.T) {
+	mostlyW := [][4]float64{{0.1, 0, 0, 0.99}, {0, 0.5, 0, 0.86}}
+	if m := rotationMode(mostlyW); m != 3 {
+		t.Errorf("mode %d, want 3 (w)", m)
+	}
+	spin := [][4]float64{{0, 0, 0, 1}, {0, 0, 1, 0}} // 180° about z: w and z both reach 0
+	if m := rotationMode(spin); m != modeAll {
+		t.Errorf("mode %d, want all four (%d)", m, modeAll)
+	}
+}
+
+// The seed's own figures: 16 bits over -10..10 m is a 0.3 mm step (error
+// at most 0.15 mm); 10-bit smallest three has precision 0.0014 (error per
+// component at most 0.0007).
+func TestBitSquidQuantisationFigures(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for range 5000 {
+		v := [4]float64{rng.Float64()*20 - 10, rng.Float64()*20 - 10, rng.Float64()*20 - 10, 0}
+		d := bitsquidPosition(v)
+		for c := range 3 {
+			if e := math.Abs(d[c] - v[c]); e > 0.000153 {
+				t.Fatalf("position error %g m > 0.15 mm", e)
+			}
+		}
+		q := randomQuat(rng)
+		r := bitsquidRotation([4]float64(q))
+		if r[0]*q[0]+r[1]*q[1]+r[2]*q[2]+r[3]*q[3] < 0 {
+			r = [4]float64(Quat(r).neg())
+		}
+		for c := range 4 {
+			if e := math.Abs(r[c] - q[c]); e > 0.0025 { // 0.0007 stored, the rebuilt one larger
+				t.Fatalf("rotation %v -> %v: component error %g", q, r, e)
+			}
+		}
+	}
+}
+
+// Rice codes, zigzag and raw fields survive a write/read round trip,
+// through both readers (escapes included).
+func TestBitsRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	type item struct {
+		kind int // 0 raw, 1 rice, 2 signed
+		v, k uint32
+	}
+	var items []item
+	var w bitWriter
+	for range 5000 {
+		switch rng.Intn(3) {
+		case 0:
+			n := uint32(rng.Intn(33))
+			v := rng.Uint32() & uint32(uint64(1)<<n-1)
+			items = append(items, item{0, v, n})
+			w.write(v, int(n))
+		case 1:
+			k := uint32(rng.Intn(maxRiceK + 1))
+			v := uint32(rng.ExpFloat64() * float64(uint64(1)<<k) * 3)
+			if rng.Intn(50) == 0 {
+				v = rng.Uint32() // escape
+			}
+			items = append(items, item{1, v, k})
+			w.rice(v, k)
+		case 2:
+			r := int32(rng.Intn(1<<20) - 1<<19)
+			items = append(items, item{2, zigzag(r), 0})
+			w.rice(zigzag(r), 7)
+		}
+	}
+	end := uint32(w.n)
+	w.words = append(w.words, make([]uint32, streamPadWords)...)
+	pos := uint32(0)
+	var br bitBuf
+	br.seek(w.words, 0)
+	for i, it := range items {
+		var got, got2 uint32
+		switch it.kind {
+		case 0:
+			got = readBits(w.words, pos, it.k)
+			pos += it.k
+			got2 = br.bits(it.k)
+		case 1:
+			got, pos = readRice(w.words, pos, it.k)
+			got2 = br.rice(it.k)
+		case 2:
+			got, pos = readRice(w.words, pos, 7)
+			got2 = br.rice(7)
+			if unzigzag(got) != unzigzag(it.v) {
+				t.Fatalf("item %d: zigzag %d", i, unzigzag(got))
+			}
+		}
+		if got != it.v || got2 != it.v || br.pos() != pos {
+			t.Fatalf("item %d %+v: read %d and %d, positions %d and %d", i, it, got, got2, pos, br.pos())
+		}
+	}
+	if pos != end {
+		t.Fatalf("read %d bits of %d", pos, end)
+	}
+	for _, r := range []int32{0, 1, -1, 1 << 30, -1 << 30, math.MaxInt32, math.MinInt32} {
+		if unzigzag(zigzag(r)) != r {
+			t.Errorf("zigzag(%d) does not round-trip", r)
+		}
+	}
+}
+
+// Predictors: known answers, and no int32 overflow at the extremes.
+func TestPredict(t *testing.T) {
+	cases := []struct {
+		ta, tb, t uint32
+		ia, ib    int32
+		pm        uint32
+		want      int32
+	}{
+		{0, 1, 2, 10, 20, predLine, 30},
+		{0, 2, 3, 10, 20, predLine, 25},
+		{0, 1, 2, 10, 20, predHalf, 25},
+		{0, 1, 2, 10, 20, predHold, 20},
+		{1, 1, 2, 10, 20, predLine, 20},   // discontinuity: hold
+		{0, 1, 100, 10, 20, predLine, 20}, // too far: hold
+		{0, 1, 2, -(1 << 23) + 1, 1<<23 - 1, predLine, 1<<23 - 1},
+		{0, 1, 64, -(1 << 22), 1 << 22, predLine, 1 << 22}, // slope 2^23: hold
+		{0, 1, 64, -(1 << 22) + 1, 1 << 22, predLine, 1<<22 + 63*(1<<23-1)},
+	}
+	for _, c := range cases {
+		if got := predict(c.ta, c.tb, c.t, c.ia, c.ib, c.pm); got != c.want {
+			t.Errorf("predict(%d,%d,%d,%d,%d,%d) = %d, want %d", c.ta, c.tb, c.t, c.ia, c.ib, c.pm, got, c.want)
+		}
+	}
+}
