@@ -173,12 +173,35 @@ func (c *Ctx) find() uint32 {
 				}
 				if x := t.dq[lv].steal(); x != noItem {
 					c.took(lv)
+					c.stealMore(t, lv)
 					return x
 				}
 			}
 		}
 	}
 	return noItem
+}
+
+// stealBatch is the most extra tasks a thief takes in one visit.
+const stealBatch = 8
+
+// stealMore takes up to half of what is left in victim's deque (at most
+// stealBatch) into this thread's own deque, one steal at a time: the
+// victim's top line stays in this core's cache between the steals, so a
+// producer/consumer pair does not pay a cache-line transfer per task.
+func (c *Ctx) stealMore(victim *Ctx, lv int) {
+	d := &victim.dq[lv]
+	n := min(int(d.bottom.Load()-d.top.Load())/2, stealBatch)
+	for ; n > 0; n-- {
+		x := d.steal()
+		if x == noItem {
+			return
+		}
+		if !c.dq[lv].push(x) {
+			// Own deque full: hand it to the shared queue.
+			c.s.inject[lv].push(x)
+		}
+	}
 }
 
 func (c *Ctx) took(lv int) {
