@@ -23,6 +23,7 @@ type Ctx struct {
 	running  int    // depth of kernels running on this thread (owner only)
 	current  TaskID // task whose kernel runs now (owner only)
 	rng      uint32
+	ev       RunEvent // scratch for the Observer (owner only)
 	ncache   int
 	cache    [slotCacheSize]uint32 // free slots kept by this thread (owner only)
 	_        [cacheLine]byte
@@ -381,10 +382,10 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 		}
 		c.running--
 		if obs != nil {
-			ev := RunEvent{Thread: c.index, Where: AnyWorker, Task: c.current, Dependency: sl.task.Dependency,
+			c.ev = RunEvent{Thread: c.index, Where: AnyWorker, Task: c.current, Dependency: sl.task.Dependency,
 				Parent: sl.task.Parent, Kernel: sl.task.Kernel, Begin: d.Begin, End: d.End,
 				Start: start, Stop: Nanotime(), Err: err}
-			obs.TaskRan(&ev)
+			obs.TaskRan(&c.ev)
 		}
 		c.current = prev
 	}()

@@ -64,7 +64,8 @@ type RunEvent struct {
 }
 
 // Observer receives RunEvents. It is called on the thread that ran the
-// kernel, so it must be cheap and safe for concurrent use.
+// kernel, so it must be cheap and safe for concurrent use. The event is only
+// valid during the call: copy what you keep.
 type Observer interface {
 	TaskRan(ev *RunEvent)
 }

@@ -1,0 +1,336 @@
+// Package trace is a thread profiler for the scheduler: it records one scope
+// per kernel invocation per thread (and per GPU or SPU dispatch), frame
+// markers and user scopes, and writes them in the Chrome trace event format
+// (open the file in https://ui.perfetto.dev or chrome://tracing) or as an SVG
+// timeline of one frame.
+//
+// A Recorder is a sched.Observer: pass it as sched.Config.Observer (or in a
+// Tee with other observers). Recording appends a fixed-size event to a
+// preallocated per-thread buffer: no lock, no allocation. When a buffer is
+// full, further events on that thread are dropped and counted (Dropped), never
+// grown. A disabled Recorder (SetEnabled(false)) costs one atomic load per
+// event; no Recorder at all costs the scheduler one nil check.
+//
+// Each task scope carries the kernel name, the task ID, its parent and its
+// dependency in its arguments; dependencies are also drawn as flow arrows
+// from the end of the dependency's last scope to the start of the dependent.
+package trace
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+// Kind of a recorded event.
+type Kind uint8
+
+const (
+	KindTask  Kind = iota // a kernel invocation (sched.RunEvent)
+	KindScope             // a user scope (Begin/End)
+	KindFrame             // a frame marker (instant)
+)
+
+// Event is one recorded scope or marker. Times are sched.Nanotime().
+type Event struct {
+	Kind       Kind
+	Where      sched.Affinity
+	Failed     bool
+	Kernel     sched.KernelID
+	Thread     int
+	Task       sched.TaskID
+	Parent     sched.TaskID
+	Dependency sched.TaskID
+	Begin, End uint32 // work items
+	Start      int64
+	Stop       int64
+	Label      string // user scopes and frame markers (static strings: no allocation)
+	Frame      int
+}
+
+type track struct {
+	mu     sync.Mutex // only for shared tracks (executors, foreign goroutines)
+	events []Event
+	n      atomic.Int64
+	drop   atomic.Int64
+	name   string
+}
+
+// Recorder collects events. Create with New.
+type Recorder struct {
+	enabled atomic.Bool
+	threads []track // scheduler threads by index
+	gpu     track   // Thread -1, Where GPU
+	spu     track   // Thread -1, Where SPU
+	other   track   // anything else (foreign goroutines, frame markers)
+	names   func(sched.KernelID) string
+}
+
+// New returns an enabled recorder for a scheduler with the given number of
+// threads (sched.Scheduler.Threads()), keeping up to perThread events per
+// thread and per device track.
+func New(threads, perThread int) *Recorder {
+	r := &Recorder{threads: make([]track, threads)}
+	for i := range r.threads {
+		r.threads[i].events = make([]Event, perThread)
+		r.threads[i].name = fmt.Sprintf("thread %d", i)
+	}
+	r.gpu = track{events: make([]Event, perThread), name: "GPU"}
+	r.spu = track{events: make([]Event, perThread), name: "SPU"}
+	r.other = track{events: make([]Event, perThread), name: "other"}
+	r.enabled.Store(true)
+	return r
+}
+
+// SetEnabled turns recording on or off.
+func (r *Recorder) SetEnabled(on bool) { r.enabled.Store(on) }
+
+// SetThreadName names thread i's track (e.g. "worker 0", "main").
+func (r *Recorder) SetThreadName(i int, name string) {
+	if i >= 0 && i < len(r.threads) {
+		r.threads[i].name = name
+	}
+}
+
+// SetKernelNames sets how kernel IDs are named in the output (e.g. from the
+// scheduler's registry). Call before writing.
+func (r *Recorder) SetKernelNames(f func(sched.KernelID) string) { r.names = f }
+
+// NamesFromRegistry names kernels by their registration.
+func NamesFromRegistry(reg *sched.Registry) func(sched.KernelID) string {
+	return func(id sched.KernelID) string {
+		if k := reg.Lookup(id); k != nil {
+			return k.Name
+		}
+		return fmt.Sprintf("kernel %d", id)
+	}
+}
+
+// Reset forgets every event (between runs; not concurrently with recording).
+func (r *Recorder) Reset() {
+	for _, t := range r.allTracks() {
+		t.n.Store(0)
+		t.drop.Store(0)
+	}
+}
+
+func (r *Recorder) allTracks() []*track {
+	ts := make([]*track, 0, len(r.threads)+3)
+	for i := range r.threads {
+		ts = append(ts, &r.threads[i])
+	}
+	return append(ts, &r.gpu, &r.spu, &r.other)
+}
+
+// TaskRan implements sched.Observer.
+func (r *Recorder) TaskRan(ev *sched.RunEvent) {
+	if !r.enabled.Load() {
+		return
+	}
+	e := Event{Kind: KindTask, Where: ev.Where, Failed: ev.Err != nil, Kernel: ev.Kernel, Thread: ev.Thread,
+		Task: ev.Task, Parent: ev.Parent, Dependency: ev.Dependency, Begin: ev.Begin, End: ev.End,
+		Start: ev.Start, Stop: ev.Stop}
+	r.put(ev.Thread, ev.Where, &e)
+}
+
+// Scope records a user scope on thread (a scheduler thread index, or -1 for
+// a shared track) that started at start (sched.Nanotime()) and ends now.
+// label should be a constant string.
+func (r *Recorder) Scope(thread int, label string, start int64) {
+	if !r.enabled.Load() {
+		return
+	}
+	e := Event{Kind: KindScope, Thread: thread, Label: label, Start: start, Stop: sched.Nanotime()}
+	r.put(thread, sched.AnyWorker, &e)
+}
+
+// Frame records a frame marker (frame number n begins now).
+func (r *Recorder) Frame(n int) {
+	if !r.enabled.Load() {
+		return
+	}
+	now := sched.Nanotime()
+	e := Event{Kind: KindFrame, Thread: -1, Label: "frame", Frame: n, Start: now, Stop: now}
+	r.put(-1, sched.AnyWorker, &e)
+}
+
+func (r *Recorder) put(thread int, where sched.Affinity, e *Event) {
+	var t *track
+	shared := true
+	switch {
+	case thread >= 0 && thread < len(r.threads):
+		t, shared = &r.threads[thread], false
+	case where == sched.GPU:
+		t = &r.gpu
+	case where == sched.SPU:
+		t = &r.spu
+	default:
+		t = &r.other
+	}
+	if shared {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+	}
+	i := t.n.Load()
+	if int(i) >= len(t.events) {
+		t.drop.Add(1)
+		return
+	}
+	t.events[i] = *e
+	t.n.Store(i + 1)
+}
+
+// Dropped returns how many events did not fit their track's buffer.
+func (r *Recorder) Dropped() int64 {
+	var d int64
+	for _, t := range r.allTracks() {
+		d += t.drop.Load()
+	}
+	return d
+}
+
+// Events returns a copy of every recorded event, ordered by start time.
+func (r *Recorder) Events() []Event {
+	var out []Event
+	for _, t := range r.allTracks() {
+		t.mu.Lock()
+		out = append(out, t.events[:t.n.Load()]...)
+		t.mu.Unlock()
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
+}
+
+func (r *Recorder) kernelName(id sched.KernelID) string {
+	if r.names != nil {
+		return r.names(id)
+	}
+	return fmt.Sprintf("kernel %d", id)
+}
+
+// tid maps an event to its Chrome trace thread ID.
+func (r *Recorder) tid(e *Event) int {
+	switch {
+	case e.Thread >= 0 && e.Thread < len(r.threads):
+		return e.Thread
+	case e.Where == sched.GPU:
+		return len(r.threads)
+	case e.Where == sched.SPU:
+		return len(r.threads) + 1
+	}
+	return len(r.threads) + 2
+}
+
+type chromeEvent struct {
+	Name string         `json:"name"`
+	Cat  string         `json:"cat,omitempty"`
+	Ph   string         `json:"ph"`
+	Ts   float64        `json:"ts"`
+	Dur  *float64       `json:"dur,omitempty"`
+	Pid  int            `json:"pid"`
+	Tid  int            `json:"tid"`
+	ID   string         `json:"id,omitempty"`
+	Bp   string         `json:"bp,omitempty"`
+	S    string         `json:"s,omitempty"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// WriteChrome writes every event in the Chrome trace event format (JSON
+// object form, timestamps in microseconds).
+func (r *Recorder) WriteChrome(w io.Writer) error {
+	evs := r.Events()
+	var out []chromeEvent
+	meta := func(tid int, name string) {
+		out = append(out, chromeEvent{Name: "thread_name", Ph: "M", Pid: 1, Tid: tid, Args: map[string]any{"name": name}})
+		out = append(out, chromeEvent{Name: "thread_sort_index", Ph: "M", Pid: 1, Tid: tid, Args: map[string]any{"sort_index": tid}})
+	}
+	out = append(out, chromeEvent{Name: "process_name", Ph: "M", Pid: 1, Args: map[string]any{"name": "vkjobs"}})
+	for i := range r.threads {
+		meta(i, r.threads[i].name)
+	}
+	meta(len(r.threads), "GPU")
+	meta(len(r.threads)+1, "SPU")
+	meta(len(r.threads)+2, "other")
+	// The last scope of each task, for dependency arrows.
+	last := map[sched.TaskID]*Event{}
+	for i := range evs {
+		e := &evs[i]
+		if e.Kind == KindTask {
+			if p, ok := last[e.Task]; !ok || p.Stop < e.Stop {
+				last[e.Task] = e
+			}
+		}
+	}
+	us := func(ns int64) float64 { return float64(ns) / 1000 }
+	flow := 0
+	for i := range evs {
+		e := &evs[i]
+		switch e.Kind {
+		case KindFrame:
+			out = append(out, chromeEvent{Name: fmt.Sprintf("frame %d", e.Frame), Cat: "frame", Ph: "i", S: "g",
+				Ts: us(e.Start), Pid: 1, Tid: r.tid(e)})
+		case KindScope:
+			d := us(e.Stop - e.Start)
+			out = append(out, chromeEvent{Name: e.Label, Cat: "scope", Ph: "X", Ts: us(e.Start), Dur: &d, Pid: 1, Tid: r.tid(e)})
+		case KindTask:
+			d := us(e.Stop - e.Start)
+			args := map[string]any{
+				"task": e.Task.String(), "kernel": int(e.Kernel), "where": e.Where.String(),
+				"items": fmt.Sprintf("[%d,%d)", e.Begin, e.End),
+			}
+			if e.Parent != sched.NoTask {
+				args["parent"] = e.Parent.String()
+			}
+			if e.Dependency != sched.NoTask {
+				args["dependency"] = e.Dependency.String()
+			}
+			if e.Failed {
+				args["failed"] = true
+			}
+			out = append(out, chromeEvent{Name: r.kernelName(e.Kernel), Cat: "task", Ph: "X", Ts: us(e.Start), Dur: &d,
+				Pid: 1, Tid: r.tid(e), Args: args})
+			if dep, ok := last[e.Dependency]; ok && e.Dependency != sched.NoTask && dep.Stop <= e.Start {
+				flow++
+				id := fmt.Sprint(flow)
+				out = append(out,
+					chromeEvent{Name: "dependency", Cat: "dep", Ph: "s", ID: id, Ts: us(dep.Stop), Pid: 1, Tid: r.tid(dep)},
+					chromeEvent{Name: "dependency", Cat: "dep", Ph: "f", Bp: "e", ID: id, Ts: us(e.Start), Pid: 1, Tid: r.tid(e)})
+			}
+		}
+	}
+	bw := bufio.NewWriter(w)
+	if _, err := bw.WriteString(`{"displayTimeUnit":"ms","traceEvents":[`); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(bw)
+	for i := range out {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		if err := enc.Encode(&out[i]); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(bw, `],"otherData":{"dropped":%d}}`+"\n", r.Dropped()); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// Tee forwards every RunEvent to several observers (nil entries skipped).
+type Tee []sched.Observer
+
+// TaskRan implements sched.Observer.
+func (t Tee) TaskRan(ev *sched.RunEvent) {
+	for _, o := range t {
+		if o != nil {
+			o.TaskRan(ev)
+		}
+	}
+}
