@@ -192,7 +192,7 @@ const stealBatch = 8
 // producer/consumer pair does not pay a cache-line transfer per task.
 func (c *Ctx) stealMore(victim *Ctx, lv int) {
 	d := &victim.dq[lv]
-	n := min(int(d.bottom.Load()-d.top.Load())/2, stealBatch)
+	n := min(int(atomic.LoadInt64(&d.bottom)-d.top.Load())/2, stealBatch)
 	for ; n > 0; n-- {
 		x := d.steal()
 		if x == noItem {

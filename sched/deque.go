@@ -20,10 +20,10 @@ const noItem = ^uint32(0)
 type deque struct {
 	top    atomic.Int64
 	_      [cacheLine - 8]byte
-	bottom atomic.Int64
+	bottom int64 // atomic: written by storeRelease64 or atomic.StoreInt64
 	_      [cacheLine - 8]byte
 	mask   int64
-	buf    []atomic.Uint32
+	buf    []uint32 // atomic: written by storeRelease32, read atomically
 	// topSeen is the owner's last read of top: top only grows, so while
 	// bottom-topSeen < capacity the deque cannot be full and the owner
 	// need not touch the line thieves write.
@@ -31,39 +31,39 @@ type deque struct {
 }
 
 func (d *deque) init(capacity int) {
-	d.buf = make([]atomic.Uint32, capacity)
+	d.buf = make([]uint32, capacity)
 	d.mask = int64(capacity - 1)
 }
 
 // push adds x at the bottom. Owner only.
 func (d *deque) push(x uint32) bool {
-	b := d.bottom.Load()
+	b := d.bottom // only the owner writes bottom
 	if b-d.topSeen > d.mask {
 		d.topSeen = d.top.Load()
 		if b-d.topSeen > d.mask {
 			return false
 		}
 	}
-	d.buf[b&d.mask].Store(x)
-	d.bottom.Store(b + 1)
+	storeRelease32(&d.buf[b&d.mask], x)
+	storeRelease64(&d.bottom, b+1)
 	return true
 }
 
 // pop removes the newest item. Owner only.
 func (d *deque) pop() uint32 {
-	b := d.bottom.Load() - 1
-	d.bottom.Store(b)
+	b := d.bottom - 1
+	atomic.StoreInt64(&d.bottom, b) // full fence: the top load must follow
 	t := d.top.Load()
 	if t > b {
-		d.bottom.Store(b + 1)
+		storeRelease64(&d.bottom, b+1)
 		return noItem
 	}
-	x := d.buf[b&d.mask].Load()
+	x := atomic.LoadUint32(&d.buf[b&d.mask])
 	if t == b {
 		if !d.top.CompareAndSwap(t, t+1) {
 			x = noItem
 		}
-		d.bottom.Store(b + 1)
+		storeRelease64(&d.bottom, b+1)
 	}
 	return x
 }
@@ -72,18 +72,18 @@ func (d *deque) pop() uint32 {
 func (d *deque) steal() uint32 {
 	for {
 		t := d.top.Load()
-		b := d.bottom.Load()
+		b := atomic.LoadInt64(&d.bottom)
 		if t >= b {
 			return noItem
 		}
-		x := d.buf[t&d.mask].Load()
+		x := atomic.LoadUint32(&d.buf[t&d.mask])
 		if d.top.CompareAndSwap(t, t+1) {
 			return x
 		}
 	}
 }
 
-func (d *deque) empty() bool { return d.top.Load() >= d.bottom.Load() }
+func (d *deque) empty() bool { return d.top.Load() >= atomic.LoadInt64(&d.bottom) }
 
 // ring is a mutex-protected FIFO of slot indices with a fixed capacity. It
 // serves the shared injection queue (tasks added by goroutines that are not

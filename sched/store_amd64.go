@@ -1,0 +1,18 @@
+//go:build amd64 && !race
+
+package sched
+
+// storeRelease64 and storeRelease32 store with release ordering only. Go's
+// atomic stores are sequentially consistent, which on amd64 means an XCHG
+// (a locked instruction, about 20 cycles); the owner's push onto its deque
+// needs only release ordering: the item must be visible before the new
+// bottom. x86 never reorders a store with earlier stores, so a plain MOV
+// suffices. Readers use atomic loads. Under the race detector (which must
+// see the synchronisation) and on other architectures, store_other.go uses
+// sync/atomic instead.
+//
+//go:noescape
+func storeRelease64(p *int64, v int64)
+
+//go:noescape
+func storeRelease32(p *uint32, v uint32)
