@@ -356,6 +356,9 @@ func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
 		rate = r
 	}
 	nb := len(joints)
+	if (nframes-first)*3*nb > MaxClipSamples {
+		return nil, s.errf(line, "%d frames of %d joints exceed %d samples", nframes, nb, MaxClipSamples)
+	}
 	sk := &Skeleton{Name: name, Names: make([]string, nb), Parents: make([]int32, nb), Rest: make([]Transform, nb)}
 	for i, j := range joints {
 		sk.Names[i] = j.name

@@ -325,7 +325,7 @@ func compressTrack(tr *Track, bone int, kind TrackKind, weight float64, axis [][
 				sd.pts[i] = spoint{t: uint32(ft.frames[p.s]), idx: p.idx}
 			}
 			sl.segs[s] = sd
-			sl.choose(s, uint32(segLenOf(frames, segFrames, s)))
+			sl.choose(s)
 			bits += sl.segs[s].bits
 		}
 		if ok && bits < bestBits {
@@ -345,7 +345,7 @@ func compressTrack(tr *Track, bone int, kind TrackKind, weight float64, axis [][
 			sd.pts[i] = spoint{t: uint32(ft.frames[i]), idx: ft.idx[i]}
 		}
 		sl.segs[s] = sd
-		sl.choose(s, uint32(segLenOf(frames, segFrames, s)))
+		sl.choose(s)
 	}
 	return sl, cv, true
 }
@@ -438,7 +438,7 @@ func segmentTrack(tr *Track, kind TrackKind, weight float64, axis [][4]float32, 
 
 // choose picks segment s's coding parameters for the fewest bits and
 // records the coded size.
-func (sl *slotTrack) choose(s int, end uint32) {
+func (sl *slotTrack) choose(s int) {
 	sd := &sl.segs[s]
 	p := sd.pts
 	sd.disc = 0

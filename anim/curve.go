@@ -39,12 +39,12 @@ func curveCoeffs(p0, p1, p2, p3 *cpoint, c *[16]float32) float32 {
 	if p0.t == p1.t {
 		a0 = &p1.v
 	} else {
-		s1 = h / (p2.t - p0.t)
+		s1 = h * recip(p2.t-p0.t)
 	}
 	if p3.t == p2.t {
 		a3 = &p2.v
 	} else {
-		s2 = h / (p3.t - p1.t)
+		s2 = h * recip(p3.t-p1.t)
 	}
 	for i := range 4 {
 		v1, v2 := p1.v[i], p2.v[i]
@@ -56,7 +56,25 @@ func curveCoeffs(p0, p1, p2, p3 *cpoint, c *[16]float32) float32 {
 		c[8+i] = 3*d - 2*hm1 - hm2
 		c[12+i] = hm1 + hm2 - 2*d
 	}
-	return 1 / h
+	return recip(h)
+}
+
+// recipTable holds 1/n for the small whole frame counts that curve
+// intervals span, so the sampler multiplies instead of dividing.
+var recipTable = func() (r [256]float32) {
+	for n := 1; n < len(r); n++ {
+		r[n] = 1 / float32(n)
+	}
+	return
+}()
+
+// recip returns 1/x for x > 0 (a whole number of frames, exact from the
+// table when below 256).
+func recip(x float32) float32 {
+	if n := int(x); n < len(recipTable) && float32(n) == x {
+		return recipTable[n]
+	}
+	return 1 / x
 }
 
 // evalCoeffs evaluates the segment at local frame f (t1 is its start).

@@ -74,8 +74,10 @@
 //
 //   - Each animated track has its own grid step, searched (several shares
 //     of the threshold for quantisation, the rest for the curve) for the
-//     fewest coded bits; on CMU that is the equivalent of 11 to 17 bits
-//     per rotation component instead of 10.
+//     fewest coded bits; on CMU that is the equivalent of about 11 to 16
+//     bits per smallest-three rotation component instead of 10, and for
+//     the hips' position a 0.06 mm step (18 bits over ±10 m) instead of
+//     0.3 mm (16 bits).
 //   - Rotations drop one component per segment, not per point (3 bits of
 //     "mode" per track and segment instead of 2 bits per point): the one
 //     that stays largest (|q| ≥ 0.4 throughout), made positive and rebuilt
@@ -89,9 +91,13 @@
 //   - Records carry no track id (see below).
 //
 // CMU motion capture at 120 Hz is noisy at this precision (frame-to-frame
-// jitter of about half a degree), so at 0.01 cm almost every sample becomes
-// a curve point; what the curve saves then is small and the coding
-// carries the ratio. At looser targets the curves drop most samples.
+// jitter of about half a degree: second differences are larger than first
+// differences), so at 0.01 cm 94-98% of the samples become curve points;
+// what the curve saves then is small and the coding carries the ratio:
+// 22.6:1 on 01_01 and 18.4:1 on 01_03 (19.8:1 together) at a measured p99
+// of 0.0100 cm (max 0.017 cm), against ACL's 21.77:1 at p99 0.0089 cm over
+// the whole CMU set. At 0.1 cm 57-77% of the samples remain, at 1 cm
+// 15-34%; resampled to 30 Hz, 88-94% remain at 0.1 cm.
 //
 // # The stream: curve points in playback order
 //
@@ -175,12 +181,26 @@
 //
 // A character's cursor is CursorHeaderWords (clip, segment, stream bit
 // position, last local frame, next need frame) plus CursorSlotWords per
-// animated track: the window's four integer times, 1/(t2-t1), a stale
-// flag, the coding parameters, the cubic's coefficients (four vec4), the
-// four window values and the integer indices of the last two points (for
-// prediction). Coefficients are recomputed lazily, once per sample at
-// most. Cursors are caller-owned; zeros are a valid start and any content
-// is safe (a mismatch re-seeks). Sampling never allocates.
+// animated track: the window as a ring of four points (frame, integer
+// indices, value), the coding parameters, and the cubic of [p1, p2] with
+// its start and 1/length. Records only update the ring's integers; values
+// and coefficients are recomputed lazily, at most once per sample and
+// only for the points that arrived. Cursors are caller-owned; zeros are a
+// valid start and any content is safe (a mismatch re-seeks). Sampling
+// never allocates. Output rotations may come out as q or -q.
+//
+// Cost: evaluating (no new points) is about 16 ns per bone on one core
+// here; each curve point read costs about 25 ns, and each track that
+// received points one coefficient update (about 30 ns). Playing forward
+// the CMU clips compressed at 0.01 cm (about 110 points per track per
+// second) costs about 70 ns per bone per pose at 120 Hz and 175 ns at
+// 30 Hz (BenchmarkSample). A seek decodes from its segment's start, so its
+// cost grows with SegmentSeconds.
+//
+// For the GLSL port: every read is a bit field of at most 32 bits from
+// uint words (readBits), Rice codes need findLSB, and predict's integer
+// division must truncate toward zero (divide magnitudes, restore the sign)
+// to match Go.
 //
 // LocalToModel turns local poses into model-space 4x4 float32 matrices
 // (column-major, std430 mat4) for many instances of one skeleton.

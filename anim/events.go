@@ -133,7 +133,7 @@ func DetectFootContacts(sk *Skeleton, c *Clip, opt ContactOptions) ([]Event, err
 func bonesNamed(sk *Skeleton, part string) []int {
 	var r []int
 	for i, n := range sk.Names {
-		if strings.Contains(strings.ToLower(n), part) {
+		if strings.Contains(strings.ToLower(n), strings.ToLower(part)) {
 			r = append(r, i)
 		}
 	}

@@ -689,8 +689,8 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 	if !(rate > 0) || rate > 1e4 {
 		return nil, g.errf(aelem, "resample rate %v", rate)
 	}
-	if dur*rate+1 > MaxFrames {
-		return nil, g.errf(aelem, "%v s at %g Hz exceeds %d frames", dur, rate, MaxFrames)
+	if dur*rate+1 > MaxFrames || (dur*rate+1)*3*float64(sk.NumBones()) > MaxClipSamples {
+		return nil, g.errf(aelem, "%v s at %g Hz for %d joints exceeds %d frames or %d samples", dur, rate, sk.NumBones(), MaxFrames, MaxClipSamples)
 	}
 	frames := int(math.Round(dur*rate)) + 1
 	clip := &Clip{Name: name, Rate: rate, Frames: frames, Tracks: make([]Track, 3*sk.NumBones())}

@@ -78,12 +78,14 @@ func cmuBlob(tb testing.TB) *Blob {
 	return bl
 }
 
-var cmuAt sync.Map // error target in cm -> []byte
+var cmuAt sync.Map // "cm@Hz" -> []byte
 
-// cmuBlobAt compresses the CMU clips at another error target (cm).
-func cmuBlobAt(tb testing.TB, cm string) *Blob {
+// cmuBlobAt compresses the CMU clips at another error target (cm),
+// resampled to hz first when hz > 0.
+func cmuBlobAt(tb testing.TB, cm string, hz float64) *Blob {
 	ims, _, _ := cmuData(tb)
-	data, ok := cmuAt.Load(cm)
+	key := fmt.Sprintf("%s@%g", cm, hz)
+	data, ok := cmuAt.Load(key)
 	if !ok {
 		var tol float64
 		if _, err := fmt.Sscan(cm, &tol); err != nil {
@@ -91,7 +93,14 @@ func cmuBlobAt(tb testing.TB, cm string) *Blob {
 		}
 		var b Builder
 		for _, im := range ims {
-			cc, err := Compress(im.Skeleton, im.Clips[0], CompressOptions{Tolerance: tol / 100})
+			c := im.Clips[0]
+			if hz > 0 {
+				var err error
+				if c, err = c.Resample(hz); err != nil {
+					tb.Fatal(err)
+				}
+			}
+			cc, err := Compress(im.Skeleton, c, CompressOptions{Tolerance: tol / 100})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -103,7 +112,7 @@ func cmuBlobAt(tb testing.TB, cm string) *Blob {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		cmuAt.Store(cm, d)
+		cmuAt.Store(key, d)
 		data = d
 	}
 	bl, err := Load(data.([]byte))

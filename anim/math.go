@@ -14,15 +14,12 @@ type Quat [4]float64
 // IdentityQuat is the rotation that does nothing.
 var IdentityQuat = Quat{0, 0, 0, 1}
 
-func (a Vec3) add(b Vec3) Vec3      { return Vec3{a[0] + b[0], a[1] + b[1], a[2] + b[2]} }
-func (a Vec3) sub(b Vec3) Vec3      { return Vec3{a[0] - b[0], a[1] - b[1], a[2] - b[2]} }
-func (a Vec3) scale(s float64) Vec3 { return Vec3{a[0] * s, a[1] * s, a[2] * s} }
-func (a Vec3) mul(b Vec3) Vec3      { return Vec3{a[0] * b[0], a[1] * b[1], a[2] * b[2]} }
-func (a Vec3) length() float64      { return math.Sqrt(a[0]*a[0] + a[1]*a[1] + a[2]*a[2]) }
-func (a Vec3) dist(b Vec3) float64  { return a.sub(b).length() }
-func (a Vec3) maxAbs() float64 {
-	return math.Max(math.Abs(a[0]), math.Max(math.Abs(a[1]), math.Abs(a[2])))
-}
+func (a Vec3) add(b Vec3) Vec3          { return Vec3{a[0] + b[0], a[1] + b[1], a[2] + b[2]} }
+func (a Vec3) sub(b Vec3) Vec3          { return Vec3{a[0] - b[0], a[1] - b[1], a[2] - b[2]} }
+func (a Vec3) scale(s float64) Vec3     { return Vec3{a[0] * s, a[1] * s, a[2] * s} }
+func (a Vec3) mul(b Vec3) Vec3          { return Vec3{a[0] * b[0], a[1] * b[1], a[2] * b[2]} }
+func (a Vec3) length() float64          { return math.Sqrt(a[0]*a[0] + a[1]*a[1] + a[2]*a[2]) }
+func (a Vec3) dist(b Vec3) float64      { return a.sub(b).length() }
 func (q Quat) dot(r Quat) float64       { return q[0]*r[0] + q[1]*r[1] + q[2]*r[2] + q[3]*r[3] }
 func (q Quat) neg() Quat                { return Quat{-q[0], -q[1], -q[2], -q[3]} }
 func (q Quat) conj() Quat               { return Quat{-q[0], -q[1], -q[2], q[3]} }

@@ -285,12 +285,6 @@ func (b *bitBuf) riceSlow(k uint32) uint32 {
 	return u
 }
 
-// readSigned reads an n-bit two's complement integer.
-func readSigned(words []uint32, pos uint32, n uint32) int32 {
-	v := readBits(words, pos, n)
-	return int32(v<<(32-n)) >> (32 - n)
-}
-
 // bitsFor returns the number of bits needed to store 0..n.
 func bitsFor(n int) int { return bits.Len(uint(n)) }
 

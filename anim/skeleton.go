@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 )
 
 // Limits every importer, the compressor and the blob loader enforce.
 const (
 	MaxBones  = 1024    // bones per skeleton
 	MaxFrames = 1 << 22 // samples per clip (float32 frame numbers stay exact)
+	// MaxClipSamples bounds frames × tracks of an imported clip (about
+	// 1.2 GB in memory), so a short hostile file cannot ask for more.
+	MaxClipSamples = 1 << 25
 )
 
 // Skeleton is the offline (import-side) description of a bone hierarchy.
@@ -264,3 +268,68 @@ func makeContinuous(t *Track) {
 }
 
 func vec4(v Vec3) [4]float64 { return [4]float64{v[0], v[1], v[2], 0} }
+
+// Resample returns the clip sampled at a new rate (e.g. 120 Hz motion
+// capture at 30 Hz for a game): positions and scales interpolate linearly,
+// rotations spherically, between the source's neighbouring frames;
+// a discontinuity stays a discontinuity at the first new frame at or after
+// it. Events are kept.
+func (c *Clip) Resample(rate float64) (*Clip, error) {
+	if !(rate > 0) || !finite(rate) || rate > 1e4 {
+		return nil, fmt.Errorf("anim: Resample %q: rate %v", c.Name, rate)
+	}
+	if err := c.Validate(nil); err != nil {
+		return nil, err
+	}
+	frames := int(math.Floor(c.Duration()*rate+1e-6)) + 1
+	if frames > MaxFrames || frames*len(c.Tracks) > MaxClipSamples {
+		return nil, fmt.Errorf("anim: Resample %q: %d frames", c.Name, frames)
+	}
+	r := &Clip{Name: c.Name, Rate: rate, Frames: frames, Tracks: make([]Track, len(c.Tracks)), Events: append([]Event(nil), c.Events...)}
+	for i := range c.Tracks {
+		src := &c.Tracks[i]
+		rot := TrackKind(i%3) == TrackRotation
+		out := Track{Frames: make([]int32, 0, frames), Values: make([][4]float64, 0, frames)}
+		prevSrc := 0 // source frame of the previous new frame
+		for f := range frames {
+			x := float64(f) / rate * c.Rate
+			f0 := min(int(math.Floor(x+1e-9)), c.Frames-1)
+			u := x - float64(f0)
+			a := src.Values[src.sampleIndex(f0)] // right-hand value at f0
+			v := a
+			if f0+1 < c.Frames && u > 1e-9 {
+				bIdx := sort.Search(len(src.Frames), func(k int) bool { return int(src.Frames[k]) >= f0+1 })
+				b := src.Values[bIdx] // left-hand value at f0+1
+				if rot {
+					v = [4]float64(slerp(Quat(a), Quat(b), u))
+				} else {
+					for k := range 3 {
+						v[k] = a[k] + (b[k]-a[k])*u
+					}
+				}
+			}
+			// A source discontinuity in (prevSrc, f0] becomes one here.
+			if f > 0 && f < frames-1 {
+				for s := src.sampleIndex(prevSrc) + 1; s < len(src.Frames) && int(src.Frames[s]) <= f0; s++ {
+					if src.Frames[s] == src.Frames[s-1] && int(src.Frames[s]) > prevSrc {
+						// left-hand value: the source's limit at the jump
+						out.Frames = append(out.Frames, int32(f))
+						out.Values = append(out.Values, src.Values[s-1])
+						break
+					}
+				}
+			}
+			prevSrc = f0
+			out.Frames = append(out.Frames, int32(f))
+			out.Values = append(out.Values, v)
+		}
+		if rot {
+			makeContinuous(&out)
+		}
+		r.Tracks[i] = out
+	}
+	for i := range r.Events {
+		r.Events[i].Time = float32(math.Min(float64(r.Events[i].Time), r.Duration()))
+	}
+	return r, r.Validate(nil)
+}

@@ -120,7 +120,9 @@
 //
 // CRC32CBlocks computes CRC-32C (Castagnoli, as hash/crc32) per 4 KiB block;
 // the CPU uses hash/crc32 (hardware instructions), the shader a 256-entry
-// table, and both agree bit for bit. CRC32COfBlocks combines the block
+// table that each workgroup builds in shared memory (a constant array
+// indexed by data took lavapipe more than 10 s to compile at the first
+// dispatch), and both agree bit for bit. CRC32COfBlocks combines the block
 // CRCs into the CRC of the whole stream (CRC32CCombine, zlib's method).
 //
 // # Tolerances: what a GPU result must match

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // Ctx is one scheduler thread: a worker goroutine, or a registered thread
@@ -92,6 +93,29 @@ func (c *Ctx) Wait(id TaskID) error {
 		c.sleep(id, nil)
 		c.waiting.Store(false)
 		sl.waiters.Add(-1)
+	}
+	return s.Err(id)
+}
+
+// WaitFor is Wait with a time-out: it returns an error wrapping ErrTimeout
+// if id has not finished within d (the task goes on; Abandon it to fail it
+// and release its dependents).
+func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
+	s := c.s
+	if err := s.checkID(id, "WaitFor"); err != nil {
+		return err
+	}
+	if id != NoTask && id == c.current {
+		return fmt.Errorf("sched: WaitFor %v from its own kernel: %w", id, ErrSelfDepend)
+	}
+	deadline := time.Now().Add(d)
+	for !s.IsFinished(id) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sched: WaitFor %v: %w after %v", id, ErrTimeout, d)
+		}
+		if !c.runOne() {
+			time.Sleep(min(50*time.Microsecond, time.Until(deadline)))
+		}
 	}
 	return s.Err(id)
 }
@@ -296,6 +320,10 @@ func (c *Ctx) run(idx uint32) {
 	k := sl.kern
 	if sl.task.Kernel == KernelNone {
 		s.finish(idx, nil, c)
+		return
+	}
+	if uint32(sl.deps.Load()) == depsAbandoned {
+		s.finish(idx, nil, c) // abandoned before it ran: never run it
 		return
 	}
 	d := &sl.task.Data

@@ -88,6 +88,8 @@ var (
 	ErrDepFailed    = errors.New("dependency failed")
 	ErrChildFailed  = errors.New("child task failed")
 	ErrKernelPanic  = errors.New("kernel panicked")
+	ErrAbandoned    = errors.New("task abandoned")
+	ErrTimeout      = errors.New("wait timed out")
 	ErrThreadsTaken = errors.New("all MainThreads are already registered")
 )
 
@@ -135,7 +137,10 @@ type slot struct {
 	_ [(cacheLine - unsafe.Sizeof(slotFields{})%cacheLine) % cacheLine]byte
 }
 
-const depsClosed = 0xffffffff
+const (
+	depsClosed    = 0xffffffff
+	depsAbandoned = 0xfffffffe // Abandon released the dependents early
+)
 
 // genLoad returns the slot's generation (the high half of deps).
 func (sl *slot) genLoad() uint32 { return uint32(sl.deps.Load() >> 32) }
@@ -381,7 +386,8 @@ func (s *Scheduler) IsFinished(id TaskID) bool {
 	if id.sched() != s.id || int(idx) >= len(s.slots) {
 		return true
 	}
-	return s.slots[idx].genLoad() != id.gen()
+	h := s.slots[idx].deps.Load()
+	return uint32(h>>32) != id.gen() || uint32(h) == depsAbandoned
 }
 
 // Err returns a finished task's error (nil if it succeeded or has not
@@ -663,6 +669,13 @@ func (s *Scheduler) linkDependency(idx uint32, dep TaskID, c *Ctx) {
 		if h&^0xffffffff != want || uint32(h) == depsClosed {
 			break // dependency already finished
 		}
+		if uint32(h) == depsAbandoned {
+			if te := ds.err.Load(); te != nil && ds.genLoad() == dep.gen() {
+				s.depReady(idx, te, c)
+				return
+			}
+			break
+		}
 		s.slots[idx].depNext = uint32(h)
 		if ds.deps.CompareAndSwap(h, want|uint64(idx+1)) {
 			return
@@ -812,14 +825,17 @@ func (s *Scheduler) complete(idx uint32, c *Ctx) {
 	var err error
 	if te != nil {
 		err = te
-		if !sl.sub {
-			s.recordFailure(te)
-		}
 	}
 	parent := sl.parent
 	// Close the dependents list and bump the generation: from here on the
 	// ID reads as finished.
 	h := sl.deps.Swap(uint64(gen+1) << 32)
+	if uint32(h) == depsAbandoned {
+		// Abandon already failed the dependents and released the parent.
+		h, parent = 0, 0
+	} else if te != nil && !sl.sub {
+		s.recordFailure(te)
+	}
 	sl.kern = nil
 	if sl.task.Data.Data != nil {
 		sl.task.Data.Data = nil
@@ -1039,6 +1055,56 @@ func (s *Scheduler) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// Abandon fails a task that has not finished, at once: its waiters,
+// dependents and parent see a *TaskError wrapping err and ErrAbandoned. If
+// its kernel has not started it never runs; if it is running (a kernel that
+// hangs, a GPU job that never completes), it runs on, its result is
+// discarded, and its pool slot is reused only once it returns. Abandon is the
+// way out of a kernel that never finishes: WaitFor a task with a time-out,
+// then Abandon it. It returns an error if id finished or was abandoned.
+// Children of an abandoned task still run; the parent no longer waits.
+func (s *Scheduler) Abandon(id TaskID, err error) error {
+	if err := s.checkID(id, "Abandon"); err != nil {
+		return err
+	}
+	if id == NoTask {
+		return fmt.Errorf("sched: Abandon: no task")
+	}
+	idx := id.index()
+	sl := &s.slots[idx]
+	want := uint64(id.gen()) << 32
+	if err == nil {
+		err = ErrAbandoned
+	} else {
+		err = fmt.Errorf("%w: %w", ErrAbandoned, err)
+	}
+	te := &TaskError{Task: id, Err: err}
+	if k := sl.kern; k != nil {
+		te.Kernel, te.Name = sl.task.Kernel, k.Name
+	}
+	for {
+		h := sl.deps.Load()
+		if h&^0xffffffff != want || uint32(h) >= depsAbandoned {
+			return fmt.Errorf("sched: Abandon %v: task already finished or abandoned", id)
+		}
+		sl.err.Store(te) // before the CAS: late dependents read it
+		if sl.deps.CompareAndSwap(h, want|depsAbandoned) {
+			s.recordFailure(te)
+			for d := uint32(h); d != 0; {
+				next := s.slots[d-1].depNext
+				s.depReady(d-1, te, nil)
+				d = next
+			}
+			if p := sl.parent; p != 0 {
+				s.setErr(p-1, fmt.Errorf("%w: %w", ErrChildFailed, te))
+				s.decOpen(p-1, nil)
+			}
+			s.wakeWaiters()
+			return nil
+		}
+	}
 }
 
 // Pending returns how many tasks are allocated (queued, running, waiting

@@ -811,3 +811,74 @@ func stressRound(t *testing.T, seed uint64, n int) {
 	}
 	must(t, s.Close())
 }
+
+func TestHungKernelTimeoutAndAbandon(t *testing.T) {
+	block := make(chan struct{})
+	started := make(chan int, 1)
+	r := newRecorder(4)
+	reg := testRegistry(t, r, block)
+	const kHang KernelID = 70
+	must(t, reg.Register(kHang, Kernel{Name: "hang", CPU: func(c *Ctx, d *TaskData) error {
+		started <- c.Index()
+		<-block
+		return nil
+	}}))
+	s, m := start(t, Config{Workers: 2, Kernels: reg}, r, block)
+	parent, err := m.Create(&Task{})
+	must(t, err)
+	// The hung kernel must run on a worker, not on the waiting main thread:
+	// add it from a foreign goroutine and wait until a worker started it.
+	hung, err := s.Add(&Task{Kernel: kHang, Parent: parent})
+	must(t, err)
+	if w := <-started; w >= s.Workers() {
+		t.Fatalf("hung kernel started on thread %d, not a worker", w)
+	}
+	dep := rec(0)
+	dep.Dependency = hung
+	depID, err := m.Add(dep)
+	must(t, err)
+	must(t, m.Run(parent))
+	if err := m.WaitFor(hung, 20*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("WaitFor a hung kernel: %v, want ErrTimeout", err)
+	}
+	must(t, s.Abandon(hung, errors.New("watchdog")))
+	if err := s.Abandon(hung, nil); err == nil {
+		t.Fatal("second Abandon accepted")
+	}
+	if err := m.Wait(hung); !errors.Is(err, ErrAbandoned) || !strings.Contains(err.Error(), "watchdog") {
+		t.Fatalf("Wait on abandoned task: %v", err)
+	}
+	if err := m.Wait(depID); !errors.Is(err, ErrDepFailed) {
+		t.Fatalf("dependent of abandoned task: %v", err)
+	}
+	if err := m.Wait(parent); !errors.Is(err, ErrChildFailed) {
+		t.Fatalf("parent of abandoned task: %v", err)
+	}
+	// A dependent added after the abandon fails at once.
+	late := rec(1)
+	late.Dependency = hung
+	lateID, err := m.Add(late)
+	must(t, err)
+	if err := m.Wait(lateID); !errors.Is(err, ErrDepFailed) {
+		t.Fatalf("late dependent: %v", err)
+	}
+	if r.runs[0].Load() != 0 || r.runs[1].Load() != 0 {
+		t.Fatal("a dependent of an abandoned task ran")
+	}
+	// The other worker keeps the scheduler usable while one is stuck.
+	ok, err := m.Add(rec(2))
+	must(t, err)
+	must(t, m.Wait(ok))
+	// A queued task abandoned before it runs never runs.
+	q := rec(3)
+	q.Affinity = OnThread(0)
+	qid, err := m.Add(q)
+	must(t, err)
+	must(t, s.Abandon(qid, nil))
+	m.RunPinned()
+	if r.runs[3].Load() != 0 {
+		t.Fatal("abandoned queued task ran")
+	}
+	close(block) // the hung kernel returns; its slot is then reused
+	must(t, s.Close())
+}

@@ -12,7 +12,8 @@
 // record in the blob (tables, curve stream, events, name). Errors are the
 // displacement of virtual vertices 3 cm (and 1 m) from each bone in model
 // space, over every bone and every source sample, between the source and
-// what the sampler decodes from the blob.
+// what the sampler decodes from the blob. "kept" is the share of the
+// animated tracks' samples that remain as curve points.
 package main
 
 import (
@@ -63,6 +64,7 @@ func run() error {
 	out := flag.String("o", "", "write the blob to this file")
 	unitName := flag.String("unit", "auto", "BVH length unit: auto, cmu, cm, m or in")
 	rate := flag.Float64("rate", 0, "glTF resample rate in Hz (0: the key grid)")
+	resample := flag.Float64("resample", 0, "resample every clip to this rate in Hz before compressing (0: keep)")
 	events := flag.Bool("events", true, "detect foot contacts (bones named toe/foot) and store them as events")
 	bitsquid := flag.Bool("bitsquid", false, "also measure the error floor of the seed's 10-bit/16-bit quantisation")
 	verbose := flag.Bool("v", false, "print every import note")
@@ -127,6 +129,11 @@ func run() error {
 					c.Events = ev
 				} else if *verbose {
 					logf(bar, "%s %s: no events: %v\n", filepath.Base(path), c.Name, err)
+				}
+			}
+			if *resample > 0 {
+				if c, err = c.Resample(*resample); err != nil {
+					return fmt.Errorf("%s: %w", path, err)
 				}
 			}
 			r := row{name: filepath.Base(path) + ":" + c.Name, frames: c.Frames, bones: im.Skeleton.NumBones(), rate: c.Rate, events: len(c.Events)}
@@ -231,7 +238,7 @@ func logf(bar *progressbar.ProgressBar, format string, args ...any) {
 
 func report(rows []row, target float64, calibrate, bitsquid bool) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "clip\tframes\tHz\tbones\tanimated\tevents\traw KiB\tcompressed KiB\tratio\tmax@3cm\tp99@3cm\tmax@1m\tp99@1m\ttime\t")
+	fmt.Fprintf(tw, "clip\tframes\tHz\tbones\tanimated\tkept\tevents\traw KiB\tcompressed KiB\tratio\tmax@3cm\tp99@3cm\tmax@1m\tp99@1m\ttime\t")
 	if calibrate {
 		fmt.Fprintf(tw, "share\t")
 	}
@@ -240,8 +247,8 @@ func report(rows []row, target float64, calibrate, bitsquid bool) {
 	var e3, e100 []anim.ErrorStats
 	var dur time.Duration
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%g\t%d\t%d\t%d\t%.1f\t%.1f\t%.2f\t%.4f cm\t%.4f cm\t%.3f cm\t%.3f cm\t%s\t",
-			r.name, r.frames, r.rate, r.bones, r.stats.AnimatedTracks, r.events,
+		fmt.Fprintf(tw, "%s\t%d\t%g\t%d\t%d\t%.0f%%\t%d\t%.1f\t%.1f\t%.2f\t%.4f cm\t%.4f cm\t%.3f cm\t%.3f cm\t%s\t",
+			r.name, r.frames, r.rate, r.bones, r.stats.AnimatedTracks, kept(r.stats), r.events,
 			kib(r.stats.RawBytes), kib(r.stats.Bytes), r.stats.Ratio(),
 			r.err[0].Max*100, r.err[0].P99*100, r.err[1].Max*100, r.err[1].P99*100, r.stats.Duration.Round(time.Millisecond))
 		if calibrate {
@@ -255,7 +262,7 @@ func report(rows []row, target float64, calibrate, bitsquid bool) {
 		dur += r.stats.Duration
 	}
 	t3, t100 := anim.MergeErrors(e3...), anim.MergeErrors(e100...)
-	fmt.Fprintf(tw, "total\t\t\t\t\t\t%.1f\t%.1f\t%.2f\t%.4f cm\t%.4f cm\t%.3f cm\t%.3f cm\t%s\t\n",
+	fmt.Fprintf(tw, "total\t\t\t\t\t\t\t%.1f\t%.1f\t%.2f\t%.4f cm\t%.4f cm\t%.3f cm\t%.3f cm\t%s\t\n",
 		kib(raw), kib(comp), float64(raw)/float64(comp), t3.Max*100, t3.P99*100, t100.Max*100, t100.P99*100, dur.Round(time.Millisecond))
 	tw.Flush()
 	fmt.Printf("\nerror target %.4g cm (p99 at 3 cm); ACL on the CMU set: 21.77:1, max 0.0495 cm, p99 0.0089 cm\n", target)
@@ -269,3 +276,11 @@ func report(rows []row, target float64, calibrate, bitsquid bool) {
 }
 
 func kib(n int) float64 { return float64(n) / 1024 }
+
+// kept is the share of the animated tracks' samples stored as curve points.
+func kept(s anim.CompressStats) float64 {
+	if s.Samples == 0 {
+		return 0
+	}
+	return 100 * float64(s.Points) / float64(s.Samples)
+}

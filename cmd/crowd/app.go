@@ -1,0 +1,576 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/vkjobs/vkjobs/affinity"
+	"github.com/vkjobs/vkjobs/cmd/crowd/internal/rig"
+	"github.com/vkjobs/vkjobs/evstream"
+	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/kernels"
+	"github.com/vkjobs/vkjobs/sched"
+	"github.com/vkjobs/vkjobs/trace"
+)
+
+// defaultBones is the skeleton size of the BitSquid test scene (seed 000).
+const defaultBones = 90
+
+// app is one run of the demo.
+type app struct {
+	cfg *config
+	out io.Writer
+	log func(format string, args ...any)
+
+	rig *rig.Rig
+	w   *world
+
+	dev    *gpu.Device
+	devErr error // why there is no device
+	exec   *gpu.Executor
+	spu    *affinity.SPU
+	placer *affinity.Placer
+	win    *window
+
+	reg  *sched.Registry
+	s    *sched.Scheduler
+	main *sched.Ctx
+	tr   *trace.Recorder
+	st   *stats
+
+	ltmWhere, skinWhere sched.Affinity
+	stageOf             [numPhases]int
+
+	draw drawing
+
+	task, joinTask sched.Task
+	prev           frameTasks
+	done           []sched.TaskID // submit/present task of each frame in flight
+	dt             float32
+	orbit          float32
+	simTime        float64
+
+	// Timed window.
+	warm        int
+	t0, t1      time.Time
+	ru0, ru1    syscall.Rusage
+	m0, m1      runtime.MemStats
+	timedFrames int
+	setupTime   time.Duration
+	rigTime     time.Duration
+	steps0      int64
+	simTime0    float64
+	notes       []string
+}
+
+// run runs the demo with the command-line arguments args, printing to
+// stdout. It returns an error for bad flags, missing content, a requested
+// offload that is not available, or a failure while running.
+func run(args []string, stdout io.Writer) (err error) {
+	cfg, err := parseFlags(args, stdout)
+	if err != nil {
+		if errors.Is(err, flagHelp) {
+			return nil
+		}
+		return err
+	}
+	a := &app{cfg: cfg, out: stdout}
+	a.log = func(format string, args ...any) {
+		if !cfg.quiet {
+			fmt.Fprintf(stdout, format, args...)
+		}
+	}
+	defer func() {
+		if cerr := a.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	start := time.Now()
+	if err := a.setup(); err != nil {
+		return err
+	}
+	a.setupTime = time.Since(start)
+	if err := a.loop(); err != nil {
+		return err
+	}
+	return a.finish()
+}
+
+// setup builds the content, opens Vulkan (when there is any), the
+// executors, the scheduler, the world and the drawing.
+func (a *app) setup() error {
+	cfg := a.cfg
+	t := time.Now()
+	r, err := rig.Build(rig.Options{Bones: cfg.bones, Tolerance: cfg.tolerance / 100, Model: cfg.model, CacheDir: cfg.cacheDir})
+	if err != nil {
+		return err
+	}
+	a.rig = r
+	a.rigTime = time.Since(t)
+	how := "compressed"
+	if r.Cached {
+		how = "loaded from cache " + r.CachePath
+	}
+	a.log("content: %s, %d bones (%d procedural), %d clip(s) %s in %v\n", r.Source, r.Bones, r.Bones-r.SourceBones, len(r.Clips), how, a.rigTime.Round(time.Millisecond))
+	for _, n := range r.Notes {
+		a.log("  note: %s\n", n)
+	}
+
+	// Window or offscreen.
+	wantWindow := haveDisplay() && !cfg.headless
+	if wantWindow {
+		if a.win, err = openWindow(cfg.width, cfg.height, "crowd"); err != nil {
+			a.log("no window (%v): rendering offscreen\n", err)
+			a.win = nil
+		}
+	}
+	if a.win == nil && !cfg.framesSet {
+		cfg.frames = 120
+	} else if a.win != nil && !cfg.framesSet {
+		cfg.frames = 0
+	}
+
+	// Vulkan.
+	opts := gpu.Options{AppName: "crowd", Validation: cfg.validate}
+	if a.win != nil {
+		opts.InstanceExtensions, opts.DeviceExtensions = a.win.extensions()
+	}
+	a.dev, err = gpu.Open(opts)
+	if err != nil {
+		a.dev, a.devErr = nil, err
+		if a.win != nil {
+			a.win.close()
+			a.win = nil
+		}
+		switch cfg.offload {
+		case "gpu", "auto":
+			return fmt.Errorf("-offload=%s needs a Vulkan device: %w", cfg.offload, err)
+		}
+		a.log("no Vulkan device (%v): the simulation runs on the CPU and rendering is skipped (draw packets are still gathered, sorted and recorded into CPU command lists)\n", err)
+	}
+	if a.dev != nil {
+		sel := a.dev.Selection()
+		a.log("device: %s\n", sel.Chosen.Name)
+	}
+
+	// Scheduler and kernels.
+	workers := cfg.workers
+	if workers == 0 {
+		workers = max(1, runtime.GOMAXPROCS(0)-1)
+	}
+	threads := workers + 1
+	a.reg = sched.NewRegistry()
+	if err := kernels.Register(a.reg); err != nil {
+		return err
+	}
+	if err := a.registerKernels(); err != nil {
+		return err
+	}
+	const poolSize = 16384
+	a.st = newStats(poolSize, max(cfg.frames, 1<<14))
+	var obs []sched.Observer
+	obs = append(obs, a.st)
+	if cfg.trace != "" || cfg.timeline != "" {
+		per := min(max(cfg.frames, 60), 300) * 700
+		a.tr = trace.New(threads, per)
+		obs = append(obs, a.tr)
+	}
+	scfg := sched.Config{Kernels: a.reg, MainThreads: 1, Workers: workers, PoolSize: poolSize}
+	switch cfg.offload {
+	case "cpu":
+		a.ltmWhere, a.skinWhere = sched.AnyWorker, sched.AnyWorker
+	case "gpu":
+		a.ltmWhere, a.skinWhere = sched.GPU, sched.GPU
+	case "auto":
+		a.ltmWhere, a.skinWhere = sched.Auto, sched.Auto
+		shared := a.dev.Selection().Chosen.Type == gpu.TypeCPU
+		a.placer = affinity.NewPlacer(affinity.PlacerOptions{SharedCores: shared})
+		scfg.Placer = a.placer
+		obs = append(obs, a.placer)
+	case "spu":
+		a.ltmWhere, a.skinWhere = sched.SPU, sched.SPU
+	}
+	scfg.Observer = trace.Tee(obs)
+	if a.s, err = sched.New(scfg); err != nil {
+		return err
+	}
+	if a.cfg.offload == "gpu" || a.cfg.offload == "auto" {
+		if a.exec, err = gpu.NewExecutor(a.dev, gpu.ExecutorOptions{}); err != nil {
+			return err
+		}
+		if err := a.s.AttachExecutor(sched.ExecGPU, a.exec); err != nil {
+			return err
+		}
+		// Compile the two kernels' pipelines now: a first dispatch would
+		// otherwise spend 65-100 ms compiling inside a frame.
+		pre := sched.NewRegistry()
+		for _, id := range []sched.KernelID{kernels.LocalToModelSkin, kernels.SkinLBS} {
+			if err := pre.Register(id, *a.reg.Lookup(id)); err != nil {
+				return err
+			}
+		}
+		if err := a.dev.PreparePipelines(pre); err != nil {
+			return err
+		}
+	}
+	if a.cfg.offload == "spu" {
+		if a.spu, err = affinity.NewSPU(affinity.SPUOptions{}); err != nil {
+			return err
+		}
+		if err := a.s.AttachExecutor(sched.ExecSPU, a.spu); err != nil {
+			return err
+		}
+	}
+	if a.placer != nil {
+		a.placer.Attach(a.s)
+	}
+	if a.main, err = a.s.RegisterThread("main"); err != nil {
+		return err
+	}
+	if a.tr != nil {
+		a.tr.SetKernelNames(trace.NamesFromRegistry(a.reg))
+		for i := range workers {
+			a.tr.SetThreadName(i, fmt.Sprintf("worker %d", i))
+		}
+		a.tr.SetThreadName(a.main.Index(), "main")
+	}
+
+	// World and the frame pipeline's buffers.
+	a.w = newWorld(r, cfg.count, cfg.seed, a.s.Threads())
+	a.stageOf = stagesFor(cfg.pipeline)
+	a.done = make([]sched.TaskID, cfg.pipeline+1)
+	a.draw.inFlight = 2
+	if err := a.allocSets(); err != nil {
+		return err
+	}
+	if err := a.setupDrawing(); err != nil {
+		return err
+	}
+	a.dt = 1.0 / 60
+	if cfg.dt > 0 {
+		a.dt = float32(cfg.dt)
+	}
+	mode := "headless"
+	if a.win != nil {
+		mode = "window"
+	}
+	a.log("run: %d characters x %d bones, offload %s, pipeline %d, %s %dx%d, %d workers + main thread, %d frames\n",
+		cfg.count, r.Bones, cfg.offload, cfg.pipeline, mode, cfg.width, cfg.height, workers, cfg.frames)
+	return nil
+}
+
+// registerKernels registers the demo's own kernels.
+func (a *app) registerKernels() error {
+	w := func(name string, f sched.KernelFunc) sched.Kernel {
+		return sched.Kernel{Name: name, Kind: sched.Simple, CPU: f}
+	}
+	ks := []struct {
+		id sched.KernelID
+		k  sched.Kernel
+	}{
+		{kSample, sched.Kernel{Name: "crowd.sample", Kind: sched.Streaming, Grain: 16, CPU: sampleKernel,
+			In:  []sched.StreamSpec{{Name: "characters", Stride: uint32(unsafe.Sizeof(character{}))}},
+			Out: []sched.StreamSpec{{Name: "local"}, {Name: "cursors"}, {Name: "clocks", Stride: uint32(unsafe.Sizeof(clock{}))}}}},
+		{kEvents, w("crowd.events", eventsKernel)},
+		{kGather, w("crowd.gather", gatherKernel)},
+		{kSort, w("crowd.merge-sort", sortKernel)},
+		{kRecord, w("crowd.record", recordKernel)},
+		{kPresent, w("crowd.submit-present", presentKernel)},
+	}
+	for _, k := range ks {
+		if err := a.reg.Register(k.id, k.k); err != nil {
+			return err
+		}
+	}
+	// SkinLBS with an SPU binding: with Params[0] = 0 the vertices input
+	// is read per item, so the SPU executor streams it in chunks instead
+	// of copying it whole into the local store.
+	k, err := kernels.Definition(kernels.SkinLBS)
+	if err != nil {
+		return err
+	}
+	k.Name = "skin_lbs.spu"
+	k.SPU = affinity.SPUBinding{ItemIn: [sched.MaxStreams]bool{0: true}}
+	return a.reg.Register(kSkinSPU, k)
+}
+
+// allocSets allocates the frame pipeline's buffer sets, the vertex sets
+// and the static skinning inputs, on the device when a task may run there
+// (or when the vertices are drawn from it).
+func (a *app) allocSets() error {
+	w, dev := a.w, a.dev
+	n, nb, nv := w.n, w.bones, w.verts
+	onGPU := a.exec != nil
+	var err error
+	if w.parents, err = alloc(dev, 4*nb, onGPU); err != nil {
+		return err
+	}
+	copy(w.parents.host, asBytes(a.rig.Parents))
+	if w.invBind, err = alloc(dev, 64*nb, onGPU); err != nil {
+		return err
+	}
+	copy(w.invBind.host, asBytes(a.rig.InvBind))
+	if w.bindVerts, err = alloc(dev, 48*nv, onGPU); err != nil {
+		return err
+	}
+	copy(w.bindVerts.host, asBytes(a.rig.Mesh.Vertices))
+	for _, d := range []*dual{&w.parents, &w.invBind, &w.bindVerts} {
+		if d.buf != nil && !d.mapped {
+			if err := d.buf.Write(0, d.host); err != nil {
+				return err
+			}
+		}
+	}
+	if a.skinWhere == sched.SPU {
+		g := a.cfg.spuGroup
+		w.spuVerts = make([]kernels.SkinVertex, g*nv)
+		for i := range g {
+			for v, sv := range a.rig.Mesh.Vertices {
+				sv.Palette = uint32(i * nb)
+				w.spuVerts[i*nv+v] = sv
+			}
+		}
+	}
+	w.sets = make([]frameSet, a.cfg.pipeline)
+	evCap := max(4096, n*4*(evstream.HeaderSize+24))
+	for i := range w.sets {
+		s := &w.sets[i]
+		s.local = make([]kernels.Transform, n*nb)
+		if s.model, err = alloc(dev, 64*n*nb, onGPU); err != nil {
+			return err
+		}
+		if s.palette, err = alloc(dev, 64*n*nb, onGPU); err != nil {
+			return err
+		}
+		s.events = make([]evstream.Writer, a.s.Threads())
+		for t := range s.events {
+			s.events[t].Init(evstream.NewBuffer(evCap))
+		}
+	}
+	// Vertex sets: the skinned vertices of frame f are read by the GPU
+	// while it draws f, which may still run when frame f+pipeline is
+	// issued: one set per pipeline stage plus one per Graphics frame in
+	// flight.
+	nvs := a.cfg.pipeline
+	if dev != nil {
+		nvs += a.draw.inFlight
+	}
+	w.vsets = make([]vertexSet, nvs)
+	for i := range w.vsets {
+		if w.vsets[i].skinned, err = alloc(dev, 24*n*nv, dev != nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loop runs the frames: issue frame f once frame f-pipeline has been
+// submitted (its buffer set is then free), waiting on the main thread,
+// which helps run tasks meanwhile and runs the submit/present tasks
+// pinned to it.
+func (a *app) loop() error {
+	cfg := a.cfg
+	N := cfg.pipeline
+	total := cfg.frames
+	a.warm = cfg.warmup
+	if a.warm < 0 {
+		a.warm = min(10, total/4)
+	}
+	if total > 0 && a.warm >= total {
+		a.warm = total - 1
+	}
+	issued := 0
+	var last time.Time
+	var fpsT time.Time
+	fpsN := 0
+	for f := 0; total == 0 || f < total; f++ {
+		if a.win != nil {
+			a.win.poll()
+			if a.win.shouldClose() {
+				break
+			}
+		}
+		if f >= N {
+			if err := a.wait(a.done[(f-N)%len(a.done)]); err != nil {
+				return fmt.Errorf("frame %d: %w", f-N, err)
+			}
+		}
+		now := time.Now()
+		if a.win != nil && cfg.dt == 0 {
+			if !last.IsZero() {
+				a.dt = float32(min(0.1, now.Sub(last).Seconds()))
+			}
+			a.orbit += a.dt * 0.05
+			if fpsN++; now.Sub(fpsT) > 500*time.Millisecond {
+				a.win.setTitle(fmt.Sprintf("crowd: %d characters x %d bones, %.1f fps (offload %s, pipeline %d)",
+					cfg.count, a.w.bones, float64(fpsN)/now.Sub(fpsT).Seconds(), cfg.offload, N))
+				fpsT, fpsN = now, 0
+			}
+		}
+		last = now
+		if f == a.warm {
+			a.beginTimed()
+		}
+		if err := a.issue(f); err != nil {
+			return err
+		}
+		a.simTime += float64(a.dt)
+		issued = f + 1
+	}
+	for f := max(0, issued-N); f < issued; f++ {
+		if err := a.wait(a.done[f%len(a.done)]); err != nil {
+			return fmt.Errorf("frame %d: %w", f, err)
+		}
+	}
+	if issued > a.warm {
+		a.endTimed(issued - a.warm)
+	}
+	if a.draw.gfx != nil {
+		if err := a.draw.gfx.Wait(); err != nil {
+			return err
+		}
+	}
+	// The GPU executor reports a task's timings just after completing
+	// it: give the last reports a moment before the final harvest.
+	time.Sleep(5 * time.Millisecond)
+	for f := max(0, issued-ringFrames/2); f < issued; f++ {
+		a.st.harvest(f, &a.stageOf)
+	}
+	a.timedFrames = issued - a.warm
+	return nil
+}
+
+// wait waits for a task on the main thread. The scheduler's ID check can
+// report a task that finishes during the call as never issued; a task
+// that is finished by then is simply done.
+func (a *app) wait(id sched.TaskID) error {
+	err := a.main.Wait(id)
+	if err != nil && errors.Is(err, sched.ErrNotIssued) && a.s.IsFinished(id) {
+		return a.s.Err(id)
+	}
+	return err
+}
+
+func (a *app) beginTimed() {
+	runtime.GC()
+	a.steps0 = a.w.footsteps
+	a.simTime0 = a.simTime
+	syscall.Getrusage(syscall.RUSAGE_SELF, &a.ru0)
+	runtime.ReadMemStats(&a.m0)
+	a.t0 = time.Now()
+}
+
+func (a *app) endTimed(frames int) {
+	a.t1 = time.Now()
+	runtime.ReadMemStats(&a.m1)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &a.ru1)
+	a.timedFrames = frames
+}
+
+// finish writes the outputs and prints the summary.
+func (a *app) finish() error {
+	if a.dev != nil && a.win == nil && a.draw.gfx != nil {
+		if err := a.writePNG(a.cfg.out); err != nil {
+			return err
+		}
+	}
+	if a.tr != nil {
+		if err := a.writeTrace(); err != nil {
+			return err
+		}
+	}
+	a.summary()
+	if a.dev != nil && a.cfg.validate {
+		if err := a.dev.ValidationErr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *app) writeTrace() error {
+	if a.cfg.trace != "" {
+		f, err := os.Create(a.cfg.trace)
+		if err != nil {
+			return err
+		}
+		if err := a.tr.WriteChrome(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		a.log("wrote %s (Chrome trace: open in https://ui.perfetto.dev or chrome://tracing)\n", a.cfg.trace)
+	}
+	if a.cfg.timeline != "" {
+		n := len(a.st.frames)
+		if n == 0 {
+			return errors.New("no frame to draw a timeline of")
+		}
+		last := a.st.frames[n-1].frame
+		if a.cfg.pipeline > 1 && last > 0 {
+			last-- // the last interval between two frame starts: a full pipeline
+		}
+		f, err := os.Create(a.cfg.timeline)
+		if err != nil {
+			return err
+		}
+		if err := a.tr.WriteTimelineSVG(f, last); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		a.log("wrote %s (timeline of frame %d)\n", a.cfg.timeline, last)
+	}
+	if d := a.tr.Dropped(); d > 0 {
+		a.log("trace: %d events did not fit the recorder's buffers (the trace holds the first frames)\n", d)
+	}
+	return nil
+}
+
+// close releases everything in dependency order.
+func (a *app) close() error {
+	var errs []error
+	if a.draw.gfx != nil {
+		errs = append(errs, a.draw.gfx.Close())
+	}
+	if a.s != nil {
+		errs = append(errs, a.s.Close()) // closes the executors
+	}
+	if a.w != nil {
+		for _, d := range a.duals() {
+			if d.buf != nil {
+				d.buf.Close()
+			}
+		}
+	}
+	if a.win != nil {
+		a.win.close()
+	}
+	if a.dev != nil {
+		errs = append(errs, a.dev.Close())
+		a.dev = nil
+	}
+	return errors.Join(errs...)
+}
+
+func (a *app) duals() []*dual {
+	w := a.w
+	ds := []*dual{&w.parents, &w.invBind, &w.bindVerts}
+	for i := range w.sets {
+		ds = append(ds, &w.sets[i].model, &w.sets[i].palette)
+	}
+	for i := range w.vsets {
+		ds = append(ds, &w.vsets[i].skinned)
+	}
+	return ds
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"math"
+
+	"github.com/vkjobs/vkjobs/gpu"
+)
+
+// camera is one frame's view: computed when the frame is issued and read
+// by its gather jobs (culling, depth) and its recording (view matrix).
+type camera struct {
+	eye      [3]float32
+	viewProj [16]float32   // world to Vulkan clip space, column-major
+	planes   [6][4]float32 // frustum planes: dot(p, (x,y,z,1)) >= 0 inside
+}
+
+// crowdLayout places n characters on a grid spacing metres apart, centred
+// on the origin; it returns the positions and the grid's half extents.
+func crowdLayout(n int, spacing float32) (pos [][3]float32, halfX, halfZ float32) {
+	cols := int(math.Ceil(math.Sqrt(float64(n) * 1.6)))
+	rows := (n + cols - 1) / cols
+	halfX = float32(cols-1) * spacing / 2
+	halfZ = float32(rows-1) * spacing / 2
+	pos = make([][3]float32, n)
+	for i := range pos {
+		c, r := i%cols, i/cols
+		pos[i] = [3]float32{float32(c)*spacing - halfX, 0, float32(r)*spacing - halfZ}
+	}
+	return pos, halfX, halfZ
+}
+
+// setCamera looks at the crowd from the front (+z side), above, orbiting
+// by angle radians about the vertical axis, framing a crowd of the given
+// half extents and character height for the aspect ratio.
+func (c *camera) set(halfX, halfZ, height, aspect, angle float32) {
+	fovY := float32(40 * math.Pi / 180)
+	target := [3]float32{0, height * 0.45, 0}
+	// Distance that frames the grid's bounding box, horizontally and
+	// vertically, seen from a 30 degree elevation.
+	r := float32(math.Hypot(float64(halfX), float64(halfZ))) + height
+	tanY := float32(math.Tan(float64(fovY) / 2))
+	d := max(r/(tanY*aspect), r/tanY) * 0.9
+	d = max(d, 3*height)
+	elev := float32(28 * math.Pi / 180)
+	sa, ca := float32(math.Sin(float64(angle))), float32(math.Cos(float64(angle)))
+	se, ce := float32(math.Sin(float64(elev))), float32(math.Cos(float64(elev)))
+	c.eye = [3]float32{target[0] + d*ce*sa, target[1] + d*se, target[2] + d*ce*ca}
+	view := lookAt(c.eye, target, [3]float32{0, 1, 0})
+	near := max(0.1, d-r*1.5)
+	far := d + r*1.5
+	proj := gpu.VulkanClip(perspective(fovY, aspect, near, far))
+	c.viewProj = mul4(&proj, &view)
+	m := &c.viewProj
+	row := func(i int) [4]float32 { return [4]float32{m[i], m[4+i], m[8+i], m[12+i]} }
+	r0, r1, r2, r3 := row(0), row(1), row(2), row(3)
+	for i := range 4 {
+		c.planes[0][i] = r3[i] + r0[i] // left
+		c.planes[1][i] = r3[i] - r0[i] // right
+		c.planes[2][i] = r3[i] + r1[i] // top (Vulkan y down)
+		c.planes[3][i] = r3[i] - r1[i] // bottom
+		c.planes[4][i] = r2[i]         // near: z >= 0
+		c.planes[5][i] = r3[i] - r2[i] // far
+	}
+	for p := range c.planes {
+		pl := &c.planes[p]
+		l := float32(math.Sqrt(float64(pl[0]*pl[0] + pl[1]*pl[1] + pl[2]*pl[2])))
+		if l > 0 {
+			for i := range pl {
+				pl[i] /= l
+			}
+		}
+	}
+}
+
+// visible reports whether a sphere intersects the frustum.
+func (c *camera) visible(p [3]float32, radius float32) bool {
+	for i := range c.planes {
+		pl := &c.planes[i]
+		if pl[0]*p[0]+pl[1]*p[1]+pl[2]*p[2]+pl[3] < -radius {
+			return false
+		}
+	}
+	return true
+}
+
+// perspective is OpenGL's projection (y up, depth -1..1), column-major.
+func perspective(fovY, aspect, near, far float32) [16]float32 {
+	f := float32(1 / math.Tan(float64(fovY)/2))
+	return [16]float32{
+		f / aspect, 0, 0, 0,
+		0, f, 0, 0,
+		0, 0, (far + near) / (near - far), -1,
+		0, 0, 2 * far * near / (near - far), 0,
+	}
+}
+
+func lookAt(eye, target, up [3]float32) [16]float32 {
+	f := norm3(sub3(target, eye))
+	s := norm3(cross3(f, up))
+	u := cross3(s, f)
+	return [16]float32{
+		s[0], u[0], -f[0], 0,
+		s[1], u[1], -f[1], 0,
+		s[2], u[2], -f[2], 0,
+		-dot3(s, eye), -dot3(u, eye), dot3(f, eye), 1,
+	}
+}
+
+func mul4(a, b *[16]float32) [16]float32 {
+	var o [16]float32
+	for c := 0; c < 4; c++ {
+		for r := 0; r < 4; r++ {
+			o[4*c+r] = a[r]*b[4*c] + a[4+r]*b[4*c+1] + a[8+r]*b[4*c+2] + a[12+r]*b[4*c+3]
+		}
+	}
+	return o
+}
+
+func sub3(a, b [3]float32) [3]float32 { return [3]float32{a[0] - b[0], a[1] - b[1], a[2] - b[2]} }
+func dot3(a, b [3]float32) float32    { return a[0]*b[0] + a[1]*b[1] + a[2]*b[2] }
+func cross3(a, b [3]float32) [3]float32 {
+	return [3]float32{a[1]*b[2] - a[2]*b[1], a[2]*b[0] - a[0]*b[2], a[0]*b[1] - a[1]*b[0]}
+}
+func norm3(a [3]float32) [3]float32 {
+	l := float32(math.Sqrt(float64(dot3(a, a))))
+	if l == 0 {
+		return a
+	}
+	return [3]float32{a[0] / l, a[1] / l, a[2] / l}
+}

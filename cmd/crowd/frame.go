@@ -1,0 +1,349 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/vkjobs/vkjobs/kernels"
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+// Pipeline stages: which stage each phase belongs to for -pipeline N.
+// A stage of frame f starts when the previous stage of frame f and the
+// same stage of frame f-1 have completed, so each stage runs one frame
+// at a time and consecutive frames overlap stage by stage.
+//
+//	N=1  [sample lm skin events gather sort record present]
+//	N=2  [sample lm skin] [events gather sort record present]
+//	N=3  [sample] [lm skin] [events gather sort record present]
+//	N=4  [sample] [lm skin] [events gather sort record] [present]
+func stagesFor(n int) (stageOf [numPhases]int) {
+	for ph := range stageOf {
+		switch n {
+		case 1:
+			stageOf[ph] = 0
+		case 2:
+			if ph > phSkin {
+				stageOf[ph] = 1
+			}
+		default:
+			switch {
+			case ph == phSample:
+				stageOf[ph] = 0
+			case ph <= phSkin:
+				stageOf[ph] = 1
+			case ph == phPresent && n >= 4:
+				stageOf[ph] = 3
+			default:
+				stageOf[ph] = 2
+			}
+		}
+	}
+	return stageOf
+}
+
+// frameTasks are the IDs of one frame's phase tasks (the last of each
+// phase: the gather phase is represented by the join of its jobs).
+type frameTasks [numPhases]sched.TaskID
+
+// issue builds frame f's task graph on the main thread (immediate mode:
+// tasks are created and linked as they are described; nothing is built
+// ahead):
+//
+//	sample --> local-to-model --> skin -----------------------------+
+//	   |                                                            v
+//	   +--> events --> gather x J --> join --> merge-n-sort --> record --> submit/present
+//
+// plus the stage edges of the frame pipeline (see stagesFor). Every task
+// is created held, registered with the statistics, then started. Adding
+// tasks allocates nothing.
+func (a *app) issue(f int) error {
+	w := a.w
+	c := a.main
+	n := len(w.sets)
+	si := f % n
+	set := &w.sets[si]
+	set.frame = f
+	set.dt = a.dt
+	set.vset = f % len(w.vsets)
+	for t := range set.events {
+		set.events[t].Reset()
+	}
+	aspect := float32(a.cfg.width) / float32(a.cfg.height)
+	if a.win != nil {
+		if fw, fh := a.win.size(); fw > 0 && fh > 0 {
+			aspect = float32(fw) / float32(fh)
+		}
+	}
+	set.cam.set(w.halfX, w.halfZ, max(a.rig.Height, 1), aspect, a.orbit)
+
+	ring := f % ringFrames
+	if f >= ringFrames/2 {
+		a.st.harvest(f-ringFrames/2, &a.stageOf)
+	}
+	a.st.ring[ring].reset(f, sched.Nanotime())
+	if a.tr != nil {
+		a.tr.Frame(f)
+	}
+
+	prev := &a.prev
+	var cur frameTasks
+	nb := uint32(w.bones)
+	nchar := uint32(w.n)
+
+	// lastOf returns the last task of a stage. stageDeps adds to a
+	// phase's natural dependencies, when it is the first phase of its
+	// stage, the stage edges: the previous stage of this frame and this
+	// stage of the previous frame.
+	lastOf := func(stage int, ft *frameTasks) sched.TaskID {
+		var id sched.TaskID
+		for ph := range numPhases {
+			if a.stageOf[ph] == stage && ft[ph] != sched.NoTask {
+				id = ft[ph]
+			}
+		}
+		return id
+	}
+	stageDeps := func(ph int, n0, n1 sched.TaskID) (sched.TaskID, error) {
+		sg := a.stageOf[ph]
+		firstOfStage := true
+		for p := 0; p < ph; p++ {
+			if a.stageOf[p] == sg {
+				firstOfStage = false
+			}
+		}
+		var extra [2]sched.TaskID
+		if firstOfStage {
+			if sg > 0 {
+				extra[0] = lastOf(sg-1, &cur)
+			}
+			extra[1] = lastOf(sg, prev)
+		}
+		return a.join(c, n0, n1, extra[0], extra[1])
+	}
+	add := func(ph int, t *sched.Task) (sched.TaskID, error) {
+		id, err := c.Create(t)
+		if err != nil {
+			return sched.NoTask, fmt.Errorf("frame %d %s: %w", f, phaseNames[ph], err)
+		}
+		a.st.track(id, ring, ph)
+		if err := c.Run(id); err != nil {
+			return sched.NoTask, err
+		}
+		return id, nil
+	}
+	var err error
+	var dep sched.TaskID
+
+	// sample
+	if dep, err = stageDeps(phSample, sched.NoTask, sched.NoTask); err != nil {
+		return err
+	}
+	t := &a.task
+	*t = sched.Task{Kernel: kSample, Dependency: dep}
+	t.Data.Data = a
+	t.Data.Elements = nchar
+	t.Data.Grain = 16
+	t.Data.Params[0] = uint32(si)
+	t.Data.Params[1] = math.Float32bits(a.dt)
+	t.Data.In[0] = sched.StreamOf(w.chars)
+	t.Data.Out[0] = sched.Stream{Bytes: asBytes(set.local), Stride: nb * 48, Count: nchar}
+	t.Data.Out[1] = sched.Stream{Bytes: asBytes(w.cursors), Stride: uint32(w.stride * 4), Count: nchar}
+	t.Data.Out[2] = sched.StreamOf(w.clocks)
+	if cur[phSample], err = add(phSample, t); err != nil {
+		return err
+	}
+
+	// local-to-model (+ skinning palette)
+	if dep, err = stageDeps(phLTM, cur[phSample], sched.NoTask); err != nil {
+		return err
+	}
+	lw := a.ltmWhere
+	*t = sched.Task{Kernel: kernels.LocalToModelSkin, Affinity: lw, Dependency: dep}
+	t.Data.Elements = nchar
+	t.Data.Params[0] = nb
+	t.Data.In[0] = sched.Stream{Bytes: asBytes(set.local), Stride: nb * 48, Count: nchar}
+	t.Data.In[1] = w.parents.stream(lw, 4, nb)
+	t.Data.In[2] = w.invBind.stream(lw, 64, nb)
+	t.Data.Out[0] = set.model.stream(lw, nb*64, nchar)
+	t.Data.Out[1] = set.palette.stream(lw, nb*64, nchar)
+	if cur[phLTM], err = add(phLTM, t); err != nil {
+		return err
+	}
+
+	// skin
+	if dep, err = stageDeps(phSkin, cur[phLTM], sched.NoTask); err != nil {
+		return err
+	}
+	if cur[phSkin], err = a.issueSkin(ring, set, dep); err != nil {
+		return err
+	}
+
+	// events
+	if dep, err = stageDeps(phEvents, cur[phSample], sched.NoTask); err != nil {
+		return err
+	}
+	*t = sched.Task{Kernel: kEvents, Dependency: dep}
+	t.Data.Data = a
+	t.Data.Params[0] = uint32(si)
+	if cur[phEvents], err = add(phEvents, t); err != nil {
+		return err
+	}
+
+	// gather: one job per render context, under a join
+	*t = sched.Task{}
+	gj, err := c.Create(t)
+	if err != nil {
+		return err
+	}
+	for j := range a.draw.ctxs {
+		*t = sched.Task{Kernel: kGather, Parent: gj, Dependency: cur[phEvents]}
+		t.Data.Data = a
+		t.Data.Params[0] = uint32(si)
+		t.Data.Params[1] = uint32(j)
+		id, err := c.Create(t)
+		if err != nil {
+			return err
+		}
+		a.st.track(id, ring, phGather)
+		if err := c.Run(id); err != nil {
+			return err
+		}
+	}
+	if err := c.Run(gj); err != nil {
+		return err
+	}
+	cur[phGather] = gj
+
+	// merge-n-sort, record
+	if dep, err = stageDeps(phSort, gj, sched.NoTask); err != nil {
+		return err
+	}
+	*t = sched.Task{Kernel: kSort, Dependency: dep}
+	t.Data.Data = a
+	if cur[phSort], err = add(phSort, t); err != nil {
+		return err
+	}
+	if dep, err = stageDeps(phRecord, cur[phSort], sched.NoTask); err != nil {
+		return err
+	}
+	*t = sched.Task{Kernel: kRecord, Dependency: dep}
+	t.Data.Data = a
+	t.Data.Params[0] = uint32(si)
+	if cur[phRecord], err = add(phRecord, t); err != nil {
+		return err
+	}
+
+	// submit/present: after recording and after the vertices it draws
+	// are skinned; on the main thread, which talks to the window.
+	if dep, err = stageDeps(phPresent, cur[phRecord], cur[phSkin]); err != nil {
+		return err
+	}
+	*t = sched.Task{Kernel: kPresent, Affinity: sched.OnThread(0), Dependency: dep}
+	t.Data.Data = a
+	t.Data.Params[0] = uint32(si)
+	if cur[phPresent], err = add(phPresent, t); err != nil {
+		return err
+	}
+	*prev = cur
+	a.done[f%len(a.done)] = cur[phPresent]
+	return nil
+}
+
+// issueSkin adds the skinning of set's characters: one task over every
+// vertex of every character (one bind-pose mesh, a palette per
+// character), or for the SPU executor one task per group of characters
+// whose palettes fit its local store.
+func (a *app) issueSkin(ring int, set *frameSet, dep sched.TaskID) (sched.TaskID, error) {
+	w := a.w
+	c := a.main
+	t := &a.task
+	nb, nv := uint32(w.bones), uint32(w.verts)
+	vs := &w.vsets[set.vset]
+	sw := a.skinWhere
+	if sw != sched.SPU {
+		*t = sched.Task{Kernel: kernels.SkinLBS, Affinity: sw, Dependency: dep}
+		t.Data.Elements = uint32(w.n) * nv
+		t.Data.Params[0], t.Data.Params[1] = nv, nb
+		t.Data.In[0] = w.bindVerts.stream(sw, 48, nv)
+		t.Data.In[1] = set.palette.stream(sw, 64, uint32(w.n)*nb)
+		t.Data.Out[0] = vs.skinned.stream(sw, 24, uint32(w.n)*nv)
+		id, err := c.Create(t)
+		if err != nil {
+			return sched.NoTask, err
+		}
+		a.st.track(id, ring, phSkin)
+		return id, c.Run(id)
+	}
+	// SPU: item i is vertex i of spuVerts (G copies of the mesh whose
+	// palette bases step by B), streamed through the local store; each
+	// group's palette is a Whole stream small enough to fit beside it.
+	*t = sched.Task{Dependency: dep}
+	join, err := c.Create(t)
+	if err != nil {
+		return sched.NoTask, err
+	}
+	g := a.cfg.spuGroup
+	for first := 0; first < w.n; first += g {
+		k := min(g, w.n-first)
+		*t = sched.Task{Kernel: kSkinSPU, Affinity: sched.SPU, Parent: join, Dependency: dep}
+		t.Data.Elements = uint32(k) * nv
+		t.Data.Params[0], t.Data.Params[1] = 0, nb
+		t.Data.In[0] = sched.Stream{Bytes: asBytes(w.spuVerts), Stride: 48, Count: uint32(len(w.spuVerts))}
+		pb := first * w.bones * 64
+		t.Data.In[1] = sched.Stream{Bytes: set.palette.host[pb : pb+k*w.bones*64], Stride: 64, Count: uint32(k) * nb}
+		vb := first * w.verts * 24
+		t.Data.Out[0] = sched.Stream{Bytes: vs.skinned.host[vb : vb+k*w.verts*24], Stride: 24, Count: uint32(k) * nv}
+		id, err := c.Create(t)
+		if err != nil {
+			return sched.NoTask, err
+		}
+		a.st.track(id, ring, phSkin)
+		if err := c.Run(id); err != nil {
+			return sched.NoTask, err
+		}
+	}
+	return join, c.Run(join)
+}
+
+// join returns a task that completes when all of deps (NoTask entries
+// ignored) have: the dependency itself when there is one, else an empty
+// held parent with one empty child depending on each (seed 000's join:
+// a task has one dependency, so several become children of a join).
+func (a *app) join(c *sched.Ctx, d0, d1, d2, d3 sched.TaskID) (sched.TaskID, error) {
+	deps := [4]sched.TaskID{d0, d1, d2, d3}
+	var uniq [4]sched.TaskID
+	n := 0
+outer:
+	for _, d := range deps {
+		if d == sched.NoTask || a.s.IsFinished(d) {
+			continue
+		}
+		for _, u := range uniq[:n] {
+			if u == d {
+				continue outer
+			}
+		}
+		uniq[n] = d
+		n++
+	}
+	switch n {
+	case 0:
+		return sched.NoTask, nil
+	case 1:
+		return uniq[0], nil
+	}
+	t := &a.joinTask
+	*t = sched.Task{}
+	j, err := c.Create(t)
+	if err != nil {
+		return sched.NoTask, err
+	}
+	for _, d := range uniq[:n] {
+		*t = sched.Task{Parent: j, Dependency: d}
+		if _, err := c.Add(t); err != nil {
+			return sched.NoTask, err
+		}
+	}
+	return j, c.Run(j)
+}

@@ -1,0 +1,338 @@
+package rig
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+
+	"github.com/qmuntal/gltf"
+	"github.com/qmuntal/gltf/modeler"
+	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/kernels"
+)
+
+// widthRules give the box cross-section of source bones by name (CMU
+// names; others get a width from their length). First match wins.
+var widthRules = []struct {
+	re     *regexp.Regexp
+	wv, ww float64
+}{
+	{regexp.MustCompile(`(?i)^hips$|pelvis`), 0.30, 0.18},
+	{regexp.MustCompile(`(?i)hipjoint`), 0.15, 0.15},
+	{regexp.MustCompile(`(?i)upleg|thigh`), 0.14, 0.14},
+	{regexp.MustCompile(`(?i)leg$|calf|shin`), 0.10, 0.10},
+	{regexp.MustCompile(`(?i)foot`), 0.09, 0.08},
+	{regexp.MustCompile(`(?i)toe`), 0.09, 0.05},
+	{regexp.MustCompile(`(?i)lowerback|spine|chest`), 0.30, 0.18},
+	{regexp.MustCompile(`(?i)neck`), 0.09, 0.09},
+	{regexp.MustCompile(`(?i)head`), 0.19, 0.21},
+	{regexp.MustCompile(`(?i)shoulder|clavicle`), 0.10, 0.10},
+	{regexp.MustCompile(`(?i)forearm`), 0.075, 0.075},
+	{regexp.MustCompile(`(?i)arm`), 0.09, 0.09},
+	{regexp.MustCompile(`(?i)hand|fingerbase`), 0.08, 0.035},
+	{regexp.MustCompile(`(?i)finger|thumb`), 0.05, 0.025},
+}
+
+// leafLength is the length of a bone without a child to point at.
+func leafLength(name string) float64 {
+	switch {
+	case regexp.MustCompile(`(?i)head`).MatchString(name):
+		return 0.21
+	case regexp.MustCompile(`(?i)toe`).MatchString(name):
+		return 0.07
+	case regexp.MustCompile(`(?i)finger|thumb`).MatchString(name):
+		return 0.045
+	case regexp.MustCompile(`(?i)hand`).MatchString(name):
+		return 0.08
+	}
+	return 0.06
+}
+
+// boxes appends one box per bone from bone `from` on: 8 vertices, the 4
+// at the bone's head end weighted 0.6 to the bone and 0.4 to its parent
+// (so joints bend smoothly), the 4 at the tail end weighted to the bone.
+func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
+	nb := sk.NumBones()
+	src := nb - len(ext.extras)
+	pos := func(b int) vec3 { return model[b].translation() }
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for b := range src {
+		lo, hi = math.Min(lo, pos(b)[1]), math.Max(hi, pos(b)[1])
+	}
+	scale := (hi - lo) / 1.55
+	if !(scale > 0.05) {
+		scale = 1
+	}
+	up := vec3{0, 1, 0}
+	segDir := func(b int) vec3 { // direction of the first non-zero segment at or above b
+		for c := b; c >= 0 && sk.Parents[c] >= 0; c = int(sk.Parents[c]) {
+			d := pos(c).sub(pos(int(sk.Parents[c])))
+			if d.len() > 0.01 {
+				return d.norm()
+			}
+		}
+		return up
+	}
+	for b := from; b < nb; b++ {
+		head := pos(b)
+		var tail vec3
+		var wv, ww float64
+		side := vec3{1, 0, 0}
+		centred := false
+		if b >= src { // a procedural link
+			sh := ext.shape[b-src]
+			wv, ww, side = sh.wv, sh.ww, sh.side
+			next := -1
+			for c := b + 1; c < nb; c++ {
+				if int(sk.Parents[c]) == b {
+					next = c
+					break
+				}
+			}
+			if next >= 0 {
+				tail = pos(next)
+			} else {
+				tail = head.add(segDir(b).scale(sh.length))
+			}
+		} else {
+			var sum vec3
+			n := 0
+			for c := b + 1; c < src; c++ {
+				if int(sk.Parents[c]) == b {
+					sum = sum.add(pos(c))
+					n++
+				}
+			}
+			if n > 0 {
+				tail = sum.scale(1 / float64(n))
+			}
+			if n == 0 || tail.sub(head).len() < 0.01 {
+				if sk.Parents[b] < 0 {
+					// A root whose children start where it does (CMU's
+					// Hips): a block centred on it.
+					centred = true
+					head, tail = head.sub(up.scale(0.07*scale)), head.add(up.scale(0.07*scale))
+				} else {
+					tail = head.add(segDir(b).scale(leafLength(sk.Names[b]) * scale))
+				}
+			}
+			l := tail.sub(head).len()
+			wv, ww = math.Max(0.3*l, 0.02), math.Max(0.3*l, 0.02)
+			if l > 0.25 {
+				wv, ww = 0.08, 0.08
+			}
+			for _, r := range widthRules {
+				if r.re.MatchString(sk.Names[b]) {
+					wv, ww = r.wv*scale, r.ww*scale
+					break
+				}
+			}
+		}
+		u := tail.sub(head).norm()
+		v := side.sub(u.scale(side.dot(u)))
+		if v.len() < 0.3 {
+			side = vec3{0, 0, 1}
+			v = side.sub(u.scale(side.dot(u)))
+		}
+		v = v.norm()
+		w := u.cross(v)
+		parent := int(sk.Parents[b])
+		base := uint32(len(m.Vertices))
+		var corner [8]vec3
+		for e := range 2 {
+			end, es := head, -1.0
+			j0, j1 := uint8(b), uint8(b)
+			w0, w1 := float32(1), float32(0)
+			if e == 1 {
+				end, es = tail, 1
+			} else if parent >= 0 && !centred {
+				j1 = uint8(parent)
+				w0, w1 = 0.6, 0.4
+			}
+			for k := range 4 {
+				sv, sw := float64(k&1*2-1), float64(k>>1*2-1)
+				p := end.add(v.scale(sv * wv / 2)).add(w.scale(sw * ww / 2))
+				corner[e*4+k] = p
+				n := v.scale(sv).add(w.scale(sw)).add(u.scale(es * 0.5)).norm()
+				m.Vertices = append(m.Vertices, kernels.SkinVertex{
+					Pos:     [3]float32{float32(p[0]), float32(p[1]), float32(p[2])},
+					Normal:  [3]float32{float32(n[0]), float32(n[1]), float32(n[2])},
+					Joints:  kernels.PackJoints(j0, j1, 0, 0),
+					Weights: [4]float32{w0, w1, 0, 0},
+				})
+			}
+		}
+		centre := head.add(tail).scale(0.5)
+		quads := [6][4]int{{0, 1, 3, 2}, {4, 5, 7, 6}, {1, 3, 7, 5}, {0, 2, 6, 4}, {2, 3, 7, 6}, {0, 1, 5, 4}}
+		for _, q := range quads {
+			for _, t := range [2][3]int{{q[0], q[1], q[2]}, {q[0], q[2], q[3]}} {
+				a, bb, c := corner[t[0]], corner[t[1]], corner[t[2]]
+				n := bb.sub(a).cross(c.sub(a))
+				out := a.add(bb).add(c).scale(1.0 / 3).sub(centre)
+				if n.dot(out) < 0 {
+					t[1], t[2] = t[2], t[1]
+				}
+				m.Indices = append(m.Indices, base+uint32(t[0]), base+uint32(t[1]), base+uint32(t[2]))
+			}
+		}
+	}
+}
+
+// gltfMesh is the skinned mesh of a glTF file, bones mapped to the
+// skeleton the anim importer produced.
+type gltfMesh struct {
+	verts   []kernels.SkinVertex
+	indices []uint32
+}
+
+// loadGLTFMesh reads every triangle primitive of the first mesh skinned
+// by skin 0: positions, normals, JOINTS_0 and WEIGHTS_0 (renormalised:
+// some files have weights summing to less than one).
+func loadGLTFMesh(path string, sk *anim.Skeleton) (*gltfMesh, error) {
+	doc, err := gltf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("rig: %s: %w", path, err)
+	}
+	boneOf := make([]int, sk.NumBones())
+	for b := range boneOf {
+		boneOf[b] = b
+	}
+	if sk.SkinJoint != nil {
+		for b, k := range sk.SkinJoint {
+			if int(k) < len(boneOf) && k >= 0 {
+				boneOf[k] = b
+			}
+		}
+	}
+	var mesh *gltf.Mesh
+	for _, n := range doc.Nodes {
+		if n != nil && n.Skin != nil && *n.Skin == 0 && n.Mesh != nil && *n.Mesh < len(doc.Meshes) {
+			mesh = doc.Meshes[*n.Mesh]
+			break
+		}
+	}
+	if mesh == nil {
+		return nil, fmt.Errorf("rig: %s: no mesh is skinned by skin 0", path)
+	}
+	gm := &gltfMesh{}
+	acc := func(i int) (*gltf.Accessor, error) {
+		if i < 0 || i >= len(doc.Accessors) {
+			return nil, fmt.Errorf("rig: %s: accessor %d out of range", path, i)
+		}
+		return doc.Accessors[i], nil
+	}
+	for pi, p := range mesh.Primitives {
+		if p.Mode != gltf.PrimitiveTriangles {
+			continue
+		}
+		need := func(attr string) (*gltf.Accessor, error) {
+			i, ok := p.Attributes[attr]
+			if !ok {
+				return nil, fmt.Errorf("rig: %s: primitive %d has no %s", path, pi, attr)
+			}
+			return acc(i)
+		}
+		pa, err := need(gltf.POSITION)
+		if err != nil {
+			return nil, err
+		}
+		pos, err := modeler.ReadPosition(doc, pa, nil)
+		if err != nil {
+			return nil, fmt.Errorf("rig: %s: %w", path, err)
+		}
+		na, err := need(gltf.NORMAL)
+		if err != nil {
+			return nil, err
+		}
+		nrm, err := modeler.ReadNormal(doc, na, nil)
+		if err != nil {
+			return nil, fmt.Errorf("rig: %s: %w", path, err)
+		}
+		ja, err := need("JOINTS_0")
+		if err != nil {
+			return nil, err
+		}
+		joints, err := modeler.ReadJoints(doc, ja, nil)
+		if err != nil {
+			return nil, fmt.Errorf("rig: %s: %w", path, err)
+		}
+		wa, err := need("WEIGHTS_0")
+		if err != nil {
+			return nil, err
+		}
+		weights, err := modeler.ReadWeights(doc, wa, nil)
+		if err != nil {
+			return nil, fmt.Errorf("rig: %s: %w", path, err)
+		}
+		if len(nrm) != len(pos) || len(joints) != len(pos) || len(weights) != len(pos) {
+			return nil, fmt.Errorf("rig: %s: primitive %d: attribute counts differ", path, pi)
+		}
+		base := uint32(len(gm.verts))
+		for i := range pos {
+			var j [4]uint8
+			wt := weights[i]
+			sum := wt[0] + wt[1] + wt[2] + wt[3]
+			if !(sum > 0) {
+				wt, sum = [4]float32{1, 0, 0, 0}, 1
+			}
+			for k := range 4 {
+				jk := int(joints[i][k])
+				if jk >= len(boneOf) {
+					return nil, fmt.Errorf("rig: %s: vertex %d names joint %d of %d", path, i, jk, len(boneOf))
+				}
+				j[k] = uint8(boneOf[jk])
+				wt[k] /= sum
+			}
+			gm.verts = append(gm.verts, kernels.SkinVertex{
+				Pos: pos[i], Normal: nrm[i], Joints: kernels.PackJoints(j[0], j[1], j[2], j[3]), Weights: wt,
+			})
+		}
+		if p.Indices != nil {
+			ia, err := acc(*p.Indices)
+			if err != nil {
+				return nil, err
+			}
+			idx, err := modeler.ReadIndices(doc, ia, nil)
+			if err != nil {
+				return nil, fmt.Errorf("rig: %s: %w", path, err)
+			}
+			for _, x := range idx {
+				if int(x) >= len(pos) {
+					return nil, fmt.Errorf("rig: %s: index %d of %d vertices", path, x, len(pos))
+				}
+				gm.indices = append(gm.indices, base+x)
+			}
+		} else {
+			for i := range pos {
+				gm.indices = append(gm.indices, base+uint32(i))
+			}
+		}
+	}
+	if len(gm.verts) == 0 {
+		return nil, fmt.Errorf("rig: %s: no triangles in the skinned mesh", path)
+	}
+	return gm, nil
+}
+
+// RestSkinned skins the mesh in the rest pose on the CPU (start-up and
+// tests only).
+func (r *Rig) RestSkinned() [][3]float32 {
+	out := make([][3]float32, len(r.Mesh.Vertices))
+	for i, v := range r.Mesh.Vertices {
+		var p [3]float32
+		for k := range 4 {
+			w := v.Weights[k]
+			if w == 0 {
+				continue
+			}
+			j := v.Joints >> (8 * k) & 0xff
+			m := r.RestModel[j].Mul(&r.InvBind[j])
+			q := m.TransformPoint(v.Pos)
+			p[0] += w * q[0]
+			p[1] += w * q[1]
+			p[2] += w * q[2]
+		}
+		out[i] = p
+	}
+	return out
+}

@@ -1,0 +1,80 @@
+// Command kbench measures the kernels of package kernels on every device of
+// this machine, over sizes from a thousand to ten million elements, and
+// shows each result as a fraction of the machine's memory-bandwidth bound.
+//
+// Usage:
+//
+//	kbench [-kernels LIST] [-sizes LIST] [-reps N] [-min-sample D]
+//	       [-quick] [-cpu-only] [-json | -csv] [-plot FILE.svg|FILE.png]
+//	       [-validate] [-device NAME]
+//
+//	go run ./cmd/kbench -quick                       # every kernel, 1e3..1e5, in seconds
+//	go run ./cmd/kbench                              # every kernel, 1e3..1e7 (minutes)
+//	go run ./cmd/kbench -kernels skin_lbs,saxpy -sizes 1e3,1e5,1e6 -plot /tmp/kbench.svg
+//	go run ./cmd/kbench -quick -json > kbench.json   # for machines; -csv likewise
+//
+// Flags:
+//
+//	-kernels    comma-separated kernel names (skin_lbs, reduce_sum, ...) or IDs, or all (default)
+//	-sizes      comma-separated sizes in elements, 1 to 1e8 (default 1e3,1e4,1e5,1e6,1e7)
+//	-reps       samples per measurement, the median is reported (default 5)
+//	-min-sample runs are repeated so that each sample lasts at least this long (default 20ms)
+//	-quick      sizes 1e3,1e4,1e5, 3 samples of 5ms, unless given: well under 30 s on lavapipe
+//	-cpu-only   measure the CPU columns only; do not open a Vulkan device
+//	-json       write the whole report (every sample) as JSON instead of the table
+//	-csv        write one row per kernel, size and device as CSV instead of the table
+//	-plot       also draw throughput against size, log axes, one panel per kernel
+//	-validate   enable the Vulkan validation layer; any message fails the run
+//	-device     Vulkan device index or name substring (default: automatic, or $VKJOBS_DEVICE)
+//
+// # What is measured
+//
+// An element is the unit of each kernel's work, and of -sizes: a vertex for
+// the skinning kernels, a bone for local-to-model (90 per skeleton), an
+// input value for the 256:1 and 32:1 reductions and the scan's block
+// totals, an output sample for ExpandLerp (8 per segment), an output value
+// for the scan's downsweep, a 4-byte word for CRC32CBlocks (1024 per 4 KiB
+// block) and an element for saxpy. Sizes are rounded up to whole work items.
+// The data is generated: skinning reads concatenated 4096-vertex character
+// meshes cycling over 11 characters of 90 bones, whose palettes fill one
+// 64 KiB uniform block, so the storage- and uniform-palette variants read
+// the same bytes.
+//
+// Each kernel and size runs on four devices (columns):
+//
+//	cpu-1         the kernel's CPU function on one goroutine, called directly
+//	cpu-all       the scheduler (sched): every worker plus the main thread helping in Wait
+//	gpu-dispatch  the Vulkan executor with GPU-resident buffers (gpu.Buffer); the time
+//	              is the sum of the tasks' dispatch times from the GPU timestamps
+//	gpu+xfer      the executor with host memory: upload, dispatch, read-back, wall clock
+//
+// Streams larger than 64 MiB are cut into several tasks (chunks) so that
+// each fits a Vulkan storage binding (128 MiB guaranteed); every device runs
+// the same chunks. Every measurement runs once untimed first (caches,
+// lavapipe's shader compilation at a kernel's first dispatch), then
+// repeats until a sample lasts -min-sample, and reports the median of -reps
+// samples. Each device's output is checked against the one-goroutine run
+// with the tolerances of package kernels (bit-exact, or 2e-5 relative for
+// skinning and 1e-4 for local-to-model); a mismatch fails the run.
+//
+// Beside each result is the memory-copy bound: the time copy() takes to
+// read and write as many bytes as the kernel reads and writes (every input
+// and output stream once), on one goroutine or on GOMAXPROCS goroutines,
+// whichever is faster, measured at that size (so small sizes are bounded
+// by the caches, large ones by memory). The fraction in brackets is that
+// time over the kernel's: 100% would be a kernel as fast as a plain copy of
+// its bytes.
+//
+// After the table, one line per kernel gives the crossover: the smallest
+// size at which the GPU (dispatch only, and with transfers) was faster than
+// all CPU workers, or "none up to" the largest size.
+//
+// # Output and exit status
+//
+// The table (or -json, -csv) goes to standard output; messages, and a
+// progress bar when standard error is a terminal, to standard error. With
+// no Vulkan device kbench says so on standard error, measures the CPU
+// columns and exits 0. Exit status: 0 success; 1 a failure (a task error, a
+// result outside its tolerance, a validation message, an unwritable
+// file); 2 bad flags or arguments (the usage is printed).
+package main

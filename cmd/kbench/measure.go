@@ -1,0 +1,287 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+// The devices (columns) kbench measures.
+const (
+	devCPU1     = "cpu-1"        // the CPU kernel on one goroutine, called directly
+	devCPUAll   = "cpu-all"      // the scheduler: every worker plus the main thread helping in Wait
+	devGPU      = "gpu-dispatch" // GPU-resident buffers, dispatch time from the executor's timestamps
+	devGPUXfer  = "gpu+xfer"     // host streams: upload, dispatch, read-back, wall clock
+	devCopyName = "copy"         // the memory-copy bound
+)
+
+// timing is a measurement: the median seconds per run, the samples, and
+// for gpu-dispatch the median wall-clock round trip of the same runs.
+type timing struct {
+	median  float64
+	samples []float64
+	wall    float64
+}
+
+// measure runs op once untimed (warm-up: caches, lavapipe's shader
+// compilation at the first dispatch), picks how many runs make a sample
+// last at least minSample, and returns the median over reps samples of the
+// time per run. op reports the time to count for one run (its wall time,
+// or the GPU's dispatch time) and its wall time.
+func measure(op func() (counted, wall time.Duration, err error), reps int, minSample time.Duration) (timing, error) {
+	_, w0, err := op()
+	if err != nil {
+		return timing{}, err
+	}
+	k := 1
+	if w0 < minSample {
+		_, w1, err := op()
+		if err != nil {
+			return timing{}, err
+		}
+		k = int(min(int64(minSample/max(w1, time.Microsecond))+1, 1<<20))
+	}
+	var t timing
+	walls := make([]float64, 0, reps)
+	for range reps {
+		var sum, wsum time.Duration
+		for range k {
+			c, w, err := op()
+			if err != nil {
+				return timing{}, err
+			}
+			sum += c
+			wsum += w
+		}
+		t.samples = append(t.samples, sum.Seconds()/float64(k))
+		walls = append(walls, wsum.Seconds()/float64(k))
+	}
+	t.median = median(t.samples)
+	t.wall = median(walls)
+	return t, nil
+}
+
+func median(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := slices.Clone(x)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+// wallOp wraps a function as a wall-clock timed op.
+func wallOp(f func() error) func() (time.Duration, time.Duration, error) {
+	return func() (time.Duration, time.Duration, error) {
+		t0 := time.Now()
+		err := f()
+		d := time.Since(t0)
+		return d, d, err
+	}
+}
+
+// copyCap bounds the bytes copyBound really copies: beyond 256 MB read and
+// written, a copy runs at DRAM bandwidth whatever its size, so the bound is
+// extrapolated linearly from a copy of that size (which keeps kbench's
+// memory use down at 1e7 elements).
+const copyCap = 256 << 20
+
+// copyBound measures the memory-copy bound for a kernel that reads and
+// writes n bytes in total: copy() of n/2 bytes reads and writes as many.
+// It returns the median seconds per copy on one goroutine and on
+// GOMAXPROCS goroutines (each copying its share).
+func copyBound(n int64, reps int, minSample time.Duration) (one, all float64, err error) {
+	m := min(n, copyCap)
+	scale := float64(n) / float64(m)
+	half := max(m/2, 64)
+	src, dst := make([]byte, half), make([]byte, half)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	t1, err := measure(wallOp(func() error { copy(dst, src); return nil }), reps, minSample)
+	if err != nil {
+		return 0, 0, err
+	}
+	p := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	tp, err := measure(wallOp(func() error {
+		for i := range p {
+			lo, hi := int(half)*i/p, int(half)*(i+1)/p
+			wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
+		}
+		wg.Wait()
+		return nil
+	}), reps, minSample)
+	if err != nil {
+		return 0, 0, err
+	}
+	return t1.median * scale, tp.median * scale, nil
+}
+
+// gpuObserver counts the GPU tasks the executor reported and sums their
+// dispatch times (timestamps). The executor reports a task after its
+// Done, so a caller that waited for its tasks calls wait to see them all.
+type gpuObserver struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	n        int64
+	dispatch time.Duration
+	err      error
+}
+
+func newGPUObserver() *gpuObserver {
+	o := &gpuObserver{}
+	o.cond = sync.NewCond(&o.mu)
+	return o
+}
+
+func (o *gpuObserver) TaskRan(ev *sched.RunEvent) {
+	if ev.Where != sched.GPU {
+		return
+	}
+	o.mu.Lock()
+	o.n++
+	o.dispatch += time.Duration(ev.Stop - ev.Start)
+	if ev.Err != nil && o.err == nil {
+		o.err = ev.Err
+	}
+	o.mu.Unlock()
+	o.cond.Broadcast()
+}
+
+// wait blocks until n GPU tasks have been reported in total and returns
+// the total dispatch time so far.
+func (o *gpuObserver) wait(n int64) (time.Duration, error) {
+	timer := time.AfterFunc(30*time.Second, o.cond.Broadcast)
+	defer timer.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for o.n < n {
+		if time.Now().After(deadline) {
+			return o.dispatch, fmt.Errorf("only %d of %d GPU tasks reported their timestamps after 30 s", o.n, n)
+		}
+		o.cond.Wait()
+	}
+	return o.dispatch, o.err
+}
+
+// bench holds what the measurements run on.
+type bench struct {
+	reg  *sched.Registry
+	s    *sched.Scheduler
+	main *sched.Ctx
+	dev  *gpu.Device   // nil: CPU only
+	exec *gpu.Executor // nil: CPU only
+	obs  *gpuObserver
+	sent int64 // GPU tasks added so far
+
+	ids []sched.TaskID // scratch
+}
+
+// runTasks adds one task per chunk with the given affinity and streams,
+// then waits for all of them.
+func (b *bench) runTasks(w *workload, a sched.Affinity, bufs []sched.BufferID) error {
+	b.ids = b.ids[:0]
+	var firstErr error
+	for c := range w.chunks() {
+		t := sched.Task{Kernel: w.id, Affinity: a, Data: w.task(c, bufs)}
+		id, err := b.main.Add(&t)
+		if err != nil {
+			firstErr = err
+			break
+		}
+		if a == sched.GPU {
+			b.sent++
+		}
+		b.ids = append(b.ids, id)
+	}
+	for _, id := range b.ids {
+		if err := b.main.Wait(id); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// runCPU1 runs every chunk through the kernel's CPU function on the
+// calling goroutine.
+func (b *bench) runCPU1(w *workload) error {
+	for c := range w.chunks() {
+		d := w.task(c, nil)
+		if err := w.kern.CPU(nil, &d); err != nil {
+			return fmt.Errorf("kernel %d %q: %w", w.id, w.kern.Name, err)
+		}
+	}
+	return nil
+}
+
+// residentSet is a workload's arrays copied into GPU buffers.
+type residentSet struct {
+	bufs []*gpu.Buffer
+	ids  []sched.BufferID
+}
+
+// resident copies the workload's arrays into GPU buffers (outputs are
+// allocated, not written).
+func (b *bench) resident(w *workload) (*residentSet, error) {
+	r := &residentSet{}
+	for _, a := range w.arrays {
+		buf, err := b.dev.NewBuffer(uint64(len(a.data)))
+		if err != nil {
+			r.close()
+			return nil, fmt.Errorf("GPU buffer of %d bytes for stream %q: %w", len(a.data), a.name, err)
+		}
+		r.bufs = append(r.bufs, buf)
+		r.ids = append(r.ids, buf.ID())
+		if !a.out {
+			if err := buf.Write(0, a.data); err != nil {
+				r.close()
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}
+
+// compare checks the output buffers against want (see compare), reading
+// them back a piece at a time.
+func (r *residentSet) compare(w *workload, dev string, want [][]byte) error {
+	const piece = 16 << 20 // a multiple of every element size
+	got := make([][]byte, len(w.arrays))
+	part := make([][]byte, len(w.arrays))
+	buf := make([]byte, piece)
+	for i, a := range w.arrays {
+		if !a.out {
+			continue
+		}
+		for off := 0; off < len(a.data); off += piece {
+			n := min(piece, len(a.data)-off)
+			if err := r.bufs[i].Read(uint64(off), buf[:n]); err != nil {
+				return err
+			}
+			clear(got)
+			clear(part)
+			got[i], part[i] = buf[:n], want[i][off:off+n]
+			if err := compare(w, dev, part, got); err != nil {
+				return fmt.Errorf("%w (in the piece at byte %d)", err, off)
+			}
+		}
+	}
+	return nil
+}
+
+func (r *residentSet) close() {
+	for _, b := range r.bufs {
+		b.Close()
+	}
+}

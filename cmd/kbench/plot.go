@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// plotFormat returns the image format of a -plot file name, or an error
+// for an extension kbench does not write.
+func plotFormat(file string) (string, error) {
+	switch ext := strings.ToLower(filepath.Ext(file)); ext {
+	case ".svg", ".png":
+		return ext[1:], nil
+	default:
+		return "", fmt.Errorf("-plot %q: the file name must end in .svg or .png", file)
+	}
+}
+
+// Line styles per device, fixed so that every panel reads the same way.
+var deviceStyle = map[string]struct {
+	color color.Color
+	shape draw.GlyphDrawer
+	dash  []vg.Length
+}{
+	devCPU1:     {color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 255}, draw.CircleGlyph{}, nil},
+	devCPUAll:   {color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 255}, draw.SquareGlyph{}, nil},
+	devGPU:      {color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 255}, draw.TriangleGlyph{}, nil},
+	devGPUXfer:  {color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 255}, draw.PyramidGlyph{}, nil},
+	devCopyName: {color.Gray{Y: 0x70}, draw.CrossGlyph{}, []vg.Length{vg.Points(4), vg.Points(3)}},
+}
+
+// writePlot draws, per kernel, throughput (elements per second) against
+// size on log-log axes, one line per device plus the memory-copy bound
+// (the elements per second a plain copy of the same bytes allows), in a
+// grid of panels, to file (.svg or .png).
+func (r *Report) writePlot(file string) error {
+	format, err := plotFormat(file)
+	if err != nil {
+		return err
+	}
+	cols := min(3, len(r.Kernels))
+	rows := (len(r.Kernels) + cols - 1) / cols
+	plots := make([][]*plot.Plot, rows)
+	for i := range plots {
+		plots[i] = make([]*plot.Plot, cols)
+	}
+	for i, k := range r.Kernels {
+		p, err := r.kernelPlot(k)
+		if err != nil {
+			return err
+		}
+		plots[i/cols][i%cols] = p
+	}
+	const panelW, panelH = 4 * vg.Inch, 3 * vg.Inch
+	c, err := draw.NewFormattedCanvas(panelW*vg.Length(cols), panelH*vg.Length(rows), format)
+	if err != nil {
+		return err
+	}
+	dc := draw.New(c)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align(plots, tiles, dc)
+	for j := range plots {
+		for i, p := range plots[j] {
+			if p != nil {
+				p.Draw(canvases[j][i])
+			}
+		}
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// kernelPlot is one kernel's panel.
+func (r *Report) kernelPlot(k string) (*plot.Plot, error) {
+	p := plot.New()
+	elem := ""
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.TextStyle.Font.Size = vg.Points(7)
+	lines := append(append([]string(nil), r.Devices...), devCopyName)
+	for _, d := range lines {
+		var xys plotter.XYs
+		for _, s := range r.Sizes {
+			var x *Result
+			if d == devCopyName {
+				for _, dd := range r.Devices {
+					if x = r.result(k, s, dd); x != nil {
+						break
+					}
+				}
+				if x != nil {
+					xys = append(xys, plotter.XY{X: float64(x.Elements), Y: float64(x.Elements) / x.CopySeconds})
+				}
+				continue
+			}
+			if x = r.result(k, s, d); x != nil {
+				elem = x.Elem
+				xys = append(xys, plotter.XY{X: float64(x.Elements), Y: x.ElemPerSec})
+			}
+		}
+		xys = positive(xys)
+		if len(xys) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return nil, err
+		}
+		st := deviceStyle[d]
+		line.Color, points.Color, points.Shape = st.color, st.color, st.shape
+		line.Dashes = st.dash
+		name := d
+		if d == devCopyName {
+			name = "copy bound"
+		}
+		p.Add(line, points)
+		p.Legend.Add(name, line, points)
+	}
+	// A single size (or value) would make a zero-width log range.
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		if a.Min == a.Max && a.Min > 0 {
+			a.Min, a.Max = a.Min/2, a.Max*2
+		}
+	}
+	p.Title.Text = k
+	p.X.Label.Text = "size (" + elem + "s)"
+	p.Y.Label.Text = elem + "s per second"
+	return p, nil
+}
+
+// positive drops points a log axis cannot show.
+func positive(xys plotter.XYs) plotter.XYs {
+	out := xys[:0]
+	for _, p := range xys {
+		if p.X > 0 && p.Y > 0 && !math.IsInf(p.Y, 0) && !math.IsNaN(p.Y) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
