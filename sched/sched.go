@@ -569,7 +569,7 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	if sl.err.Load() != nil {
 		sl.err.Store(nil)
 	}
-	sl.open = 1 // not yet published: a plain store
+	atomic.StoreInt32(&sl.open, 1)
 	sl.parent = 0
 
 	if t.Parent != NoTask {
@@ -654,7 +654,7 @@ func (s *Scheduler) release(idx uint32) {
 	sl := &s.slots[idx]
 	sl.kern = nil
 	sl.task = Task{}
-	sl.open = 0
+	atomic.StoreInt32(&sl.open, 0)
 	sl.deps.Store(uint64(sl.genLoad()+1) << 32)
 	s.finished(nil)
 	s.putSlot(idx, nil)
@@ -775,7 +775,7 @@ func (s *Scheduler) initSub(x, p uint32, begin, end uint32, a Affinity, c *Ctx) 
 	if xs.err.Load() != nil {
 		xs.err.Store(nil)
 	}
-	xs.open = 1 // not yet published: a plain store
+	atomic.StoreInt32(&xs.open, 1)
 	xs.parent = p + 1
 }
 
@@ -825,6 +825,11 @@ func (s *Scheduler) complete(idx uint32, c *Ctx) {
 	var err error
 	if te != nil {
 		err = te
+		// Record before the generation bump: a waiter that sees the task
+		// finished must find its error.
+		if !sl.sub && uint32(sl.deps.Load()) != depsAbandoned {
+			s.recordFailure(te)
+		}
 	}
 	parent := sl.parent
 	// Close the dependents list and bump the generation: from here on the
@@ -833,8 +838,6 @@ func (s *Scheduler) complete(idx uint32, c *Ctx) {
 	if uint32(h) == depsAbandoned {
 		// Abandon already failed the dependents and released the parent.
 		h, parent = 0, 0
-	} else if te != nil && !sl.sub {
-		s.recordFailure(te)
 	}
 	sl.kern = nil
 	if sl.task.Data.Data != nil {
