@@ -12,7 +12,7 @@ DEB_PKGS := mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-validationlayers
 	vulkan-tools glslc spirv-tools xvfb xauth libx11-dev libxrandr-dev libxinerama-dev \
 	libxcursor-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev assimp-testmodels gcc
 
-.PHONY: deps build test bench demo shaders shaders-check soak fmt-check vet
+.PHONY: deps build test bench demo shaders shaders-check soak fuzz fmt-check vet
 
 # GPU tests run with the Vulkan validation layer on and fail on any message;
 # CI=true turns "no Vulkan device" from a skip into a failure.
@@ -44,9 +44,20 @@ shaders: deps
 shaders-check:
 	bash shaders/check.sh
 
+# Every go test -fuzz target for a short, bounded time over its seed corpus.
+FUZZTIME ?= 8s
+fuzz:
+	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
+
 test: deps fmt-check vet shaders-check
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -timeout 20m ./sched/... ./gpu/...
+	$(MAKE) --no-print-directory fuzz
+
+# Long randomized stress of the scheduler (minutes, millions of tasks).
+SOAK ?= 3m
+soak: deps
+	VKJOBS_SOAK=$(SOAK) $(GO) test -count=1 -run 'TestStress' -timeout 2h -v ./sched/ | grep -E 'soak|PASS|FAIL|ok'
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sched/... ./gpu/... ./kernels/...

@@ -130,13 +130,14 @@ func recordKernel(c *sched.Ctx, d *sched.TaskData) error {
 
 // Record is step 3 of seed 002: it splits the sorted stream into ranges
 // (at most Config.Ranges, at least Config.MinRange packets each, sizes
-// differing by at most one; see Config.SplitLayers) and records them in parallel through rec, one
-// scheduler task per range; c helps while it waits. See Recorder for the
-// call protocol. It returns what it issued and the first error of
-// BeginFrame, a range (wrapped with its index; a panicking Recorder is an
-// error too) or EndFrame, or ErrStale if a context was reset since
-// MergeSort. In steady state
-// it allocates nothing itself.
+// differing by at most one; see Config.SplitLayers) and records them in
+// parallel through rec, one scheduler task per range; c helps while it
+// waits. See Recorder for the call protocol.
+//
+// It returns what it issued and the first error of BeginFrame, of a range
+// (wrapped with its index; a panicking Recorder is an error too) or of
+// EndFrame, or ErrStale if a context was reset since MergeSort. In steady
+// state it allocates nothing itself.
 func (r *Renderer) Record(c *sched.Ctx, s *Sorted, rec Recorder) (RecordStats, error) {
 	if c == nil || c.Scheduler() != r.s {
 		return RecordStats{}, errors.New("render: Record: c must be a thread of the Renderer's scheduler")

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/vkjobs/vkjobs/evstream"
@@ -311,6 +312,9 @@ func (r *Renderer) MergeSort(c *sched.Ctx, ctxs []*RenderContext, reg *Registry)
 		diff |= sc.diff | (sc.a[0].key ^ first)
 	}
 	st.Packets = total
+	if uint64(total) > math.MaxUint32 {
+		return nil, fmt.Errorf("render: MergeSort: %d packets, at most %d", total, uint32(math.MaxUint32))
+	}
 	if err := r.sortPasses(c, total, diff); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -723,40 +724,134 @@ func TestAddCompleteAllocatesNothing(t *testing.T) {
 
 const kEmptyTest KernelID = 60
 
-// TestStress runs large random task graphs (parents, dependencies, joins,
-// priorities, registered-thread affinity, streaming) and checks that each
-// task ran exactly once, after its dependency and before its parent.
+// TestStress runs large random task graphs (nested parents, children added
+// from running kernels, dependencies, joins, priorities, registered-thread
+// affinity, streaming splits, failing kernels) and checks that every task ran
+// exactly once or, if an ancestor of its dependency chain failed, never; that
+// no task started before its dependency ended; that no parent completed
+// before its children; and that each task's error is what propagation
+// predicts. VKJOBS_SOAK=3m (make soak) runs rounds for that long.
 func TestStress(t *testing.T) {
-	rounds := 6
+	soak, _ := time.ParseDuration(os.Getenv("VKJOBS_SOAK"))
+	rounds, n := 8, 2000
 	if testing.Short() {
 		rounds = 2
 	}
-	for round := 0; round < rounds; round++ {
-		stressRound(t, uint64(round), 3000)
+	start := time.Now()
+	var tasks int64
+	for round := 0; ; round++ {
+		if soak == 0 && round >= rounds || soak > 0 && time.Since(start) > soak {
+			break
+		}
+		if soak > 0 {
+			n = 20000
+		}
+		tasks += int64(stressRound(t, uint64(round), n))
+		if t.Failed() {
+			return
+		}
+	}
+	if soak > 0 {
+		t.Logf("soak: %d tasks in %v (%.0f tasks/s), goroutines now %d", tasks, time.Since(start).Round(time.Second),
+			float64(tasks)/time.Since(start).Seconds(), runtime.NumGoroutine())
 	}
 }
 
-func stressRound(t *testing.T, seed uint64, n int) {
+type stressNode struct {
+	parent, dep    int // -1 for none
+	fails          bool
+	held           bool // a parent: created held, run after its static children
+	spawn          int  // children it adds while running (indices spawnBase...)
+	spawnBase      int
+	start, end     atomic.Int64
+	runs           atomic.Int32
+	id             TaskID
+	witness        int // node that depends on this parent (checks completion order), -1
+	isWitnessFor   int
+	dynamicChildOf int
+	expectFail     bool
+}
+
+func stressRound(t *testing.T, seed uint64, n int) int {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 99))
-	type info struct {
-		start, end atomic.Int64
-		runs       atomic.Int32
-	}
-	infos := make([]info, n)
 	var clock atomic.Int64
+	// Static nodes 0..n-1, then dynamic children.
+	nodes := make([]*stressNode, n)
+	for i := range nodes {
+		nodes[i] = &stressNode{parent: -1, dep: -1, witness: -1, isWitnessFor: -1, dynamicChildOf: -1}
+	}
+	var heldIdx []int
+	// out[x] lists the nodes that cannot complete before x completes
+	// (x's dependents, x's parent). A dependency d for node i with
+	// parent p closes a cycle, a deadlock by construction, if p already
+	// reaches d: such dependencies are not generated.
+	out := make([][]int, n)
+	for i := 0; i < n; i++ {
+		nd := nodes[i]
+		if i > 0 && rng.IntN(3) == 0 && len(heldIdx) > 0 {
+			nd.parent = heldIdx[rng.IntN(len(heldIdx))]
+		}
+		if i > 0 && rng.IntN(3) == 0 {
+			d := rng.IntN(i)
+			if nd.parent < 0 || !reaches(out, nd.parent, d) {
+				nd.dep = d
+			}
+		}
+		if nd.dep >= 0 {
+			out[nd.dep] = append(out[nd.dep], i)
+		}
+		if nd.parent >= 0 {
+			out[i] = append(out[i], nd.parent)
+		}
+		nd.fails = rng.IntN(200) == 0
+		if rng.IntN(10) == 0 {
+			nd.held = true
+			heldIdx = append(heldIdx, i)
+		}
+		if rng.IntN(20) == 0 {
+			nd.spawn = 1 + rng.IntN(4)
+		}
+	}
+	// Dynamic children and witnesses get indices after the static nodes.
+	for i := 0; i < n; i++ {
+		if nodes[i].spawn > 0 {
+			nodes[i].spawnBase = len(nodes)
+			for k := 0; k < nodes[i].spawn; k++ {
+				nodes = append(nodes, &stressNode{parent: i, dep: -1, witness: -1, isWitnessFor: -1, dynamicChildOf: i})
+			}
+		}
+	}
+	for _, p := range heldIdx {
+		w := len(nodes)
+		nodes = append(nodes, &stressNode{parent: -1, dep: p, witness: -1, isWitnessFor: p, dynamicChildOf: -1})
+		nodes[p].witness = w
+	}
 	reg := NewRegistry()
 	const kS KernelID = 1
 	must(t, reg.Register(kS, Kernel{Name: "stress", CPU: func(c *Ctx, d *TaskData) error {
-		in := &infos[d.Params[0]]
-		in.start.Store(clock.Add(1))
-		in.runs.Add(1)
+		nd := nodes[d.Params[0]]
+		nd.start.Store(clock.Add(1))
+		nd.runs.Add(1)
 		for i := 0; i < int(d.Params[1]); i++ {
 			runtime.Gosched()
 		}
-		in.end.Store(clock.Add(1))
+		for k := 0; k < nd.spawn; k++ {
+			var ch Task
+			ch.Kernel = kS
+			ch.Parent = c.Current()
+			ch.Data.Params[0] = uint32(nd.spawnBase + k)
+			if _, err := c.Add(&ch); err != nil {
+				return err
+			}
+		}
+		nd.end.Store(clock.Add(1))
+		if nd.fails {
+			return errors.New("injected failure")
+		}
 		return nil
 	}}))
-	s, err := New(Config{Kernels: reg, Workers: 1 + int(seed%3), MainThreads: 2, PoolSize: 256})
+	s, err := New(Config{Kernels: reg, Workers: 1 + int(seed%4), MainThreads: 2, PoolSize: 2 * n})
 	must(t, err)
 	m, err := s.RegisterThread("main")
 	must(t, err)
@@ -765,51 +860,132 @@ func stressRound(t *testing.T, seed uint64, n int) {
 	done := s.NewEvent()
 	var wg sync.WaitGroup
 	wg.Go(func() { other.WaitEvent(done) })
-	ids := make([]TaskID, n)
-	parents := make([]int, n)
-	deps := make([]int, n)
-	root, err := m.Create(&Task{})
-	must(t, err)
-	for i := 0; i < n; i++ {
+	add := func(i int) {
+		nd := nodes[i]
 		var tk Task
 		tk.Kernel = kS
 		tk.Data.Params[0] = uint32(i)
 		tk.Data.Params[1] = uint32(rng.IntN(3))
 		tk.Priority = Priority(rng.IntN(3))
-		switch rng.IntN(6) {
+		switch rng.IntN(8) {
 		case 0:
 			tk.Affinity = OnThread(0)
 		case 1:
 			tk.Affinity = OnThread(1)
 		}
-		parents[i], deps[i] = -1, -1
-		tk.Parent = root
-		if i > 0 && rng.IntN(3) == 0 {
-			// Only parents that are still unfinished can take children;
-			// hold those we pick by using held (Create) tasks.
+		if nd.parent >= 0 {
+			tk.Parent = nodes[nd.parent].id
 		}
-		if i > 0 && rng.IntN(2) == 0 {
-			d := rng.IntN(i)
-			deps[i] = d
-			tk.Dependency = ids[d]
+		if nd.dep >= 0 {
+			tk.Dependency = nodes[nd.dep].id
 		}
-		id, err := m.Add(&tk)
+		var id TaskID
+		var err error
+		if nd.held {
+			id, err = m.Create(&tk)
+		} else {
+			id, err = m.Add(&tk)
+		}
 		must(t, err)
-		ids[i] = id
+		nd.id = id
 	}
-	must(t, m.Run(root))
-	must(t, m.Wait(root))
+	staticN := n
+	for i := 0; i < staticN; i++ {
+		add(i)
+	}
+	for i := staticN; i < len(nodes); i++ {
+		if nodes[i].isWitnessFor >= 0 {
+			add(i)
+		}
+	}
+	// Start the held parents (children first: reverse order of creation).
+	for k := len(heldIdx) - 1; k >= 0; k-- {
+		must(t, m.Run(nodes[heldIdx[k]].id))
+	}
+	for i := range nodes {
+		if nodes[i].dynamicChildOf < 0 {
+			m.Wait(nodes[i].id)
+		}
+	}
 	done.Signal()
 	wg.Wait()
-	for i := range infos {
-		if r := infos[i].runs.Load(); r != 1 {
-			t.Fatalf("seed %d: task %d ran %d times", seed, i, r)
+	// Expected failures: own failure, failed dependency, failed child.
+	var fail func(i int) bool
+	memo := make([]int8, len(nodes))
+	fail = func(i int) bool {
+		if memo[i] != 0 {
+			return memo[i] > 0
 		}
-		if d := deps[i]; d >= 0 && infos[i].start.Load() < infos[d].end.Load() {
-			t.Fatalf("seed %d: task %d started before its dependency %d ended", seed, i, d)
+		memo[i] = -1
+		nd := nodes[i]
+		f := nd.dep >= 0 && fail(nd.dep)
+		if !f && nd.fails {
+			f = true
+		}
+		if !f {
+			for j := range nodes {
+				if nodes[j].parent == i && fail(j) {
+					f = true
+					break
+				}
+			}
+		}
+		if f {
+			memo[i] = 1
+		}
+		return f
+	}
+	for i, nd := range nodes {
+		depFailed := nd.dep >= 0 && fail(nd.dep)
+		parentGone := nd.dynamicChildOf >= 0 && nodes[nd.dynamicChildOf].runs.Load() == 0
+		want := int32(1)
+		if depFailed || parentGone {
+			want = 0
+		}
+		if r := nd.runs.Load(); r != want {
+			t.Fatalf("seed %d: node %d ran %d times, want %d", seed, i, r, want)
+		}
+		if want == 0 {
+			continue
+		}
+		if nd.dep >= 0 && nd.start.Load() < nodes[nd.dep].end.Load() {
+			t.Fatalf("seed %d: node %d started before its dependency %d ended", seed, i, nd.dep)
+		}
+		if p := nd.isWitnessFor; p >= 0 {
+			for j := range nodes {
+				if nodes[j].parent == p && nodes[j].runs.Load() > 0 && nodes[j].end.Load() > nd.start.Load() {
+					t.Fatalf("seed %d: parent %d completed before its child %d ended", seed, p, j)
+				}
+			}
+		}
+		if nd.dynamicChildOf < 0 {
+			got := s.Err(nd.id) != nil
+			if got != fail(i) {
+				t.Fatalf("seed %d: node %d error %v, want failure=%v", seed, i, s.Err(nd.id), fail(i))
+			}
 		}
 	}
 	must(t, s.Close())
+	return len(nodes)
+}
+
+func reaches(out [][]int, from, to int) bool {
+	seen := map[int]bool{from: true}
+	stack := []int{from}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if x == to {
+			return true
+		}
+		for _, y := range out[x] {
+			if !seen[y] {
+				seen[y] = true
+				stack = append(stack, y)
+			}
+		}
+	}
+	return false
 }
 
 func TestHungKernelTimeoutAndAbandon(t *testing.T) {
