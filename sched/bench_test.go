@@ -3,6 +3,7 @@ package sched
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
@@ -36,6 +37,7 @@ func BenchmarkEmptyTask(b *testing.B) {
 	b.Run("sched", func(b *testing.B) {
 		_, m := benchSched(b)
 		b.ReportAllocs()
+		b.ResetTimer()
 		task := Task{Kernel: kEmpty}
 		for i := 0; i < b.N; {
 			root, _ := m.Create(&Task{})
@@ -136,6 +138,7 @@ func BenchmarkParallelFor(b *testing.B) {
 			t.Data.Grain = uint32(n / 16)
 			t.Data.In[0] = StreamOf(x)
 			t.Data.Out[0] = StreamOf(y)
+			b.ResetTimer()
 			for range b.N {
 				id, err := m.Add(&t)
 				if err != nil {
@@ -160,20 +163,26 @@ func BenchmarkParallelFor(b *testing.B) {
 	}
 }
 
+// fibArena holds fib results: a kernel's output is a cell taken with an
+// atomic counter, so the benchmark itself allocates nothing.
+var (
+	fibArena [1 << 16]uint32
+	fibNext  atomic.Int32
+)
+
+func fibCell() *uint32 { return &fibArena[fibNext.Add(1)&(1<<16-1)] }
+
 func fibKernel(c *Ctx, d *TaskData) error {
 	n := d.Params[0]
-	if n < 2 {
-		d.Params[1] = n
-		return nil
-	}
+	out := d.Data.(*uint32)
 	if n < 12 { // serial cut-off, as any real task system would use
-		d.Params[1] = fibSerial(n)
+		*out = fibSerial(n)
 		return nil
 	}
 	var a, b Task
 	a.Kernel, b.Kernel = kFib, kFib
 	a.Data.Params[0], b.Data.Params[0] = n-1, n-2
-	ra, rb := new(uint32), new(uint32)
+	ra, rb := fibCell(), fibCell()
 	a.Data.Data, b.Data.Data = ra, rb
 	ia, err := c.Add(&a)
 	if err != nil {
@@ -189,6 +198,7 @@ func fibKernel(c *Ctx, d *TaskData) error {
 	if err := c.Wait(ib); err != nil {
 		return err
 	}
+	*out = *ra + *rb
 	return nil
 }
 
@@ -205,20 +215,28 @@ func BenchmarkFib(b *testing.B) {
 	b.Run("sched", func(b *testing.B) {
 		_, m := benchSched(b)
 		b.ReportAllocs()
+		b.ResetTimer()
 		for range b.N {
 			var t Task
+			res := fibCell()
 			t.Kernel = kFib
 			t.Data.Params[0] = n
+			t.Data.Data = res
 			id, _ := m.Add(&t)
 			if err := m.Wait(id); err != nil {
 				b.Fatal(err)
+			}
+			if *res != 75025 {
+				b.Fatalf("fib(25) = %d", *res)
 			}
 		}
 	})
 	b.Run("goroutines", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
-			fibGo(n)
+			if r := fibGo(n); r != 75025 {
+				b.Fatalf("fib(25) = %d", r)
+			}
 		}
 	})
 }
@@ -233,4 +251,71 @@ func fibGo(n uint32) uint32 {
 	y = fibGo(n - 2)
 	wg.Wait()
 	return x + y
+}
+
+const kWork KernelID = 13
+
+func smallWork(n uint32) uint32 {
+	x := n
+	for i := 0; i < 100; i++ {
+		x = x*1664525 + 1013904223
+	}
+	return x
+}
+
+// BenchmarkGraph: a level-synchronous DAG of small tasks: each level's
+// tasks are children of a join, and the next level's tasks depend on that
+// join (64 levels x 64 tasks, ~0.1 µs of work each). ns/op is per task.
+func BenchmarkGraph(b *testing.B) {
+	const levels, width = 64, 64
+	b.Run("sched", func(b *testing.B) {
+		s, m := benchSched(b)
+		must(b, s.Kernels().Register(kWork, Kernel{Name: "work", CPU: func(c *Ctx, d *TaskData) error {
+			d.Params[1] = smallWork(d.Params[0])
+			return nil
+		}}))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i += levels * width {
+			prev := NoTask
+			for l := 0; l < levels; l++ {
+				join, _ := m.Create(&Task{})
+				t := Task{Kernel: kWork, Parent: join, Dependency: prev}
+				for w := 0; w < width; w++ {
+					t.Data.Params[0] = uint32(w)
+					if _, err := m.Add(&t); err != nil {
+						b.Fatal(err)
+					}
+				}
+				m.Run(join)
+				prev = join
+			}
+			if err := m.Wait(prev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("goroutines", func(b *testing.B) {
+		b.ReportAllocs()
+		var sink [width]uint32
+		for i := 0; i < b.N; i += levels * width {
+			for l := 0; l < levels; l++ {
+				var wg sync.WaitGroup
+				for w := 0; w < width; w++ {
+					wg.Go(func() { sink[w] = smallWork(uint32(w)) })
+				}
+				wg.Wait()
+			}
+		}
+	})
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		var sink uint32
+		for i := 0; i < b.N; i += levels * width {
+			for l := 0; l < levels*width; l++ {
+				sink += smallWork(uint32(l))
+			}
+		}
+		_ = sink
+	})
 }
