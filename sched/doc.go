@@ -19,6 +19,10 @@
 // [TaskData.Begin, TaskData.End) and indexes whole streams with absolute item
 // numbers, so the same bytes and the same indexing work on a GPU.
 //
+// Add copies the whole Task for streaming kinds, but only the header, Params
+// and Data for Simple kernels (which take no streams: Add refuses them), so
+// the cache lines that move between cores per task stay few.
+//
 // A TaskID packs the slot index, the slot's generation and the scheduler's
 // number. When a task completes its slot's generation is bumped and the slot
 // is reused: an old ID then reads as finished (IsFinished is true, never a
@@ -41,7 +45,13 @@
 //     fails with ErrChildFailed. Kernel panics become errors (ErrKernelPanic)
 //     that name the task and kernel; the worker survives.
 //   - Close finishes or fails every task: nothing is lost, and no goroutine
-//     is left behind.
+//     is left behind. Tasks made with Create and never Run, and tasks pinned
+//     to a registered thread that no longer serves them, fail with ErrClosed.
+//   - A kernel that never returns cannot be stopped (Go cannot kill a
+//     goroutine), but it need not stall the frame: WaitFor gives up after a
+//     time-out, and Abandon fails the task at once — waiters, dependents and
+//     the parent see ErrAbandoned — while its slot stays reserved until the
+//     kernel returns, so no ID is ever reused under a running kernel.
 //
 // # Threads
 //
