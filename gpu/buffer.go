@@ -18,8 +18,12 @@ const (
 	memStaging                // host-visible, coherent, preferably cached
 )
 
+// bufferUsage is every buffer's usage: storage and uniform for kernels,
+// transfer for copies, vertex and index so that graphics binds buffers
+// written by kernels (the skinning kernel's output) with no copy.
 const bufferUsage = vk.BufferUsageStorageBufferBit | vk.BufferUsageUniformBufferBit |
-	vk.BufferUsageTransferSrcBit | vk.BufferUsageTransferDstBit
+	vk.BufferUsageTransferSrcBit | vk.BufferUsageTransferDstBit |
+	vk.BufferUsageVertexBufferBit | vk.BufferUsageIndexBufferBit
 
 // memBlock is one VkBuffer with its own memory.
 type memBlock struct {

@@ -3,9 +3,12 @@
 // compute dispatches. It is the only package that calls Vulkan: every vk.
 // call of the program lives here, no vulkan-go type appears in its API, and
 // every failed call becomes an error that names the call and its VkResult
-// (*VkError). Graphics (render passes, pipelines, swapchains, secondary
-// command buffers) is meant to join it, beside Device, Buffer, Arena and
-// the command-pool helpers.
+// (*VkError). Graphics (Graphics: render pass, graphics pipelines,
+// offscreen and swapchain targets, secondary command buffers recorded in
+// parallel as render.Recorder) sits beside Device, Buffer, Arena and the
+// executor; its design is documented in gfx_doc.go. Windows come from
+// package gpu/present (GLFW) through the Surface hook, so this package
+// links no window system.
 //
 // # Using it
 //

@@ -1,0 +1,375 @@
+package gpu
+
+import (
+	_ "embed"
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+
+	vk "github.com/vulkan-go/vulkan"
+
+	"github.com/vkjobs/vkjobs/gpu/bind"
+	"github.com/vkjobs/vkjobs/render"
+)
+
+// The built-in shaders (gfx_shaders/lit.vert and lit.frag; see gen.sh).
+var (
+	//go:embed gfx_shaders/lit.vert.spv
+	litVertSPV []byte
+	//go:embed gfx_shaders/lit_inst.vert.spv
+	litInstVertSPV []byte
+	//go:embed gfx_shaders/lit.frag.spv
+	litFragSPV []byte
+)
+
+// Vertex is the vertex layout of every mesh (vertex buffer binding 0,
+// 24 bytes): position then normal, in object space. It is the layout of
+// kernels.SkinnedVertex, so the skinning kernel's output buffer is a
+// vertex buffer as it is.
+type Vertex struct {
+	Pos    [3]float32
+	Normal [3]float32
+}
+
+// Instance is the per-instance data of instanced pipelines (vertex buffer
+// binding 1, 32 bytes): the instance's vertices are p*Scale + Offset
+// before the draw's model matrix, and its colour multiplies the draw's.
+type Instance struct {
+	Offset [3]float32
+	Scale  float32
+	Color  [4]float32
+}
+
+// Sizes the shaders and the C pipeline description assume.
+const (
+	VertexSize   = 24
+	InstanceSize = 32
+)
+
+var (
+	_ [unsafe.Sizeof(Vertex{}) - VertexSize]struct{}
+	_ [VertexSize - unsafe.Sizeof(Vertex{})]struct{}
+	_ [unsafe.Sizeof(Instance{}) - InstanceSize]struct{}
+	_ [InstanceSize - unsafe.Sizeof(Instance{})]struct{}
+)
+
+// CullMode says which triangles a pipeline discards. Front faces are
+// counter-clockwise (see VulkanClip).
+type CullMode int
+
+const (
+	CullBack CullMode = iota // the default
+	CullNone
+	CullFront
+)
+
+// Pipeline describes a graphics pipeline. Every pipeline shares one
+// layout: set 0 binding 0 is the frame's uniform block (View), push
+// constants are the draw's model matrix and colour (80 bytes), vertex
+// binding 0 is Vertex, binding 1 (Instanced) is Instance; the shaders'
+// interface is documented in gfx_shaders/lit.vert.
+type Pipeline struct {
+	Name string
+	// Instanced reads per-instance data (Instance) from the mesh's
+	// instance buffer; draws need meshes that have one.
+	Instanced bool
+	// Blend enables alpha blending and disables depth writes (translucent
+	// draws, sorted back to front by render's key).
+	Blend bool
+	Cull  CullMode
+	// NoDepthTest draws without depth testing or writing.
+	NoDepthTest bool
+	// VertexSPIRV and FragmentSPIRV replace the built-in lit shaders
+	// (SPIR-V 1.0, entry point "main", the interface above). Nil: built-in.
+	VertexSPIRV, FragmentSPIRV []byte
+}
+
+type gfxPipeline struct {
+	id        render.PipelineID
+	name      string
+	pipe      uint64
+	instanced bool
+}
+
+// Mesh describes a mesh whose data already lives in GPU buffers: the
+// skinning kernel's output, or buffers filled with Buffer.Write. The
+// Graphics holds a reference to each buffer until it closes, so closing
+// a buffer while its mesh is registered is safe (the memory stays).
+//
+// The Graphics reads the buffers while frames execute: write them (on the
+// host or with GPU tasks) only when no submitted frame that reads them is
+// still running, e.g. double-buffer per frame in flight, or call
+// Graphics.Wait first. GPU tasks that write them and complete before
+// BeginFrame are ordered correctly: every frame starts with a barrier from
+// compute, transfer and host writes to vertex input, and ends with one
+// from its reads to later compute and transfers.
+type Mesh struct {
+	Name string
+	// Vertices holds VertexCount Vertex values from byte VertexOffset (a
+	// multiple of 4): e.g. the skinning kernel's output stream, one
+	// character's vertices at offset character*verticesPerCharacter*24.
+	Vertices     *Buffer
+	VertexOffset uint64
+	VertexCount  uint32
+	// Indices, when set, holds IndexCount indices (uint32, or uint16 with
+	// Index16) from byte IndexOffset (a multiple of the index size); the
+	// indices must be below VertexCount (not checked for GPU-written
+	// buffers: an index beyond the vertices reads undefined data).
+	Indices     *Buffer
+	IndexOffset uint64
+	IndexCount  uint32
+	Index16     bool
+	// Instances, when set, holds InstanceCount Instance values from byte
+	// InstanceOffset (a multiple of 4), for instanced pipelines.
+	Instances      *Buffer
+	InstanceOffset uint64
+	InstanceCount  uint32
+}
+
+type gfxMesh struct {
+	id             render.MeshID
+	name           string
+	vbuf, voff     uint64
+	ibuf, ioff     uint64
+	indexType      uint32 // 0 none, 1 uint16, 2 uint32
+	inst, instOff  uint64
+	vcount, icount uint32
+	instCount      uint32
+	refs           []*Buffer
+}
+
+func (m *gfxMesh) release() {
+	for _, b := range m.refs {
+		b.release()
+	}
+	m.refs = nil
+}
+
+// checkSPIRV rejects what is obviously not a SPIR-V 1.0 module before it
+// reaches the driver (lavapipe may crash on malformed SPIR-V).
+func checkSPIRV(code []byte, what string) error {
+	if len(code) < 20 || len(code)%4 != 0 {
+		return fmt.Errorf("%w: %s: %d bytes is not a SPIR-V module", ErrBadBinding, what, len(code))
+	}
+	if m := binary.LittleEndian.Uint32(code); m != bind.SPVMagic {
+		return fmt.Errorf("%w: %s: magic %#x is not SPIR-V's", ErrBadBinding, what, m)
+	}
+	if v := binary.LittleEndian.Uint32(code[4:]); v > 0x00010000 {
+		return fmt.Errorf("%w: %s: SPIR-V version %#x is newer than 1.0 (compile with --target-env=vulkan1.0)", ErrBadBinding, what, v)
+	}
+	return nil
+}
+
+// AddPipeline creates a graphics pipeline and registers it: in reg, which
+// assigns the ID, when reg is not nil, else under the next free ID. Use
+// one Registry per Graphics and register pipelines and meshes through the
+// Graphics only, so that IDs agree. Creation compiles the shaders (tens of
+// milliseconds on lavapipe); do it before the frame loop.
+func (g *Graphics) AddPipeline(reg *render.Registry, p Pipeline) (render.PipelineID, error) {
+	if g.closed || g.t.p == nil {
+		return 0, fmt.Errorf("gpu: AddPipeline: Graphics %w", ErrClosed)
+	}
+	vert, frag := p.VertexSPIRV, p.FragmentSPIRV
+	if vert == nil {
+		vert = litVertSPV
+		if p.Instanced {
+			vert = litInstVertSPV
+		}
+	}
+	if frag == nil {
+		frag = litFragSPV
+	}
+	if err := checkSPIRV(vert, "vertex shader"); err != nil {
+		return 0, fmt.Errorf("gpu: AddPipeline %q: %w", p.Name, err)
+	}
+	if err := checkSPIRV(frag, "fragment shader"); err != nil {
+		return 0, fmt.Errorf("gpu: AddPipeline %q: %w", p.Name, err)
+	}
+	var cull uint32
+	switch p.Cull {
+	case CullBack:
+		cull = uint32(vk.CullModeBackBit)
+	case CullNone:
+		cull = uint32(vk.CullModeNone)
+	case CullFront:
+		cull = uint32(vk.CullModeFrontBit)
+	default:
+		return 0, fmt.Errorf("gpu: AddPipeline %q: unknown CullMode %d", p.Name, p.Cull)
+	}
+	t := g.t
+	vm, r := t.shaderModule(vert)
+	defer t.destroy(objShaderModule, &vm)
+	if r != Success {
+		return 0, fmt.Errorf("gpu: AddPipeline %q: vertex shader: %w: %w", p.Name, ErrBadBinding, check("vkCreateShaderModule", r))
+	}
+	fm, r := t.shaderModule(frag)
+	defer t.destroy(objShaderModule, &fm)
+	if r != Success {
+		return 0, fmt.Errorf("gpu: AddPipeline %q: fragment shader: %w: %w", p.Name, ErrBadBinding, check("vkCreateShaderModule", r))
+	}
+	// The pipeline cache is shared with compute pipelines; VkPipelineCache
+	// is internally synchronised.
+	pipe, r := t.graphicsPipeline(g.d.pcache, &pipeDesc{vert: vm, frag: fm, layout: g.pipeLayout, renderPass: g.renderPass,
+		instanced: p.Instanced, blend: p.Blend, depthTest: !p.NoDepthTest, cull: cull})
+	if r != Success {
+		return 0, fmt.Errorf("gpu: AddPipeline %q: %w", p.Name, g.failVk("vkCreateGraphicsPipelines", r))
+	}
+	gp := &gfxPipeline{name: p.Name, pipe: pipe, instanced: p.Instanced}
+	id := render.PipelineID(len(g.pipes) + 1)
+	if reg != nil {
+		var err error
+		if id, err = reg.AddPipeline(render.Pipeline{Name: p.Name}); err != nil {
+			t.destroy(objPipeline, &gp.pipe)
+			return 0, err
+		}
+	}
+	if int(id) <= len(g.pipes) && g.pipes[id-1] != nil {
+		t.destroy(objPipeline, &gp.pipe)
+		return 0, fmt.Errorf("gpu: AddPipeline %q: the registry gave ID %d, which this Graphics already uses (use one Registry per Graphics)", p.Name, id)
+	}
+	for len(g.pipes) < int(id) {
+		g.pipes = append(g.pipes, nil)
+	}
+	gp.id = id
+	g.pipes[id-1] = gp
+	return id, nil
+}
+
+// bufRange checks that count elements of size bytes from off lie in b.
+func bufRange(b *Buffer, off uint64, count uint32, size, align uint64, what string) error {
+	switch {
+	case b == nil:
+		return fmt.Errorf("%w: %s: nil buffer", ErrBadStream, what)
+	case b.closed.Load() || b.gone.Load():
+		return fmt.Errorf("%w: %s: buffer %d is closed", ErrBadStream, what, b.id)
+	case count == 0:
+		return fmt.Errorf("%w: %s: count 0", ErrBadStream, what)
+	case off%align != 0:
+		return fmt.Errorf("%w: %s: offset %d is not a multiple of %d", ErrBadStream, what, off, align)
+	case off > b.blk.size || uint64(count)*size > b.blk.size-off:
+		return fmt.Errorf("%w: %s: %d elements of %d bytes from offset %d exceed buffer %d of %d bytes",
+			ErrBadStream, what, count, size, off, b.id, b.blk.size)
+	}
+	return nil
+}
+
+// AddMesh registers a mesh whose data is in GPU buffers (see Mesh), in
+// reg when not nil (see AddPipeline for IDs). It takes a reference to
+// each buffer until Close.
+func (g *Graphics) AddMesh(reg *render.Registry, m Mesh) (render.MeshID, error) {
+	if g.closed || g.t.p == nil {
+		return 0, fmt.Errorf("gpu: AddMesh: Graphics %w", ErrClosed)
+	}
+	gm := &gfxMesh{name: m.Name, vcount: m.VertexCount}
+	if err := bufRange(m.Vertices, m.VertexOffset, m.VertexCount, VertexSize, 4, "vertices"); err != nil {
+		return 0, fmt.Errorf("gpu: AddMesh %q: %w", m.Name, err)
+	}
+	gm.vbuf, gm.voff = bufferU64(m.Vertices.blk.buf), m.VertexOffset
+	bufs := []*Buffer{m.Vertices}
+	if m.Indices != nil {
+		size, it := uint64(4), uint32(2)
+		if m.Index16 {
+			size, it = 2, 1
+		}
+		if err := bufRange(m.Indices, m.IndexOffset, m.IndexCount, size, size, "indices"); err != nil {
+			return 0, fmt.Errorf("gpu: AddMesh %q: %w", m.Name, err)
+		}
+		gm.ibuf, gm.ioff, gm.indexType, gm.icount = bufferU64(m.Indices.blk.buf), m.IndexOffset, it, m.IndexCount
+		bufs = append(bufs, m.Indices)
+	} else if m.IndexCount != 0 {
+		return 0, fmt.Errorf("gpu: AddMesh %q: IndexCount %d without an index buffer", m.Name, m.IndexCount)
+	}
+	if m.Instances != nil {
+		if err := bufRange(m.Instances, m.InstanceOffset, m.InstanceCount, InstanceSize, 4, "instances"); err != nil {
+			return 0, fmt.Errorf("gpu: AddMesh %q: %w", m.Name, err)
+		}
+		gm.inst, gm.instOff, gm.instCount = bufferU64(m.Instances.blk.buf), m.InstanceOffset, m.InstanceCount
+		bufs = append(bufs, m.Instances)
+	}
+	for _, b := range bufs {
+		if !b.acquire() {
+			gm.release()
+			return 0, fmt.Errorf("gpu: AddMesh %q: %w: buffer %d is closed", m.Name, ErrBadStream, b.id)
+		}
+		gm.refs = append(gm.refs, b)
+	}
+	id := render.MeshID(len(g.meshes) + 1)
+	if reg != nil {
+		var err error
+		if id, err = reg.AddMesh(render.Mesh{Name: m.Name, Vertices: m.VertexCount, Indices: m.IndexCount}); err != nil {
+			gm.release()
+			return 0, err
+		}
+	}
+	if uint64(id) <= uint64(len(g.meshes)) && g.meshes[id-1] != nil {
+		gm.release()
+		return 0, fmt.Errorf("gpu: AddMesh %q: the registry gave ID %d, which this Graphics already uses (use one Registry per Graphics)", m.Name, id)
+	}
+	for uint64(len(g.meshes)) < uint64(id) {
+		g.meshes = append(g.meshes, nil)
+	}
+	gm.id = id
+	g.meshes[id-1] = gm
+	return id, nil
+}
+
+// NewMesh uploads a mesh from host data into new GPU buffers that the
+// Graphics owns, and registers it (see AddMesh). indices (may be nil) must
+// be below len(verts); instances may be nil.
+func (g *Graphics) NewMesh(reg *render.Registry, name string, verts []Vertex, indices []uint32, instances []Instance) (render.MeshID, error) {
+	if len(verts) == 0 || uint64(len(verts)) > 1<<32-1 || uint64(len(indices)) > 1<<32-1 || uint64(len(instances)) > 1<<32-1 {
+		return 0, fmt.Errorf("gpu: NewMesh %q: %d vertices, %d indices, %d instances", name, len(verts), len(indices), len(instances))
+	}
+	for i, ix := range indices {
+		if ix >= uint32(len(verts)) {
+			return 0, fmt.Errorf("gpu: NewMesh %q: index %d is %d, beyond the %d vertices", name, i, ix, len(verts))
+		}
+	}
+	m := Mesh{Name: name, VertexCount: uint32(len(verts)), IndexCount: uint32(len(indices)), InstanceCount: uint32(len(instances))}
+	var made []*Buffer
+	fail := func(err error) (render.MeshID, error) {
+		for _, b := range made {
+			b.Close()
+		}
+		return 0, fmt.Errorf("gpu: NewMesh %q: %w", name, err)
+	}
+	upload := func(p []byte) (*Buffer, error) {
+		b, err := g.d.NewBuffer(uint64(len(p)))
+		if err != nil {
+			return nil, err
+		}
+		made = append(made, b)
+		return b, b.Write(0, p)
+	}
+	var err error
+	if m.Vertices, err = upload(asBytes(verts)); err != nil {
+		return fail(err)
+	}
+	if len(indices) > 0 {
+		if m.Indices, err = upload(asBytes(indices)); err != nil {
+			return fail(err)
+		}
+	}
+	if len(instances) > 0 {
+		if m.Instances, err = upload(asBytes(instances)); err != nil {
+			return fail(err)
+		}
+	}
+	id, err := g.AddMesh(reg, m)
+	if err != nil {
+		return fail(err)
+	}
+	// The mesh holds its own references; the Graphics closes the owner's
+	// at Close.
+	g.owned = append(g.owned, made...)
+	return id, nil
+}
+
+// asBytes views a slice of plain values as bytes.
+func asBytes[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(z)))
+}
