@@ -4,7 +4,11 @@ import "math"
 
 // This file holds the float32 arithmetic that the compressor and the
 // sampler must share bit for bit: the compressor measures its error with
-// exactly the values the runtime will compute.
+// exactly the values the runtime will compute. Every product that feeds a
+// sum is rounded with an explicit float32 conversion, which the Go spec
+// says prevents fusing it into a multiply-add (GOAMD64=v3 fuses
+// otherwise): the results are the same on every build, and the GLSL port
+// (shaders/anim_sample.comp, `precise`) computes them bit for bit.
 
 // cpoint is a decoded curve point: a time in frames from the segment start
 // and up to four components.
@@ -48,13 +52,13 @@ func curveCoeffs(p0, p1, p2, p3 *cpoint, c *[16]float32) float32 {
 	}
 	for i := range 4 {
 		v1, v2 := p1.v[i], p2.v[i]
-		hm1 := (v2 - a0[i]) * s1
-		hm2 := (a3[i] - v1) * s2
+		hm1 := float32((v2 - a0[i]) * s1)
+		hm2 := float32((a3[i] - v1) * s2)
 		d := v2 - v1
 		c[i] = v1
 		c[4+i] = hm1
-		c[8+i] = 3*d - 2*hm1 - hm2
-		c[12+i] = hm1 + hm2 - 2*d
+		c[8+i] = float32(3*d) - float32(2*hm1) - hm2
+		c[12+i] = hm1 + hm2 - float32(2*d)
 	}
 	return recip(h)
 }
@@ -69,9 +73,10 @@ var recipTable = func() (r [256]float32) {
 }()
 
 // recip returns 1/x for x > 0 (a whole number of frames, exact from the
-// table when below 256).
+// table when below 256). Any other x (negative, NaN: only a scribbled
+// cursor gives one) divides.
 func recip(x float32) float32 {
-	if n := int(x); n < len(recipTable) && float32(n) == x {
+	if n := int(x); n >= 0 && n < len(recipTable) && float32(n) == x {
 		return recipTable[n]
 	}
 	return 1 / x
@@ -87,7 +92,7 @@ func evalCoeffs(c *[16]float32, t1, invH, f float32, rot bool) [4]float32 {
 	}
 	var r [4]float32
 	for i := range 4 {
-		r[i] = c[i] + u*(c[4+i]+u*(c[8+i]+u*c[12+i]))
+		r[i] = horner(c[i], c[4+i], c[8+i], c[12+i], u)
 	}
 	if rot {
 		r = normalize4(r)
@@ -95,8 +100,18 @@ func evalCoeffs(c *[16]float32, t1, invH, f float32, rot bool) [4]float32 {
 	return r
 }
 
+// horner returns c0 + u(c1 + u(c2 + u c3)), each product rounded.
+func horner(c0, c1, c2, c3, u float32) float32 {
+	return c0 + float32(u*(c1+float32(u*(c2+float32(u*c3)))))
+}
+
+// dot4 returns the dot product, summed left to right, products rounded.
+func dot4(a, b *[4]float32) float32 {
+	return float32(a[0]*b[0]) + float32(a[1]*b[1]) + float32(a[2]*b[2]) + float32(a[3]*b[3])
+}
+
 func normalize4(r [4]float32) [4]float32 {
-	n := r[0]*r[0] + r[1]*r[1] + r[2]*r[2] + r[3]*r[3]
+	n := dot4(&r, &r)
 	if n > 0 {
 		inv := 1 / float32(math.Sqrt(float64(n)))
 		r[0] *= inv
@@ -111,7 +126,7 @@ func normalize4(r [4]float32) [4]float32 {
 
 // alignTo negates rotation v when it is in the other hemisphere from ref.
 func alignTo(v *[4]float32, ref *[4]float32) {
-	if v[0]*ref[0]+v[1]*ref[1]+v[2]*ref[2]+v[3]*ref[3] < 0 {
+	if dot4(v, ref) < 0 {
 		v[0], v[1], v[2], v[3] = -v[0], -v[1], -v[2], -v[3]
 	}
 }

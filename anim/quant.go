@@ -50,7 +50,7 @@ func dequant(kind, mode uint32, step float32, idx *[4]int32) [4]float32 {
 	if mode == modeAll {
 		return [4]float32{a0, a1, a2, float32(idx[3]) * step}
 	}
-	s := 1 - a0*a0 - a1*a1 - a2*a2
+	s := 1 - float32(a0*a0) - float32(a1*a1) - float32(a2*a2) // rounded products: see curve.go
 	var big float32
 	if s > 0 {
 		big = float32(math.Sqrt(float64(s)))
@@ -119,11 +119,13 @@ const (
 // predict extrapolates the index of a point at time t from the track's
 // two previous points (ta, ia) and (tb, ib), tb >= ta, with predictor pm,
 // in int32 arithmetic that cannot overflow for |ia|, |ib| < 2^24: the
-// slope is used only when the points are at distinct times, t - tb <= 63
-// and |ib - ia| < 2^23. Go's / truncates toward zero, as a GLSL port must.
+// slope is used only when the points are at distinct times less than 2^16
+// frames apart (always, within a segment; the bound keeps the divisor
+// positive whatever a scribbled cursor holds), t - tb <= 63 and
+// |ib - ia| < 2^23. Go's / truncates toward zero, as a GLSL port must.
 func predict(ta, tb, t uint32, ia, ib int32, pm uint32) int32 {
 	d := ib - ia
-	if pm == predHold || tb <= ta || t-tb > 63 || d <= -(1<<23) || d >= 1<<23 {
+	if pm == predHold || tb <= ta || tb-ta >= 1<<16 || t-tb > 63 || d <= -(1<<23) || d >= 1<<23 {
 		return ib
 	}
 	den := int32(tb - ta)

@@ -149,7 +149,7 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 
 	// Time to frame, clamped; within 1/1000 frame of a sample snaps to it,
 	// so t = f/rate lands on frame f despite float rounding.
-	f := time * rate
+	f := float32(time * rate) // rounded: see curve.go
 	if !(f > 0) {
 		f = 0
 	}
@@ -248,24 +248,24 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 		if cs[slFresh] != 0 {
 			updateCoeffs(cs, kind, f32(d[2]))
 		}
-		u := (local - f32(cs[slT1])) * f32(cs[slInvH])
+		u := float32((local - f32(cs[slT1])) * f32(cs[slInvH]))
 		if u < 0 {
 			u = 0
 		} else if u > 1 {
 			u = 1
 		}
 		c := cs[slCoef : slCoef+16]
-		x := f32(c[0]) + u*(f32(c[4])+u*(f32(c[8])+u*f32(c[12])))
-		y := f32(c[1]) + u*(f32(c[5])+u*(f32(c[9])+u*f32(c[13])))
-		z := f32(c[2]) + u*(f32(c[6])+u*(f32(c[10])+u*f32(c[14])))
+		x := horner(f32(c[0]), f32(c[4]), f32(c[8]), f32(c[12]), u)
+		y := horner(f32(c[1]), f32(c[5]), f32(c[9]), f32(c[13]), u)
+		z := horner(f32(c[2]), f32(c[6]), f32(c[10]), f32(c[14]), u)
 		o := int(d[0]&0xffff)*PoseFloats + int(kind)*4
 		p := pose[o : o+4]
 		if kind != uint32(TrackRotation) {
 			p[0], p[1], p[2] = x, y, z
 			continue
 		}
-		w := f32(c[3]) + u*(f32(c[7])+u*(f32(c[11])+u*f32(c[15])))
-		n := x*x + y*y + z*z + w*w
+		w := horner(f32(c[3]), f32(c[7]), f32(c[11]), f32(c[15]), u)
+		n := float32(x*x) + float32(y*y) + float32(z*z) + float32(w*w)
 		if n > 0 {
 			inv := 1 / float32(math.Sqrt(float64(n)))
 			p[0], p[1], p[2], p[3] = x*inv, y*inv, z*inv, w*inv
@@ -357,7 +357,7 @@ func readRecord(br *bitBuf, kind uint32, cs []uint32) {
 // shiftIn appends point (t, idx) to a track's window ring: (p0..p3)
 // becomes (p1, p2, p3, new).
 func shiftIn(cs []uint32, t uint32, idx *[4]int32) {
-	head := cs[slHead]
+	head := cs[slHead] & 3 // a scribbled cursor may hold any head
 	e := cs[slRing+head*ringWords : slRing+head*ringWords+ringWords]
 	e[0] = t
 	e[1], e[2], e[3], e[4] = uint32(idx[0]), uint32(idx[1]), uint32(idx[2]), uint32(idx[3])

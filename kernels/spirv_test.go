@@ -56,6 +56,9 @@ func TestSPIRVShippedShaders(t *testing.T) {
 			}
 		}
 	}
+	// Shaders that other packages register and check themselves (kernels
+	// cannot import them): anim_sample is anim.SampleKernel's.
+	delete(names, "anim_sample")
 	if len(names) != 0 {
 		t.Errorf("shaders without a kernel: %v", names)
 	}

@@ -1,0 +1,229 @@
+package anim
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/vkjobs/vkjobs/gpu/bind"
+	"github.com/vkjobs/vkjobs/sched"
+	"github.com/vkjobs/vkjobs/shaders"
+)
+
+// The sampling kernel: SampleJob as a registered sched kernel with a CPU
+// implementation (SampleJob.RunRange) and a GPU one (shaders/anim_sample.comp,
+// a line-by-line GLSL port of sampleOne that decodes the same blob words).
+// See doc.go, "Sampling on the GPU", for the layouts, the cursors and the
+// measured figures.
+
+// SampleKernelID is the ID RegisterSampleKernel registers the sampling
+// kernel under: kernels.FirstFree (32), the first ID package kernels leaves
+// to other packages. (anim does not import package kernels, so that
+// kernels' own tests may import anim; a test pins the equality.)
+const SampleKernelID sched.KernelID = 32
+
+// SampleKernelName is the kernel's name, also its shader's in package shaders.
+const SampleKernelName = "anim_sample"
+
+// Flags of the sampling kernel, in TaskData.Params[2].
+const (
+	// SampleInPlace tells the GPU shader that output stream 1 (cursors
+	// written) is the memory of input stream 2 (cursors read): one
+	// GPU-resident buffer given as both, at the same offset. The shader then
+	// updates the cursors where they are and copies nothing, so they live
+	// on the device from frame to frame. Without it, the shader first
+	// copies each character's cursor from input 2 to output 1 (host
+	// cursors: uploaded, copied, read back). Set it only when the two
+	// streams are the same device memory: otherwise the shader takes
+	// output 1's undefined bytes for the cursors (no crash or hang, but the
+	// pose is right only if they happen to hold a valid cursor or one that
+	// does not match the clip). The CPU implementation ignores the flag: it
+	// compares the host slices itself.
+	SampleInPlace uint32 = 1 << 0
+	// SampleTRS writes anim's pose layout (translation, rotation, scale:
+	// PoseFloats per bone) instead of the default, kernels.Transform's
+	// (rotation, translation, scale), which LocalToModel consumes.
+	SampleTRS uint32 = 1 << 1
+)
+
+// SampleGrain is the kernel's default split grain in characters: 16
+// characters of 31 bones are about 50-100 µs of CPU work when playing
+// forward (100-200 ns per bone per pose).
+const SampleGrain = 16
+
+// SampleLocalSize is the shader's workgroup size (one character per
+// invocation): small groups keep both of lavapipe's threads busy even for
+// a small crowd (64 characters: groups of 16 ran 2-3x faster than one
+// group of 64; at 1024 characters 8 to 64 are alike; BenchmarkSampleGPU).
+const SampleLocalSize = 16
+
+var sampleSPIRV = sync.OnceValues(func() ([]byte, error) { return shaders.SPIRV(SampleKernelName) })
+
+// SampleKernel returns the sampling kernel's registration, for a registry
+// that wants it under another ID than SampleKernelID:
+//
+//	Streaming, work item = character, grain SampleGrain
+//	in 0   blob     uint32 words (4 B)          Whole    Blob.Words(); TaskData.Data = the *Blob
+//	in 1   inputs   SampleInput (8 B)           PerItem  clip offset, time
+//	in 2   cursors  Params[1] uint32 words      PerItem  read
+//	out 0  poses    Params[0] bones x 48 B      PerItem  kernels.Transform per bone
+//	                                                     (SampleTRS: anim's layout)
+//	out 1  cursors  Params[1] uint32 words      PerItem  written (usually in 2's memory)
+//	Params[0] bones per pose (SampleJob.Bones), Params[1] cursor words per
+//	character (SampleJob.CursorStride), Params[2] flags (SampleInPlace, SampleTRS)
+//
+// The GPU binding holds shaders/anim_sample.spv (LocalSize SampleLocalSize).
+func SampleKernel() (sched.Kernel, error) {
+	spv, err := sampleSPIRV()
+	if err != nil {
+		return sched.Kernel{}, fmt.Errorf("anim: sampling kernel: %w", err)
+	}
+	b := &bind.Binding{SPIRV: spv, Entry: bind.DefaultEntry, LocalSize: SampleLocalSize, ItemsPerInvocation: 1}
+	if err := b.Validate(); err != nil {
+		return sched.Kernel{}, fmt.Errorf("anim: sampling kernel: %w", err)
+	}
+	return sched.Kernel{
+		Name:  SampleKernelName,
+		Kind:  sched.Streaming,
+		Grain: SampleGrain,
+		In: []sched.StreamSpec{
+			{Name: "blob", Stride: 4, Rate: sched.Whole},
+			{Name: "inputs", Stride: 8, Rate: sched.PerItem},
+			{Name: "cursors", Rate: sched.PerItem},
+		},
+		Out: []sched.StreamSpec{
+			{Name: "poses", Rate: sched.PerItem},
+			{Name: "cursors_out", Rate: sched.PerItem},
+		},
+		CPU: sampleKernelCPU,
+		GPU: b,
+	}, nil
+}
+
+// RegisterSampleKernel registers the sampling kernel in reg under
+// SampleKernelID.
+func RegisterSampleKernel(reg *sched.Registry) error {
+	k, err := SampleKernel()
+	if err != nil {
+		return err
+	}
+	if err := reg.Register(SampleKernelID, k); err != nil {
+		return fmt.Errorf("anim: RegisterSampleKernel: %w", err)
+	}
+	return nil
+}
+
+// TaskData returns the data of a sampling-kernel task that does the job on
+// its host slices: the blob's bytes as input 0 (and the *Blob as Data),
+// Inputs, Cursors as input 2 and output 1 (the same slice), Poses as
+// output 0, Params {Bones, CursorStride, flags}. Poses receive the layout
+// flags asks for: kernels.Transform's unless flags has SampleTRS. To keep
+// cursors (or the blob, or the poses) on the GPU, replace those streams by
+// GPU buffers' streams (and add SampleInPlace when one buffer is both
+// cursor streams): a host blob is uploaded whole for every GPU dispatch,
+// host cursors both ways. It validates the job first.
+func (j *SampleJob) TaskData(flags uint32) (sched.TaskData, error) {
+	if err := j.Validate(); err != nil {
+		return sched.TaskData{}, err
+	}
+	n := len(j.Inputs)
+	var d sched.TaskData
+	d.Params[0], d.Params[1], d.Params[2] = uint32(j.Bones), uint32(j.CursorStride), flags
+	d.Data = j.Blob
+	d.Elements = uint32(n)
+	d.In[0] = sched.Stream{Bytes: j.Blob.data, Stride: 4, Count: uint32(len(j.Blob.words))}
+	d.In[1] = sched.StreamOf(j.Inputs)
+	cur := sched.StreamOf(j.Cursors[:n*j.CursorStride])
+	cur.Stride, cur.Count = uint32(4*j.CursorStride), uint32(n)
+	d.In[2], d.Out[1] = cur, cur
+	pose := sched.StreamOf(j.Poses[:n*j.Bones*PoseFloats])
+	pose.Stride, pose.Count = uint32(4*PoseFloats*j.Bones), uint32(n)
+	d.Out[0] = pose
+	return d, nil
+}
+
+var errSampleData = errors.New("anim: sampling kernel: TaskData.Data must be the *anim.Blob whose bytes input stream 0 holds")
+
+// sampleKernelCPU is the kernel's CPU implementation: SampleJob.RunRange on
+// the task's streams. It allocates nothing unless it fails.
+func sampleKernelCPU(_ *sched.Ctx, d *sched.TaskData) error {
+	bl, _ := d.Data.(*Blob)
+	if bl == nil {
+		return errSampleData
+	}
+	// Input 0 may be device-only (the blob uploaded once); host bytes must
+	// be the blob's own, so that both devices read the same words.
+	if b := d.In[0].Bytes; b != nil && (len(b) != len(bl.data) || len(b) == 0 || unsafe.SliceData(b) != unsafe.SliceData(bl.data)) {
+		return errSampleData
+	}
+	bones, stride, flags := d.Params[0], d.Params[1], d.Params[2]
+	if bones == 0 || bones > MaxBones || stride < CursorHeaderWords || stride > CursorHeaderWords+3*MaxBones*CursorSlotWords {
+		return fmt.Errorf("anim: sampling kernel: Params[0] bones %d, Params[1] cursor words %d", bones, stride)
+	}
+	if flags&^(SampleInPlace|SampleTRS) != 0 {
+		return fmt.Errorf("anim: sampling kernel: unknown flags %#x in Params[2]", flags)
+	}
+	inputs, err := hostView[SampleInput](&d.In[1], "input", 1, 8)
+	if err != nil {
+		return err
+	}
+	cin, err := hostView[uint32](&d.In[2], "input", 2, 4*stride)
+	if err != nil {
+		return err
+	}
+	cout, err := hostView[uint32](&d.Out[1], "output", 1, 4*stride)
+	if err != nil {
+		return err
+	}
+	poses, err := hostView[float32](&d.Out[0], "output", 0, 4*PoseFloats*bones)
+	if err != nil {
+		return err
+	}
+	lo, hi := int(d.Begin)*int(stride), int(d.End)*int(stride)
+	if hi > len(cin) || hi > len(cout) {
+		return fmt.Errorf("anim: sampling kernel: range [%d,%d) beyond the cursor streams", d.Begin, d.End)
+	}
+	if hi > lo && &cin[lo] != &cout[lo] {
+		copy(cout[lo:hi], cin[lo:hi])
+	}
+	job := SampleJob{Blob: bl, Inputs: inputs, Cursors: cout, CursorStride: int(stride), Poses: poses, Bones: int(bones)}
+	if err := job.RunRange(int(d.Begin), int(d.End)); err != nil {
+		return err
+	}
+	if flags&SampleTRS == 0 {
+		// anim's layout to kernels.Transform's: swap translation and rotation.
+		p := poses[int(d.Begin)*int(bones)*PoseFloats : int(d.End)*int(bones)*PoseFloats]
+		for k := 0; k+PoseFloats <= len(p); k += PoseFloats {
+			b := (*[PoseFloats]float32)(p[k : k+PoseFloats])
+			b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7] = b[4], b[5], b[6], b[7], b[0], b[1], b[2], b[3]
+		}
+	}
+	return nil
+}
+
+// hostView returns stream s as []T (Count elements of stride bytes, each a
+// whole number of T), failing without a panic when it has no host memory,
+// the wrong stride, too few bytes or misaligned memory.
+func hostView[T any](s *sched.Stream, dir string, i int, stride uint32) ([]T, error) {
+	var z T
+	size := uint64(unsafe.Sizeof(z))
+	if s.Stride != stride {
+		return nil, fmt.Errorf("anim: sampling kernel: %s stream %d: stride %d bytes, want %d", dir, i, s.Stride, stride)
+	}
+	n := uint64(s.Count) * uint64(stride)
+	if n == 0 {
+		return nil, nil
+	}
+	if s.Bytes == nil {
+		return nil, fmt.Errorf("anim: sampling kernel: %s stream %d: no host memory (device buffer %d only): the CPU kernel cannot run", dir, i, s.Buffer)
+	}
+	if uint64(len(s.Bytes)) < n {
+		return nil, fmt.Errorf("anim: sampling kernel: %s stream %d: %d bytes, want %d", dir, i, len(s.Bytes), n)
+	}
+	p := unsafe.Pointer(unsafe.SliceData(s.Bytes))
+	if uintptr(p)%unsafe.Alignof(z) != 0 {
+		return nil, fmt.Errorf("anim: sampling kernel: %s stream %d: memory not %d-byte aligned", dir, i, unsafe.Alignof(z))
+	}
+	return unsafe.Slice((*T)(p), n/size), nil
+}

@@ -1,0 +1,499 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// anim_sample.comp: anim.SampleKernelID, the GLSL port of anim's sampler
+// (anim/sample.go: sampleOne and the functions it calls). It decodes the
+// same blob words and keeps the same cursor words as the Go code, with the
+// same float32 operations in the same order (`precise`: no fused
+// multiply-add, no reassociation), so its poses match the CPU's.
+//
+// Work item i = character i.
+//   in 0   blob words (uint, Whole): anim.Blob.Words()
+//   in 1   SampleInput {uint clip; float time;} (8 bytes) per character
+//   in 2   cursor of each character, params[1] words (read)
+//   out 0  local pose of each character: params[0] bones x 3 vec4
+//          (kernels.Transform: rot, trans, scale; flag 2: anim's trans, rot, scale)
+//   out 1  cursor of each character, params[1] words (written)
+// params[0] bones per pose, params[1] cursor words per character,
+// params[2] flags: 1 = out 1 is the memory of in 2 (update the cursors in
+// place, no copy), 2 = anim's pose layout (translation, rotation, scale).
+//
+// Bounds: every blob read is clamped into the blob binding and every stream
+// read into its clip's stream, and every loop is bounded, so no input or
+// cursor content can read outside the buffers or hang. The host validates
+// clip offsets (anim.SampleJob.Validate); here a character whose clip
+// record does not start with "CLIP", or needs more bones or cursor words
+// than the strides, gets the identity pose. lavapipe ends any loop after
+// 65535 iterations: the longest here runs once per need frame of a
+// segment (< 2^16 frames, validated by anim.Load).
+#include "common.glsl"
+
+layout(std430, set = 0, binding = 0) readonly buffer BlobWords { uint words[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Inputs { uvec2 inputs[]; };
+layout(std430, set = 0, binding = 2) readonly buffer CursorsIn { uint curIn[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer Poses { vec4 poses[]; };
+layout(std430, set = 0, binding = 5) buffer Cursors { uint cur[]; };
+
+const uint CLIP_TAG = 0x50494C43u; // "CLIP"
+const uint NO_NEED = 0xffffffffu;
+
+// Clip header words (anim/blob.go ch*).
+const uint CH_BONES = 3u, CH_RATE = 4u, CH_FRAMES = 5u, CH_SEGFRAMES = 6u, CH_SEGMENTS = 7u,
+           CH_SLOTS = 8u, CH_DEFAULT = 10u, CH_TRACKS = 11u, CH_SEGTABLE = 12u, CH_STREAM = 13u,
+           CH_STREAMWORDS = 14u, CH_CURSORWORDS = 19u, CLIP_HEADER_WORDS = 24u;
+
+// Cursor words (anim/sample.go cur*, sl*).
+const uint CUR_CLIP = 0u, CUR_SEG = 1u, CUR_POS = 2u, CUR_LOCAL = 3u, CUR_NEXT = 4u, CUR_HEADER = 8u;
+const uint SLOT_WORDS = 64u;
+const uint SL_HEAD = 0u, SL_FRESH = 1u, SL_T2 = 2u, SL_T3 = 3u, SL_T1 = 4u, SL_INVH = 5u,
+           SL_PARAMS = 6u, SL_COEF = 8u, SL_RING = 24u, RING_WORDS = 10u;
+
+const uint TRACK_ROT = 1u;
+const uint MODE_ALL = 4u;
+const uint RICE_ESCAPE = 24u;
+const uint FLAG_IN_PLACE = 1u, FLAG_TRS = 2u;
+
+uint gNW;      // words in the blob binding (>= CLIP_HEADER_WORDS)
+uint gSB;      // first word of the clip's stream
+uint gSN;      // words in the clip's stream (>= 1)
+uint gTracks;  // first word of the clip's track table
+
+uint W(uint i) { return words[min(i, gNW - 1u)]; }
+float WF(uint i) { return uintBitsToFloat(W(i)); }
+uint S(uint i) { return W(gSB + min(i, gSN - 1u)); }
+bool isNaN(uint b) { return (b & 0x7fffffffu) > 0x7f800000u; }
+
+// bitsAt reads n <= 32 bits at stream bit position pos, LSB first.
+uint bitsAt(uint pos, uint n) {
+    uint i = pos >> 5u, sh = pos & 31u;
+    uint v = S(i) >> sh;
+    if (sh != 0u) {
+        v |= S(i + 1u) << (32u - sh);
+    }
+    return n >= 32u ? v : v & ((1u << n) - 1u);
+}
+
+// rice decodes a Rice code with parameter k (<= 31) at pos and advances pos:
+// q zero bits, a one, k low bits; 24 zeros escape to a raw 32-bit value.
+uint rice(inout uint pos, uint k) {
+    int q = findLSB(bitsAt(pos, 32u));
+    if (q < 0 || uint(q) >= RICE_ESCAPE) {
+        uint v = bitsAt(pos + RICE_ESCAPE, 32u);
+        pos += RICE_ESCAPE + 32u;
+        return v;
+    }
+    pos += uint(q) + 1u;
+    uint v = (uint(q) << k) | bitsAt(pos, k);
+    pos += k;
+    return v;
+}
+
+int unzigzag(uint u) { return int(u >> 1u) ^ -int(u & 1u); }
+
+// predict: anim's predict, integer division truncated toward zero as Go's.
+int predict(uint ta, uint tb, uint t, int ia, int ib, uint pm) {
+    int d = ib - ia;
+    if (pm == 0u || tb <= ta || tb - ta >= 65536u || t - tb > 63u || d <= -(1 << 23) || d >= (1 << 23)) {
+        return ib;
+    }
+    int den = int(tb - ta);
+    if (pm == 2u) {
+        den *= 2;
+    }
+    int num = d * int(t - tb);
+    int q = int(uint(abs(num)) / uint(den));
+    return ib + (num < 0 ? -q : q);
+}
+
+uint ncompOf(uint kind, uint mode) { return (kind == TRACK_ROT && mode == MODE_ALL) ? 4u : 3u; }
+
+uint readParams(inout uint pos, uint kind) {
+    uint mode = bitsAt(pos, 3u);
+    uint disc = bitsAt(pos + 3u, 1u);
+    uint pm = bitsAt(pos + 4u, 2u);
+    uint kt = bitsAt(pos + 6u, 4u);
+    pos += 10u;
+    uint p = mode | disc << 3u | kt << 4u | pm << 28u;
+    uint nc = ncompOf(kind, mode);
+    for (uint c = 0u; c < nc; c++) {
+        p |= bitsAt(pos, 5u) << (8u + 5u * c);
+        pos += 5u;
+    }
+    return p;
+}
+
+// readPoint reads a point after (t2, i2), (t3, i3): anim's readPoint.
+uint readPoint(inout uint pos, uint params, uint kind, uint t2, uint t3, ivec4 i2, ivec4 i3, out ivec4 idx) {
+    uint t = t3 + rice(pos, params >> 4u & 15u) + 1u - (params >> 3u & 1u);
+    uint pm = params >> 28u;
+    uint nc = ncompOf(kind, params & 7u);
+    idx = ivec4(0);
+    for (uint c = 0u; c < nc; c++) {
+        idx[c] = predict(t2, t3, t, i2[c], i3[c], pm) + unzigzag(rice(pos, params >> (8u + 5u * c) & 31u));
+    }
+    return t;
+}
+
+uint ringAt(uint cs, uint k) { return cs + SL_RING + (k & 3u) * RING_WORDS; }
+
+// shiftIn appends point (t, idx) to a slot's window ring (cs: the slot's
+// first word in cur).
+void shiftIn(uint cs, uint t, ivec4 idx) {
+    uint head = cur[cs + SL_HEAD] & 3u;
+    uint e = ringAt(cs, head);
+    cur[e] = t;
+    cur[e + 1u] = uint(idx.x);
+    cur[e + 2u] = uint(idx.y);
+    cur[e + 3u] = uint(idx.z);
+    cur[e + 4u] = uint(idx.w);
+    cur[cs + SL_HEAD] = (head + 1u) & 3u;
+    cur[cs + SL_FRESH] = min(cur[cs + SL_FRESH] + 1u, 4u);
+    cur[cs + SL_T2] = cur[cs + SL_T3];
+    cur[cs + SL_T3] = t;
+}
+
+// readRecord reads a slot's next point into its ring (integers only).
+void readRecord(inout uint pos, uint kind, uint cs) {
+    uint head = cur[cs + SL_HEAD] & 3u;
+    uint e2 = ringAt(cs, head + 2u), e3 = ringAt(cs, head + 3u), e = ringAt(cs, head);
+    uint params = cur[cs + SL_PARAMS];
+    uint t2 = cur[cs + SL_T2], t3 = cur[cs + SL_T3];
+    uint t = t3 + rice(pos, params >> 4u & 15u) + 1u - (params >> 3u & 1u);
+    uint pm = params >> 28u;
+    uint nc = ncompOf(kind, params & 7u);
+    cur[e + 4u] = 0u;
+    for (uint c = 0u; c < nc; c++) {
+        int p = predict(t2, t3, t, int(cur[e2 + 1u + c]), int(cur[e3 + 1u + c]), pm);
+        cur[e + 1u + c] = uint(p + unzigzag(rice(pos, params >> (8u + 5u * c) & 31u)));
+    }
+    cur[e] = t;
+    cur[cs + SL_HEAD] = (head + 1u) & 3u;
+    cur[cs + SL_FRESH] = min(cur[cs + SL_FRESH] + 1u, 4u);
+    cur[cs + SL_T2] = t3;
+    cur[cs + SL_T3] = t;
+}
+
+// seekSegment loads every track's first points from the segment header at
+// pos; returns the position of the first record, next = first need frame.
+uint seekSegment(uint pos, uint segEnd, uint nslot, uint cb, out uint next) {
+    next = NO_NEED;
+    for (uint s = 0u; s < nslot; s++) {
+        uint d = gTracks + 4u * s;
+        uint kind = W(d) >> 16u;
+        uint width = clamp(W(d + 1u), 1u, 32u);
+        uint cs = cb + CUR_HEADER + s * SLOT_WORDS;
+        uint params = readParams(pos, kind);
+        ivec4 i1 = ivec4(0);
+        uint nc = ncompOf(kind, params & 7u);
+        for (uint c = 0u; c < nc; c++) {
+            uint v = bitsAt(pos, width);
+            pos += width;
+            i1[c] = int(v << (32u - width)) >> (32u - width);
+        }
+        ivec4 i2, i3;
+        uint t2 = readPoint(pos, params, kind, 0u, 0u, i1, i1, i2);
+        uint t3 = t2;
+        i3 = i2;
+        if (t2 != segEnd) {
+            t3 = readPoint(pos, params, kind, 0u, t2, i1, i2, i3);
+        }
+        cur[cs + SL_PARAMS] = params;
+        cur[cs + SL_HEAD] = 0u;
+        cur[cs + SL_FRESH] = 0u;
+        cur[cs + SL_T2] = 0u;
+        cur[cs + SL_T3] = 0u;
+        shiftIn(cs, 0u, i1); // p0 repeats p1 at the segment start
+        shiftIn(cs, 0u, i1);
+        shiftIn(cs, t2, i2);
+        shiftIn(cs, t3, i3);
+        if (t3 != segEnd && t2 < next) {
+            next = t2;
+        }
+    }
+    return pos;
+}
+
+// dequant rebuilds a point's value from its indices (anim's dequant).
+vec4 dequant(uint kind, uint mode, float step, ivec4 idx) {
+    precise float a0 = float(idx.x) * step;
+    precise float a1 = float(idx.y) * step;
+    precise float a2 = float(idx.z) * step;
+    if (kind != TRACK_ROT) {
+        return vec4(a0, a1, a2, 0.0);
+    }
+    if (mode == MODE_ALL) {
+        precise float a3 = float(idx.w) * step;
+        return vec4(a0, a1, a2, a3);
+    }
+    precise float s = 1.0 - a0 * a0 - a1 * a1 - a2 * a2;
+    precise float big = 0.0;
+    if (s > 0.0) {
+        big = sqrt(s);
+    }
+    switch (mode) {
+    case 0u:
+        return vec4(big, a0, a1, a2);
+    case 1u:
+        return vec4(a0, big, a1, a2);
+    case 2u:
+        return vec4(a0, a1, big, a2);
+    }
+    return vec4(a0, a1, a2, big);
+}
+
+// recip: 1/x as anim's recip (its table holds correctly rounded 1/n).
+float recip(float x) {
+    precise float r = 1.0 / x;
+    return r;
+}
+
+// updateCoeffs decodes the window's fresh points (rotations aligned to the
+// point before) and stores the cubic of [p1, p2]: anim's updateCoeffs and
+// curveCoeffs.
+void updateCoeffs(uint cs, uint kind, float step) {
+    uint head = cur[cs + SL_HEAD] & 3u;
+    uint mode = cur[cs + SL_PARAMS] & 7u;
+    uint first = 4u - min(cur[cs + SL_FRESH], 4u);
+    bool rot = kind == TRACK_ROT;
+    vec4 p[4];
+    float pt[4];
+    for (uint k = 0u; k < 4u; k++) {
+        uint e = ringAt(cs, head + k);
+        pt[k] = float(cur[e]);
+        if (k >= first) {
+            ivec4 idx = ivec4(int(cur[e + 1u]), int(cur[e + 2u]), int(cur[e + 3u]), int(cur[e + 4u]));
+            vec4 v = dequant(kind, mode, step, idx);
+            if (rot && k > 0u) {
+                vec4 r = p[k - 1u];
+                precise float dot4 = v.x * r.x + v.y * r.y + v.z * r.z + v.w * r.w;
+                if (dot4 < 0.0) {
+                    v = -v;
+                }
+            }
+            p[k] = v;
+            cur[e + 5u] = floatBitsToUint(v.x);
+            cur[e + 6u] = floatBitsToUint(v.y);
+            cur[e + 7u] = floatBitsToUint(v.z);
+            cur[e + 8u] = floatBitsToUint(v.w);
+        } else {
+            p[k] = uintBitsToFloat(uvec4(cur[e + 5u], cur[e + 6u], cur[e + 7u], cur[e + 8u]));
+        }
+    }
+    uint c = cs + SL_COEF;
+    precise float h = pt[2] - pt[1];
+    precise float invH = 0.0;
+    if (!(h > 0.0)) {
+        for (uint i = 0u; i < 4u; i++) {
+            cur[c + i] = floatBitsToUint(p[2][i]);
+            cur[c + 4u + i] = 0u;
+            cur[c + 8u + i] = 0u;
+            cur[c + 12u + i] = 0u;
+        }
+    } else {
+        precise float s1 = 1.0, s2 = 1.0;
+        vec4 a0 = p[0], a3 = p[3];
+        if (pt[0] == pt[1]) {
+            a0 = p[1];
+        } else {
+            s1 = h * recip(pt[2] - pt[0]);
+        }
+        if (pt[3] == pt[2]) {
+            a3 = p[2];
+        } else {
+            s2 = h * recip(pt[3] - pt[1]);
+        }
+        for (uint i = 0u; i < 4u; i++) {
+            float v1 = p[1][i], v2 = p[2][i];
+            precise float hm1 = (v2 - a0[i]) * s1;
+            precise float hm2 = (a3[i] - v1) * s2;
+            precise float d = v2 - v1;
+            precise float c2 = 3.0 * d - 2.0 * hm1 - hm2;
+            precise float c3 = hm1 + hm2 - 2.0 * d;
+            cur[c + i] = floatBitsToUint(v1);
+            cur[c + 4u + i] = floatBitsToUint(hm1);
+            cur[c + 8u + i] = floatBitsToUint(c2);
+            cur[c + 12u + i] = floatBitsToUint(c3);
+        }
+        invH = recip(h);
+    }
+    cur[cs + SL_T1] = floatBitsToUint(pt[1]);
+    cur[cs + SL_INVH] = floatBitsToUint(invH);
+    cur[cs + SL_FRESH] = 0u;
+}
+
+// Pose output: bone b's rotation, translation and scale vec4 indices.
+uint gPose;            // first vec4 of the character's pose
+uvec3 gSlot;           // vec4 offsets of (translation, rotation, scale) in a bone
+
+void putBone(uint b, vec4 t, vec4 r, vec4 s) {
+    uint o = gPose + 3u * b;
+    poses[o + gSlot.x] = t;
+    poses[o + gSlot.y] = r;
+    poses[o + gSlot.z] = s;
+}
+
+void main() {
+    uint item;
+    if (!workItem(item)) {
+        return;
+    }
+    uint bones = pc.params[0];
+    uint stride = pc.params[1];
+    uint flags = pc.params[2];
+    gPose = item * bones * 3u;
+    gSlot = (flags & FLAG_TRS) != 0u ? uvec3(0u, 1u, 2u) : uvec3(1u, 0u, 2u);
+    uint cb = item * stride;
+
+    // The cursor: out 1 starts undefined unless it is in 2's memory.
+    if ((flags & FLAG_IN_PLACE) == 0u) {
+        for (uint k = 0u; k < stride; k++) {
+            cur[cb + k] = curIn[cb + k];
+        }
+    }
+
+    gNW = uint(words.length());
+    uvec2 inp = inputs[item];
+    uint clip = inp.x;
+    uint c4 = clip >> 2u;
+    bool ok = gNW >= CLIP_HEADER_WORDS && (clip & 3u) == 0u && c4 <= gNW - CLIP_HEADER_WORDS && words[c4] == CLIP_TAG;
+    uint nb = 0u, nslot = 0u, frames = 0u, L = 0u, nseg = 0u;
+    if (ok) {
+        nb = W(c4 + CH_BONES);
+        nslot = W(c4 + CH_SLOTS);
+        frames = W(c4 + CH_FRAMES);
+        L = W(c4 + CH_SEGFRAMES);
+        nseg = W(c4 + CH_SEGMENTS);
+        ok = nb <= bones && stride >= CUR_HEADER && nslot <= (stride - CUR_HEADER) / SLOT_WORDS &&
+             frames >= 1u && L >= 1u && nseg >= 1u && W(c4 + CH_STREAMWORDS) >= 1u;
+    }
+    if (!ok) {
+        for (uint b = 0u; b < bones; b++) {
+            putBone(b, vec4(0.0), vec4(0.0, 0.0, 0.0, 1.0), vec4(1.0, 1.0, 1.0, 0.0));
+        }
+        return;
+    }
+    float rate = WF(c4 + CH_RATE);
+
+    // Time to frame, clamped; within 1/1000 frame of a sample snaps to it.
+    precise float f = uintBitsToFloat(inp.y) * rate;
+    if (isNaN(inp.y) || !(f > 0.0)) {
+        f = 0.0;
+    }
+    float mf = float(frames - 1u);
+    if (f > mf) {
+        f = mf;
+    }
+    precise float r = floor(f + 0.5);
+    if (f - r < 1e-3 && r - f < 1e-3) {
+        f = r;
+    }
+    uint seg = uint(f) / L;
+    if (seg >= nseg) {
+        seg = nseg - 1u;
+    }
+    precise float local = f - float(seg * L);
+    uint segEnd = min(L, frames - 1u - seg * L);
+
+    // Constant tracks: the default pose; identity for extra bones.
+    uint def = c4 + W(c4 + CH_DEFAULT) / 4u;
+    for (uint b = 0u; b < nb; b++) {
+        uint w = def + 12u * b;
+        putBone(b, uintBitsToFloat(uvec4(W(w), W(w + 1u), W(w + 2u), W(w + 3u))),
+                uintBitsToFloat(uvec4(W(w + 4u), W(w + 5u), W(w + 6u), W(w + 7u))),
+                uintBitsToFloat(uvec4(W(w + 8u), W(w + 9u), W(w + 10u), W(w + 11u))));
+    }
+    for (uint b = nb; b < bones; b++) {
+        putBone(b, vec4(0.0), vec4(0.0, 0.0, 0.0, 1.0), vec4(1.0, 1.0, 1.0, 0.0));
+    }
+    if (nslot == 0u) {
+        return;
+    }
+    gTracks = c4 + W(c4 + CH_TRACKS) / 4u;
+    gSB = c4 + W(c4 + CH_STREAM) / 4u;
+    gSN = W(c4 + CH_STREAMWORDS);
+    uint segt = c4 + W(c4 + CH_SEGTABLE) / 4u;
+    uint segStart = W(segt + min(seg, nseg)), segStop = W(segt + min(seg + 1u, nseg));
+
+    uint pos = cur[cb + CUR_POS], next = cur[cb + CUR_NEXT];
+    uint lastLocal = cur[cb + CUR_LOCAL];
+    if (cur[cb + CUR_CLIP] != clip || cur[cb + CUR_SEG] != seg || isNaN(lastLocal) ||
+        local < uintBitsToFloat(lastLocal) || pos < segStart || pos > segStop) {
+        pos = seekSegment(segStart, segEnd, nslot, cb, next);
+        cur[cb + CUR_CLIP] = clip;
+        cur[cb + CUR_SEG] = seg;
+    }
+    // Read the records playback needs by now, need frame by need frame, in
+    // track order (the stream's order). next grows every round, so the
+    // loop runs at most once per frame of the segment.
+    bool reseeked = false;
+    for (uint round = 0u; round <= 65536u && float(next) <= local && pos < segStop; round++) {
+        uint F = next;
+        next = NO_NEED;
+        for (uint s = 0u; s < nslot; s++) {
+            uint cs = cb + CUR_HEADER + s * SLOT_WORDS;
+            uint kind = W(gTracks + 4u * s) >> 16u;
+            for (uint g = 0u; g < 64u && cur[cs + SL_T2] == F && cur[cs + SL_T3] != segEnd && pos < segStop; g++) {
+                readRecord(pos, kind, cs);
+            }
+            uint t2 = cur[cs + SL_T2];
+            if (cur[cs + SL_T3] != segEnd && t2 < next) {
+                next = t2;
+            }
+        }
+        if (next <= F) {
+            // Only a scribbled cursor gets here: start the segment over, once.
+            if (reseeked) {
+                break;
+            }
+            reseeked = true;
+            pos = seekSegment(segStart, segEnd, nslot, cb, next);
+        }
+    }
+    cur[cb + CUR_POS] = pos;
+    cur[cb + CUR_NEXT] = next;
+    cur[cb + CUR_LOCAL] = floatBitsToUint(local);
+
+    // Evaluate every animated track.
+    for (uint s = 0u; s < nslot; s++) {
+        uint cs = cb + CUR_HEADER + s * SLOT_WORDS;
+        uint d = gTracks + 4u * s;
+        uint d0 = W(d);
+        uint kind = d0 >> 16u;
+        uint t2 = cur[cs + SL_T2];
+        if (local >= float(t2) && t2 < segEnd) {
+            // Past the last record: step onto the final interval.
+            uint last = ringAt(cs, cur[cs + SL_HEAD] + 3u);
+            shiftIn(cs, cur[cs + SL_T3], ivec4(int(cur[last + 1u]), int(cur[last + 2u]), int(cur[last + 3u]), int(cur[last + 4u])));
+        }
+        if (cur[cs + SL_FRESH] != 0u) {
+            updateCoeffs(cs, kind, WF(d + 2u));
+        }
+        precise float u = (local - uintBitsToFloat(cur[cs + SL_T1])) * uintBitsToFloat(cur[cs + SL_INVH]);
+        if (u < 0.0) {
+            u = 0.0;
+        } else if (u > 1.0) {
+            u = 1.0;
+        }
+        uint c = cs + SL_COEF;
+        vec4 c0 = uintBitsToFloat(uvec4(cur[c], cur[c + 1u], cur[c + 2u], cur[c + 3u]));
+        vec4 c1 = uintBitsToFloat(uvec4(cur[c + 4u], cur[c + 5u], cur[c + 6u], cur[c + 7u]));
+        vec4 c2 = uintBitsToFloat(uvec4(cur[c + 8u], cur[c + 9u], cur[c + 10u], cur[c + 11u]));
+        vec4 c3 = uintBitsToFloat(uvec4(cur[c + 12u], cur[c + 13u], cur[c + 14u], cur[c + 15u]));
+        precise vec4 v = c0 + u * (c1 + u * (c2 + u * c3));
+        uint bone = d0 & 0xffffu;
+        if (bone >= nb || kind > 2u) {
+            continue;
+        }
+        uint o = gPose + 3u * bone;
+        if (kind != TRACK_ROT) {
+            poses[o + (kind == 0u ? gSlot.x : gSlot.z)].xyz = v.xyz;
+            continue;
+        }
+        precise float n = v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+        vec4 q = vec4(0.0, 0.0, 0.0, 1.0);
+        if (n > 0.0) {
+            precise float inv = 1.0 / sqrt(n);
+            q = v * inv;
+        }
+        poses[o + gSlot.y] = q;
+    }
+}
