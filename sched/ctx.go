@@ -297,6 +297,9 @@ func (c *Ctx) signal() {
 func (c *Ctx) workerLoop() {
 	s := c.s
 	defer s.workersWG.Done()
+	if f := s.cfg.OnWorkerStart; f != nil {
+		f(c.index)
+	}
 	c.rng = uint32(c.index)*2654435761 + 1
 	for spins := 0; !s.stopping.Load(); {
 		if c.runOne() {

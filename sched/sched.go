@@ -36,6 +36,13 @@ type Config struct {
 	// SpinRounds is how many rounds an idle thread looks for work before it
 	// sleeps (default 64, each with runtime.Gosched). Never a busy loop.
 	SpinRounds int
+	// OnWorkerStart, when set, is called on each worker goroutine before
+	// it runs any task, with the worker's index (0..Workers-1). A hook that
+	// calls runtime.LockOSThread keeps the worker on that OS thread for its
+	// life (the thread exits with the worker at Close);
+	// affinity.Pinner.OnWorkerStart pins it to a CPU. Off by default:
+	// pinning goroutines that are not locked fights Go's own scheduler.
+	OnWorkerStart func(index int)
 	// MaxRetainedErrors bounds how many failed tasks' errors are kept for
 	// Wait/Err on IDs whose slots were reused (default 65536). When more fail
 	// before being collected, the oldest are dropped and counted.
