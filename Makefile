@@ -52,13 +52,13 @@ fuzz:
 
 test: deps fmt-check vet shaders-check
 	$(GO) test -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -race -timeout 20m ./sched/... ./gpu/...
+	$(GO) test -count=1 -race -timeout 20m ./sched/... ./gpu/... ./stress/... ./affinity/... ./render/... ./evstream/...
 	$(MAKE) --no-print-directory fuzz
 
 # Long randomized stress of the scheduler (minutes, millions of tasks).
 SOAK ?= 3m
 soak: deps
-	VKJOBS_SOAK=$(SOAK) $(GO) test -count=1 -run 'TestStress' -timeout 2h -v ./sched/ | grep -E 'soak|PASS|FAIL|ok'
+	VKJOBS_SOAK=$(SOAK) $(GO) test -count=1 -run 'TestStress|TestRandomGraphsEveryAffinity' -timeout 2h -v ./sched/ ./stress/ | grep -E 'soak|tasks|PASS|FAIL|ok'
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sched/... ./gpu/... ./kernels/...
