@@ -58,7 +58,7 @@ test: deps fmt-check vet shaders-check
 # Long randomized stress of the scheduler (minutes, millions of tasks).
 SOAK ?= 3m
 soak: deps
-	VKJOBS_SOAK=$(SOAK) $(GO) test -count=1 -run 'TestStress|TestRandomGraphsEveryAffinity' -timeout 2h -v ./sched/ ./stress/ | grep -E 'soak|tasks|PASS|FAIL|ok'
+	set -o pipefail; VKJOBS_SOAK=$(SOAK) $(GO) test -count=1 -run 'TestStress|TestRandomGraphsEveryAffinity' -timeout 2h -v ./sched/ ./stress/ | grep -E 'soak|tasks|PASS|FAIL|ok'
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sched/... ./gpu/... ./kernels/...

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/vkjobs/vkjobs/affinity"
+	"github.com/vkjobs/vkjobs/anim"
 	"github.com/vkjobs/vkjobs/cmd/crowd/internal/rig"
 	"github.com/vkjobs/vkjobs/evstream"
 	"github.com/vkjobs/vkjobs/gpu"
@@ -44,6 +46,7 @@ type app struct {
 	tr   *trace.Recorder
 	st   *stats
 
+	sampleWhere         sched.Affinity
 	ltmWhere, skinWhere sched.Affinity
 	stageOf             [numPhases]int
 
@@ -72,15 +75,21 @@ type app struct {
 // run runs the demo with the command-line arguments args, printing to
 // stdout. It returns an error for bad flags, missing content, a requested
 // offload that is not available, or a failure while running.
-func run(args []string, stdout io.Writer) (err error) {
+func run(args []string, stdout io.Writer) error {
+	_, err := runApp(args, stdout)
+	return err
+}
+
+// runApp is run, returning the finished (closed) app for inspection.
+func runApp(args []string, stdout io.Writer) (a *app, err error) {
 	cfg, err := parseFlags(args, stdout)
 	if err != nil {
-		if errors.Is(err, flagHelp) {
-			return nil
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
-	a := &app{cfg: cfg, out: stdout}
+	a = &app{cfg: cfg, out: stdout}
 	a.log = func(format string, args ...any) {
 		if !cfg.quiet {
 			fmt.Fprintf(stdout, format, args...)
@@ -93,13 +102,13 @@ func run(args []string, stdout io.Writer) (err error) {
 	}()
 	start := time.Now()
 	if err := a.setup(); err != nil {
-		return err
+		return a, err
 	}
 	a.setupTime = time.Since(start)
 	if err := a.loop(); err != nil {
-		return err
+		return a, err
 	}
-	return a.finish()
+	return a, a.finish()
 }
 
 // setup builds the content, opens Vulkan (when there is any), the
@@ -130,9 +139,12 @@ func (a *app) setup() error {
 			a.win = nil
 		}
 	}
-	if a.win == nil && !cfg.framesSet {
+	switch {
+	case a.win == nil && !cfg.framesSet:
 		cfg.frames = 120
-	} else if a.win != nil && !cfg.framesSet {
+	case a.win == nil && cfg.frames == 0:
+		return errors.New("-frames 0 runs until the window closes, and there is no window: give a number of frames")
+	case a.win != nil && !cfg.framesSet:
 		cfg.frames = 0
 	}
 
@@ -169,6 +181,9 @@ func (a *app) setup() error {
 	if err := kernels.Register(a.reg); err != nil {
 		return err
 	}
+	if err := anim.RegisterSampleKernel(a.reg); err != nil {
+		return err
+	}
 	if err := a.registerKernels(); err != nil {
 		return err
 	}
@@ -186,14 +201,16 @@ func (a *app) setup() error {
 	case "cpu":
 		a.ltmWhere, a.skinWhere = sched.AnyWorker, sched.AnyWorker
 	case "gpu":
-		a.ltmWhere, a.skinWhere = sched.GPU, sched.GPU
+		a.sampleWhere, a.ltmWhere, a.skinWhere = sched.GPU, sched.GPU, sched.GPU
 	case "auto":
-		a.ltmWhere, a.skinWhere = sched.Auto, sched.Auto
+		a.sampleWhere, a.ltmWhere, a.skinWhere = sched.Auto, sched.Auto, sched.Auto
 		shared := a.dev.Selection().Chosen.Type == gpu.TypeCPU
 		a.placer = affinity.NewPlacer(affinity.PlacerOptions{SharedCores: shared})
 		scfg.Placer = a.placer
 		obs = append(obs, a.placer)
 	case "spu":
+		// The blob (hundreds of KiB) does not fit a 256 KiB local store:
+		// sampling stays on the CPU workers.
 		a.ltmWhere, a.skinWhere = sched.SPU, sched.SPU
 	}
 	scfg.Observer = trace.Tee(obs)
@@ -210,7 +227,7 @@ func (a *app) setup() error {
 		// Compile the two kernels' pipelines now: a first dispatch would
 		// otherwise spend 65-100 ms compiling inside a frame.
 		pre := sched.NewRegistry()
-		for _, id := range []sched.KernelID{kernels.LocalToModelSkin, kernels.SkinLBS} {
+		for _, id := range []sched.KernelID{anim.SampleKernelID, kernels.LocalToModelSkin, kernels.SkinLBS, kernels.SkinLBSUniform} {
 			if err := pre.Register(id, *a.reg.Lookup(id)); err != nil {
 				return err
 			}
@@ -274,14 +291,18 @@ func (a *app) registerKernels() error {
 		id sched.KernelID
 		k  sched.Kernel
 	}{
-		{kSample, sched.Kernel{Name: "crowd.sample", Kind: sched.Streaming, Grain: 16, CPU: sampleKernel,
+		{kClock, sched.Kernel{Name: "crowd.clock", Kind: sched.Streaming, Grain: 64, CPU: clockKernel,
 			In:  []sched.StreamSpec{{Name: "characters", Stride: uint32(unsafe.Sizeof(character{}))}},
-			Out: []sched.StreamSpec{{Name: "local"}, {Name: "cursors"}, {Name: "clocks", Stride: uint32(unsafe.Sizeof(clock{}))}}}},
+			Out: []sched.StreamSpec{{Name: "clocks", Stride: uint32(unsafe.Sizeof(clock{}))}, {Name: "inputs", Stride: 8}}}},
+		{kProcedural, sched.Kernel{Name: "crowd.procedural", Kind: sched.Streaming, Grain: 64, CPU: proceduralKernel,
+			In:  []sched.StreamSpec{{Name: "characters", Stride: uint32(unsafe.Sizeof(character{}))}, {Name: "clocks", Stride: uint32(unsafe.Sizeof(clock{}))}},
+			Out: []sched.StreamSpec{{Name: "local"}}}},
 		{kEvents, w("crowd.events", eventsKernel)},
 		{kGather, w("crowd.gather", gatherKernel)},
 		{kSort, w("crowd.merge-sort", sortKernel)},
 		{kRecord, w("crowd.record", recordKernel)},
 		{kPresent, w("crowd.submit-present", presentKernel)},
+		{kMark, w("crowd.mark", markKernel)},
 	}
 	for _, k := range ks {
 		if err := a.reg.Register(k.id, k.k); err != nil {
@@ -308,6 +329,32 @@ func (a *app) allocSets() error {
 	n, nb, nv := w.n, w.bones, w.verts
 	onGPU := a.exec != nil
 	var err error
+	// Sampling on the GPU: the blob and the cursors live on the device.
+	// The blob is loaded again from its buffer's mapping, so that the
+	// host bytes the CPU kernel checks are the bytes the GPU reads.
+	if w.cursors, err = alloc(dev, 4*n*w.stride, onGPU); err != nil {
+		return err
+	}
+	if w.blobMem, err = alloc(dev, len(w.blob.Bytes()), onGPU); err != nil {
+		return err
+	}
+	if w.blobMem.mapped {
+		copy(w.blobMem.host, w.blob.Bytes())
+		if w.blob, err = anim.Load(w.blobMem.host); err != nil {
+			return err
+		}
+		w.views = w.views[:0]
+		for i := range w.blob.NumClips() {
+			w.views = append(w.views, w.blob.Clip(i))
+		}
+	} else {
+		w.blobMem.host = w.blob.Bytes()
+		if w.blobMem.buf != nil {
+			if err := w.blobMem.buf.Write(0, w.blobMem.host); err != nil {
+				return err
+			}
+		}
+	}
 	if w.parents, err = alloc(dev, 4*nb, onGPU); err != nil {
 		return err
 	}
@@ -341,11 +388,22 @@ func (a *app) allocSets() error {
 	evCap := max(4096, n*4*(evstream.HeaderSize+24))
 	for i := range w.sets {
 		s := &w.sets[i]
-		s.local = make([]kernels.Transform, n*nb)
+		if s.local, err = alloc(dev, 48*n*nb, onGPU); err != nil {
+			return err
+		}
+		if onGPU && !s.local.mapped && a.sampleWhere != sched.AnyWorker {
+			// The procedural bones are written by the CPU into the
+			// sampled poses: without a host-visible pose buffer the
+			// sampling stays on the CPU.
+			a.sampleWhere = sched.AnyWorker
+			a.notes = append(a.notes, "the device memory is not host-visible: sampling ran on the CPU (the procedural bones are written into the poses by the CPU)")
+		}
 		if s.model, err = alloc(dev, 64*n*nb, onGPU); err != nil {
 			return err
 		}
-		if s.palette, err = alloc(dev, 64*n*nb, onGPU); err != nil {
+		// Padded by one uniform block: a uniform-palette skinning task
+		// binds 64 KiB from its group's offset.
+		if s.palette, err = alloc(dev, 64*n*nb+kernels.UniformPaletteBytes, onGPU); err != nil {
 			return err
 		}
 		s.events = make([]evstream.Writer, a.s.Threads())
@@ -358,12 +416,13 @@ func (a *app) allocSets() error {
 	// issued: one set per pipeline stage plus one per Graphics frame in
 	// flight.
 	nvs := a.cfg.pipeline
-	if dev != nil {
+	draw := dev != nil && a.cfg.render
+	if draw {
 		nvs += a.draw.inFlight
 	}
 	w.vsets = make([]vertexSet, nvs)
 	for i := range w.vsets {
-		if w.vsets[i].skinned, err = alloc(dev, 24*n*nv, dev != nil); err != nil {
+		if w.vsets[i].skinned, err = alloc(dev, 24*n*nv, draw || onGPU); err != nil {
 			return err
 		}
 	}
@@ -385,12 +444,16 @@ func (a *app) loop() error {
 	if total > 0 && a.warm >= total {
 		a.warm = total - 1
 	}
-	issued := 0
+	issued, skipped := 0, 0
 	var last time.Time
 	var fpsT time.Time
 	fpsN := 0
 	for f := 0; total == 0 || f < total; f++ {
 		if a.win != nil {
+			if a.draw.skipped > skipped {
+				a.win.idle() // minimised: wait for events instead of spinning
+				skipped = a.draw.skipped
+			}
 			a.win.poll()
 			if a.win.shouldClose() {
 				break
@@ -457,8 +520,14 @@ func (a *app) wait(id sched.TaskID) error {
 	return err
 }
 
+// onTimed, when set (tests), is called when the timed frames begin.
+var onTimed func()
+
 func (a *app) beginTimed() {
 	runtime.GC()
+	if onTimed != nil {
+		onTimed()
+	}
 	a.steps0 = a.w.footsteps
 	a.simTime0 = a.simTime
 	syscall.Getrusage(syscall.RUSAGE_SELF, &a.ru0)
@@ -565,9 +634,9 @@ func (a *app) close() error {
 
 func (a *app) duals() []*dual {
 	w := a.w
-	ds := []*dual{&w.parents, &w.invBind, &w.bindVerts}
+	ds := []*dual{&w.parents, &w.invBind, &w.bindVerts, &w.cursors, &w.blobMem}
 	for i := range w.sets {
-		ds = append(ds, &w.sets[i].model, &w.sets[i].palette)
+		ds = append(ds, &w.sets[i].local, &w.sets[i].model, &w.sets[i].palette)
 	}
 	for i := range w.vsets {
 		ds = append(ds, &w.vsets[i].skinned)

@@ -35,15 +35,16 @@ func crowdLayout(n int, spacing float32) (pos [][3]float32, halfX, halfZ float32
 func (c *camera) set(halfX, halfZ, height, aspect, angle float32) {
 	fovY := float32(40 * math.Pi / 180)
 	target := [3]float32{0, height * 0.45, 0}
-	// Distance that frames the grid's bounding box, horizontally and
-	// vertically, seen from a 30 degree elevation.
-	r := float32(math.Hypot(float64(halfX), float64(halfZ))) + height
-	tanY := float32(math.Tan(float64(fovY) / 2))
-	d := max(r/(tanY*aspect), r/tanY) * 0.9
-	d = max(d, 3*height)
-	elev := float32(28 * math.Pi / 180)
-	sa, ca := float32(math.Sin(float64(angle))), float32(math.Cos(float64(angle)))
+	// Distance that frames the grid seen from the elevation: its near row
+	// (the widest on screen) fits horizontally, its depth vertically.
+	elev := float32(26 * math.Pi / 180)
 	se, ce := float32(math.Sin(float64(elev))), float32(math.Cos(float64(elev)))
+	tanY := float32(math.Tan(float64(fovY) / 2))
+	hx, hz := max(halfX, halfZ*0.5)+height*0.5, halfZ+height*0.5
+	d := max(hx*1.05/(tanY*aspect)+hz*ce, (hz*se+height)/tanY*1.1)
+	d = max(d, 3*height)
+	r := float32(math.Hypot(float64(hx), float64(hz))) + height
+	sa, ca := float32(math.Sin(float64(angle))), float32(math.Cos(float64(angle)))
 	c.eye = [3]float32{target[0] + d*ce*sa, target[1] + d*se, target[2] + d*ce*ca}
 	view := lookAt(c.eye, target, [3]float32{0, 1, 0})
 	near := max(0.1, d-r*1.5)

@@ -35,6 +35,8 @@ type config struct {
 	vsync     bool
 	spuGroup  int
 	quiet     bool
+	render    bool
+	uniform   bool
 }
 
 const usageText = `usage: crowd [flags]
@@ -78,6 +80,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&c.vsync, "vsync", false, "window: wait for the vertical blank (FIFO present mode)")
 	fs.IntVar(&c.spuGroup, "spu-group", 8, "spu: characters per skinning task (their palettes must fit the local store)")
 	fs.BoolVar(&c.quiet, "q", false, "print only the summary")
+	fs.BoolVar(&c.uniform, "uniform", true, "gpu: skin with the palette in uniform blocks (kernels.SkinLBSUniform, one task per group of characters); false: one storage-buffer task (kernels.SkinLBS)")
+	fs.BoolVar(&c.render, "render", true, "draw with Vulkan; -render=false gathers, sorts and records into CPU command lists only (measures the simulation alone)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

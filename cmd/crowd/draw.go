@@ -41,7 +41,8 @@ type drawing struct {
 	renderer *render.Renderer
 	reg      *render.Registry
 	ctxs     []*render.RenderContext
-	visible  []padCount // per gather job
+	visible  []padCount  // per gather job
+	pkts     []padPacket // per gather job: the packet being written (not on the stack: it would escape through evstream.Put)
 
 	pipeChar, pipeGround render.PipelineID
 	ground               render.MeshID
@@ -60,6 +61,11 @@ type drawing struct {
 type padCount struct {
 	n int64
 	_ [56]byte
+}
+
+type padPacket struct {
+	render.DrawPacket
+	_ [64]byte
 }
 
 // gatherJobs is how many render contexts the frame's draw packets are
@@ -89,8 +95,9 @@ func (a *app) setupDrawing() error {
 		dr.ctxs = append(dr.ctxs, ctx)
 	}
 	dr.visible = make([]padCount, jobs)
+	dr.pkts = make([]padPacket, jobs)
 	dr.indexCount = uint32(len(a.rig.Mesh.Indices))
-	if a.dev == nil {
+	if a.dev == nil || !a.cfg.render {
 		dr.cmd = &render.CommandRecorder{}
 		if dr.pipeChar, err = dr.reg.AddPipeline(render.Pipeline{Name: "skinned"}); err != nil {
 			return err
@@ -182,7 +189,7 @@ func gatherKernel(_ *sched.Ctx, d *sched.TaskData) error {
 	begin, end := j*w.n/jobs, (j+1)*w.n/jobs
 	cam := &set.cam
 	vs := &w.vsets[set.vset]
-	var pkt render.DrawPacket
+	pkt := &dr.pkts[j].DrawPacket
 	var n int64
 	for i := begin; i < end; i++ {
 		p := w.centre[i]
@@ -195,7 +202,7 @@ func gatherKernel(_ *sched.Ctx, d *sched.TaskData) error {
 		if err != nil {
 			return err
 		}
-		pkt = render.DrawPacket{Key: key, Pipeline: dr.pipeChar, Mesh: render.MeshID(vs.meshBase + uint32(i)),
+		*pkt = render.DrawPacket{Key: key, Pipeline: dr.pipeChar, Mesh: render.MeshID(vs.meshBase + uint32(i)),
 			VertexCount: dr.indexCount, Instance: uint32(i), InstanceCount: 1, Model: w.place[i], Color: w.colour[i]}
 		if f := w.flash[i]; f > 0 {
 			k := 0.7 * float32(f) / flashFrames
@@ -203,15 +210,15 @@ func gatherKernel(_ *sched.Ctx, d *sched.TaskData) error {
 				pkt.Color[c] += (1 - pkt.Color[c]) * k
 			}
 		}
-		if ctx.Draw(&pkt) == nil {
+		if ctx.Draw(pkt) == nil {
 			n++
 		}
 	}
 	if j == 0 {
 		key, _ := render.Key{Pipeline: uint16(dr.pipeGround), Depth: render.MaxDepth}.Encode()
-		pkt = render.DrawPacket{Key: key, Pipeline: dr.pipeGround, Mesh: dr.ground, VertexCount: 6, InstanceCount: 1,
+		*pkt = render.DrawPacket{Key: key, Pipeline: dr.pipeGround, Mesh: dr.ground, VertexCount: 6, InstanceCount: 1,
 			Model: [16]float32{0: 1, 5: 1, 10: 1, 15: 1}, Color: [4]float32{0.45, 0.5, 0.4, 1}}
-		_ = ctx.Draw(&pkt)
+		_ = ctx.Draw(pkt)
 	}
 	dr.visible[j].n = n
 	return nil
@@ -224,13 +231,12 @@ func sortKernel(c *sched.Ctx, d *sched.TaskData) error {
 	a := d.Data.(*app)
 	dr := &a.draw
 	sorted, err := dr.renderer.MergeSort(c, dr.ctxs, dr.reg)
-	var fe *render.FrameError
-	if errors.As(err, &fe) {
-		dr.frameErrs++ // dropped packets are counted; the frame goes on
-		err = nil
-	}
 	if err != nil {
-		return err
+		var fe *render.FrameError
+		if !errors.As(err, &fe) {
+			return err
+		}
+		dr.frameErrs++ // dropped packets are counted; the frame goes on
 	}
 	dr.sorted = sorted
 	dr.lastSort = sorted.Stats()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/vkjobs/vkjobs/anim"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -17,6 +18,10 @@ import (
 //	N=2  [sample lm skin] [events gather sort record present]
 //	N=3  [sample] [lm skin] [events gather sort record present]
 //	N=4  [sample] [lm skin] [events gather sort record] [present]
+//
+// With N=4, recording frame f also waits for the submit of frame f-1 (a
+// gpu.Graphics frame begins only after the previous one ended), so the
+// submit overlaps the events, gathering and sorting of the next frame.
 func stagesFor(n int) (stageOf [numPhases]int) {
 	for ph := range stageOf {
 		switch n {
@@ -50,9 +55,9 @@ type frameTasks [numPhases]sched.TaskID
 // tasks are created and linked as they are described; nothing is built
 // ahead):
 //
-//	sample --> local-to-model --> skin -----------------------------+
-//	   |                                                            v
-//	   +--> events --> gather x J --> join --> merge-n-sort --> record --> submit/present
+//	clock --> sample --> procedural --> local-to-model --> skin ----------+
+//	  |                                                                   v
+//	  +--> events --> gather x J --> join --> merge-n-sort --> record --> submit/present
 //
 // plus the stage edges of the frame pipeline (see stagesFor). Every task
 // is created held, registered with the statistics, then started. Adding
@@ -135,21 +140,49 @@ func (a *app) issue(f int) error {
 	var err error
 	var dep sched.TaskID
 
-	// sample
+	// sample: clock (advance, sampler inputs, events) -> anim's sampling
+	// kernel -> procedural bones.
 	if dep, err = stageDeps(phSample, sched.NoTask, sched.NoTask); err != nil {
 		return err
 	}
 	t := &a.task
-	*t = sched.Task{Kernel: kSample, Dependency: dep}
+	*t = sched.Task{Kernel: kClock, Dependency: dep}
 	t.Data.Data = a
 	t.Data.Elements = nchar
-	t.Data.Grain = 16
+	t.Data.Grain = 64
 	t.Data.Params[0] = uint32(si)
 	t.Data.Params[1] = math.Float32bits(a.dt)
 	t.Data.In[0] = sched.StreamOf(w.chars)
-	t.Data.Out[0] = sched.Stream{Bytes: asBytes(set.local), Stride: nb * 48, Count: nchar}
-	t.Data.Out[1] = sched.Stream{Bytes: asBytes(w.cursors), Stride: uint32(w.stride * 4), Count: nchar}
-	t.Data.Out[2] = sched.StreamOf(w.clocks)
+	t.Data.Out[0] = sched.StreamOf(w.clocks)
+	t.Data.Out[1] = sched.StreamOf(w.inputs)
+	clk, err := add(phSample, t)
+	if err != nil {
+		return err
+	}
+	sw := a.sampleWhere
+	*t = sched.Task{Kernel: anim.SampleKernelID, Affinity: sw, Dependency: clk}
+	t.Data.Data = w.blob
+	t.Data.Elements = nchar
+	t.Data.Params[0], t.Data.Params[1] = nb, uint32(w.stride)
+	if sw == sched.GPU || sw == sched.Auto {
+		t.Data.Params[2] = anim.SampleInPlace // one buffer holds both cursor streams
+	}
+	t.Data.In[0] = w.blobMem.stream(sw, 4, uint32(len(w.blob.Words())))
+	t.Data.In[1] = sched.StreamOf(w.inputs)
+	t.Data.In[2] = w.cursors.stream(sw, uint32(w.stride*4), nchar)
+	t.Data.Out[0] = set.local.stream(sw, nb*48, nchar)
+	t.Data.Out[1] = t.Data.In[2]
+	smp, err := add(phSample, t)
+	if err != nil {
+		return err
+	}
+	*t = sched.Task{Kernel: kProcedural, Dependency: smp}
+	t.Data.Data = a
+	t.Data.Elements = nchar
+	t.Data.Grain = 64
+	t.Data.In[0] = sched.StreamOf(w.chars)
+	t.Data.In[1] = sched.StreamOf(w.clocks)
+	t.Data.Out[0] = sched.Stream{Bytes: set.local.host, Stride: nb * 48, Count: nchar}
 	if cur[phSample], err = add(phSample, t); err != nil {
 		return err
 	}
@@ -162,12 +195,15 @@ func (a *app) issue(f int) error {
 	*t = sched.Task{Kernel: kernels.LocalToModelSkin, Affinity: lw, Dependency: dep}
 	t.Data.Elements = nchar
 	t.Data.Params[0] = nb
-	t.Data.In[0] = sched.Stream{Bytes: asBytes(set.local), Stride: nb * 48, Count: nchar}
+	t.Data.In[0] = set.local.stream(lw, nb*48, nchar)
 	t.Data.In[1] = w.parents.stream(lw, 4, nb)
 	t.Data.In[2] = w.invBind.stream(lw, 64, nb)
 	t.Data.Out[0] = set.model.stream(lw, nb*64, nchar)
 	t.Data.Out[1] = set.palette.stream(lw, nb*64, nchar)
 	if cur[phLTM], err = add(phLTM, t); err != nil {
+		return err
+	}
+	if err := a.mark(ring, phLTM, phSample, cur[phLTM], lw); err != nil {
 		return err
 	}
 
@@ -178,9 +214,12 @@ func (a *app) issue(f int) error {
 	if cur[phSkin], err = a.issueSkin(ring, set, dep); err != nil {
 		return err
 	}
+	if err := a.mark(ring, phSkin, phLTM, cur[phSkin], a.skinWhere); err != nil {
+		return err
+	}
 
-	// events
-	if dep, err = stageDeps(phEvents, cur[phSample], sched.NoTask); err != nil {
+	// events (written by the clock)
+	if dep, err = stageDeps(phEvents, clk, sched.NoTask); err != nil {
 		return err
 	}
 	*t = sched.Task{Kernel: kEvents, Dependency: dep}
@@ -224,7 +263,10 @@ func (a *app) issue(f int) error {
 	if cur[phSort], err = add(phSort, t); err != nil {
 		return err
 	}
-	if dep, err = stageDeps(phRecord, cur[phSort], sched.NoTask); err != nil {
+	// Recording frame f begins a Graphics frame, which must follow the
+	// previous frame's end (its submit): with -pipeline 4, where submit is
+	// a stage of its own, this is what orders them.
+	if dep, err = stageDeps(phRecord, cur[phSort], prev[phPresent]); err != nil {
 		return err
 	}
 	*t = sched.Task{Kernel: kRecord, Dependency: dep}
@@ -261,6 +303,9 @@ func (a *app) issueSkin(ring int, set *frameSet, dep sched.TaskID) (sched.TaskID
 	nb, nv := uint32(w.bones), uint32(w.verts)
 	vs := &w.vsets[set.vset]
 	sw := a.skinWhere
+	if sw == sched.GPU && a.cfg.uniform {
+		return a.issueSkinUniform(ring, set, dep)
+	}
 	if sw != sched.SPU {
 		*t = sched.Task{Kernel: kernels.SkinLBS, Affinity: sw, Dependency: dep}
 		t.Data.Elements = uint32(w.n) * nv
@@ -294,6 +339,76 @@ func (a *app) issueSkin(ring int, set *frameSet, dep sched.TaskID) (sched.TaskID
 		t.Data.In[1] = sched.Stream{Bytes: set.palette.host[pb : pb+k*w.bones*64], Stride: 64, Count: uint32(k) * nb}
 		vb := first * w.verts * 24
 		t.Data.Out[0] = sched.Stream{Bytes: vs.skinned.host[vb : vb+k*w.verts*24], Stride: 24, Count: uint32(k) * nv}
+		id, err := c.Create(t)
+		if err != nil {
+			return sched.NoTask, err
+		}
+		a.st.track(id, ring, phSkin)
+		if err := c.Run(id); err != nil {
+			return sched.NoTask, err
+		}
+	}
+	return join, c.Run(join)
+}
+
+// mark times a phase that did not run on the CPU workers. A GPU task's
+// own timestamps do not measure it on lavapipe (both are taken at the top
+// of the pipe), and an executor reports after the task completed, so a
+// small CPU task depending on the phase records when its completion was
+// seen; the phase is taken to start when the phase before it stopped
+// (that is when it became runnable).
+func (a *app) mark(ring, ph, after int, phase sched.TaskID, where sched.Affinity) error {
+	if where == sched.AnyWorker {
+		return nil
+	}
+	t := &a.joinTask
+	*t = sched.Task{Kernel: kMark, Dependency: phase}
+	t.Data.Data = a
+	t.Data.Params[0], t.Data.Params[1], t.Data.Params[2] = uint32(ring), uint32(ph), uint32(after)
+	_, err := a.main.Add(t)
+	return err
+}
+
+// markKernel (kMark): see app.mark. Params: ring slot, phase, the phase
+// before it.
+func markKernel(_ *sched.Ctx, d *sched.TaskData) error {
+	a := d.Data.(*app)
+	rec := &a.st.ring[d.Params[0]]
+	ph, after := d.Params[1], d.Params[2]
+	if s := rec.stop[after].Load(); s > 0 {
+		atomicMin(&rec.start[ph], s)
+	}
+	atomicMax(&rec.stop[ph], sched.Nanotime())
+	return nil
+}
+
+// issueSkinUniform adds GPU skinning with the palette in a uniform block
+// (kernels.SkinLBSUniform: faster than a storage buffer on lavapipe), one
+// task per group of characters whose palettes fit the block's 1024
+// matrices. Each task binds the full 64 KiB block from its group's offset
+// in the palette buffer (which is padded for the last group).
+func (a *app) issueSkinUniform(ring int, set *frameSet, dep sched.TaskID) (sched.TaskID, error) {
+	w := a.w
+	c := a.main
+	t := &a.task
+	nb, nv := uint32(w.bones), uint32(w.verts)
+	vs := &w.vsets[set.vset]
+	*t = sched.Task{Dependency: dep}
+	join, err := c.Create(t)
+	if err != nil {
+		return sched.NoTask, err
+	}
+	g := kernels.UniformLBSBones / w.bones
+	for first := 0; first < w.n; first += g {
+		k := min(g, w.n-first)
+		*t = sched.Task{Kernel: kernels.SkinLBSUniform, Affinity: sched.GPU, Parent: join, Dependency: dep}
+		t.Data.Elements = uint32(k) * nv
+		t.Data.Params[0], t.Data.Params[1] = nv, nb
+		t.Data.In[0] = w.bindVerts.stream(sched.GPU, 48, nv)
+		t.Data.In[1] = set.palette.stream(sched.GPU, 64, kernels.UniformLBSBones)
+		t.Data.In[1].Offset = uint64(first * w.bones * 64)
+		t.Data.Out[0] = vs.skinned.stream(sched.GPU, 24, uint32(k)*nv)
+		t.Data.Out[0].Offset = uint64(first * w.verts * 24)
 		id, err := c.Create(t)
 		if err != nil {
 			return sched.NoTask, err

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"runtime"
@@ -18,11 +16,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-// flagHelp is what parseFlags returns for -h: not an error of the run.
-var flagHelp = flag.ErrHelp
-
-var _ = errors.Is
 
 type timeval = syscall.Timeval
 

@@ -91,6 +91,7 @@ type frameResult struct {
 	stage   [4]int64         // span of each pipeline stage
 	sim     int64            // sample start to skin stop
 	animate int64            // sample start to local-to-model stop
+	start   int64            // start of sample (sched.Nanotime)
 	present int64            // stop of submit/present
 	latency int64            // issue to present
 }
@@ -209,6 +210,9 @@ func (s *stats) harvest(f int, stageOf *[numPhases]int) {
 	}
 	if a, b := rec.start[phSample].Load(), rec.stop[phLTM].Load(); b > 0 && a != math.MaxInt64 {
 		fr.animate = b - a
+	}
+	if a := rec.start[phSample].Load(); a != math.MaxInt64 {
+		fr.start = a
 	}
 	fr.present = rec.stop[phPresent].Load()
 	if fr.present > 0 {

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/vkjobs/vkjobs/anim"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -35,6 +36,9 @@ func (a *app) summary() {
 		dev = a.dev.Selection().Chosen.Name
 	}
 	target := "rendering skipped (no Vulkan)"
+	if a.dev != nil {
+		target = "rendering off (-render=false)"
+	}
 	if a.draw.gfx != nil {
 		if a.win != nil {
 			target = "window"
@@ -43,8 +47,8 @@ func (a *app) summary() {
 		}
 	}
 	fmt.Fprintf(out, "setup: %v (content %v); device: %s; target: %s\n", a.setupTime.Round(time.Millisecond), a.rigTime.Round(time.Millisecond), dev, target)
-	fmt.Fprintf(out, "offload: %s (local-to-model %v, skin %v); pipeline: %d stage(s), %d buffer sets, %d vertex sets; %d scheduler threads\n",
-		cfg.offload, a.ltmWhere, a.skinWhere, cfg.pipeline, len(w.sets), len(w.vsets), a.s.Threads())
+	fmt.Fprintf(out, "offload: %s (sample %v, local-to-model %v, skin %v); pipeline: %d stage(s), %d buffer sets, %d vertex sets; %d scheduler threads\n",
+		cfg.offload, a.sampleWhere, a.ltmWhere, a.skinWhere, cfg.pipeline, len(w.sets), len(w.vsets), a.s.Threads())
 	wall := a.t1.Sub(a.t0)
 	fmt.Fprintf(out, "frames: %d (%d timed after %d warm-up) in %v\n", a.timedFrames+a.warm, a.timedFrames, a.warm, wall.Round(time.Millisecond))
 
@@ -97,11 +101,11 @@ func (a *app) summary() {
 		}
 		fmt.Fprintf(out, "stage %d [%s]: median %s\n", sg, strings.Join(names, ", "), ms(distOf(v).median))
 	}
-	var sim, anim []int64
+	var sim, ani []int64
 	for _, fr := range timed {
-		sim, anim = append(sim, fr.sim), append(anim, fr.animate)
+		sim, ani = append(sim, fr.sim), append(ani, fr.animate)
 	}
-	ds, da := distOf(sim), distOf(anim)
+	ds, da := distOf(sim), distOf(ani)
 	verdict := func(d, goal time.Duration) string {
 		if d <= goal {
 			return "goal met"
@@ -131,7 +135,17 @@ func (a *app) summary() {
 		}
 	})
 	tw.Flush()
-	fmt.Fprintf(out, "sampling ran on the CPU (anim's sampler as kernel %q; anim provides no GPU sampling kernel)\n", "crowd.sample")
+	switch a.sampleWhere {
+	case sched.GPU:
+		fmt.Fprintf(out, "sampling ran on the GPU (anim's sampling kernel %q, cursors and poses GPU-resident; the procedural bones written into the poses by the CPU)\n", anim.SampleKernelName)
+	case sched.Auto:
+		fmt.Fprintf(out, "sampling placed by the Placer (anim's sampling kernel %q: CPU function and GPU shader)\n", anim.SampleKernelName)
+	default:
+		fmt.Fprintf(out, "sampling ran on the CPU workers (anim's sampling kernel %q)\n", anim.SampleKernelName)
+	}
+	for _, n := range a.notes {
+		fmt.Fprintf(out, "note: %s\n", n)
+	}
 	if a.exec != nil {
 		es := a.exec.Stats()
 		fmt.Fprintf(out, "gpu executor: %d submits, %d tasks, dispatch %s, upload %s (%d B), read-back %s (%d B)\n",

@@ -1,22 +1,39 @@
 package main
 
 import (
-	"errors"
+	"time"
 
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/present"
 )
 
-// window is the demo's window (GLFW through package gpu/present).
-type window struct{}
-
-func openWindow(w, h int, title string) (*window, error) {
-	return nil, errors.New("window support is not built yet")
+// window is the demo's window: a resizable GLFW window (package
+// gpu/present) drawn through a swapchain. Its methods must be called on
+// the main thread: the frame loop's goroutine, locked to it by init.
+type window struct {
+	w *present.Window
 }
 
-func (w *window) surface() gpu.Surface                    { return nil }
-func (w *window) extensions() (instance, device []string) { return nil, nil }
-func (w *window) poll()                                   {}
-func (w *window) shouldClose() bool                       { return true }
-func (w *window) setTitle(string)                         {}
-func (w *window) size() (int, int)                        { return 0, 0 }
-func (w *window) close()                                  {}
+func openWindow(width, height int, title string) (*window, error) {
+	pw, err := present.Open(present.Config{Width: width, Height: height, Title: title})
+	if err != nil {
+		return nil, err
+	}
+	return &window{w: pw}, nil
+}
+
+func (w *window) surface() gpu.Surface { return w.w }
+
+// extensions returns the Vulkan instance and device extensions the window
+// needs (surface, platform surface, swapchain).
+func (w *window) extensions() (instance, device []string) {
+	o := w.w.DeviceOptions(gpu.Options{})
+	return o.InstanceExtensions, o.DeviceExtensions
+}
+
+func (w *window) poll()             { present.PollEvents() }
+func (w *window) idle()             { present.WaitEvents(50 * time.Millisecond) }
+func (w *window) shouldClose() bool { return w.w.ShouldClose() }
+func (w *window) setTitle(s string) { w.w.SetTitle(s) }
+func (w *window) size() (int, int)  { return w.w.FramebufferSize() }
+func (w *window) close()            { w.w.Close() }

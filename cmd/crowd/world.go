@@ -19,13 +19,15 @@ import (
 // leave free.
 const (
 	kernelBase sched.KernelID = 0x0300
-	kSample                   = kernelBase + iota - 1
+	kClock                    = kernelBase + iota - 1
+	kProcedural
 	kEvents
 	kGather
 	kSort
 	kRecord
 	kPresent
 	kSkinSPU // kernels.SkinLBS again, with an SPU binding: vertices streamed per item
+	kMark    // times the completion of a phase that ran off the CPU workers
 )
 
 // Event types of the animation system's stream (evstream records whose
@@ -107,11 +109,11 @@ type frameSet struct {
 	frame   int
 	dt      float32
 	cam     camera
-	local   []kernels.Transform // sample -> local-to-model (host: sampled on the CPU)
-	model   dual                // local-to-model output (unused afterwards)
-	palette dual                // local-to-model -> skin: model * inverse bind
-	events  []evstream.Writer   // sample -> events, one writer per scheduler thread
-	vset    int                 // the vertex set skin writes and the frame draws
+	local   dual              // sample -> local-to-model: B x kernels.Transform per character
+	model   dual              // local-to-model output (unused afterwards)
+	palette dual              // local-to-model -> skin: model * inverse bind
+	events  []evstream.Writer // sample -> events, one writer per scheduler thread
+	vset    int               // the vertex set skin writes and the frame draws
 }
 
 // vertexSet is one skinned-vertex buffer (the vertex buffer the frame's
@@ -128,9 +130,13 @@ type world struct {
 	chars                   []character
 	clocks                  []clock
 	inputs                  []anim.SampleInput
-	cursors                 []uint32
+	cursors                 dual // the sampler's cursors, CursorStride words per character
+	blob                    *anim.Blob
+	blobMem                 dual // the blob's bytes (on the device for GPU sampling)
 	views                   []anim.ClipView
 	extras                  []rig.Extra
+	procBones               []procBone
+	procChains              []procChain
 	place                   [][16]float32 // character to world (column-major)
 	centre                  [][3]float32  // bounding sphere centres
 	radius                  float32
@@ -145,10 +151,6 @@ type world struct {
 	sets  []frameSet
 	vsets []vertexSet
 
-	// Per scheduler thread: sample scratch.
-	jobs  []anim.SampleJob
-	poses [][]float32
-
 	// Event consumption (render stage: one frame at a time).
 	footsteps, footUps, unknownEvents, droppedEvents int64
 }
@@ -162,7 +164,6 @@ func newWorld(r *rig.Rig, n int, seed int64, threads int) *world {
 	w.chars = make([]character, n)
 	w.clocks = make([]clock, n)
 	w.inputs = make([]anim.SampleInput, n)
-	w.cursors = make([]uint32, n*w.stride)
 	for i := range r.Blob.NumClips() {
 		w.views = append(w.views, r.Blob.Clip(i))
 	}
@@ -190,12 +191,8 @@ func newWorld(r *rig.Rig, n int, seed int64, threads int) *world {
 		w.centre[i] = [3]float32{p[0], p[1] + r.Height*0.4, p[2]}
 		w.colour[i] = hsv(rng.Float64(), 0.45+0.3*rng.Float64(), 0.75+0.2*rng.Float64())
 	}
-	w.jobs = make([]anim.SampleJob, threads)
-	w.poses = make([][]float32, threads)
-	for t := range threads {
-		w.poses[t] = make([]float32, w.bones*anim.PoseFloats)
-		w.jobs[t] = anim.SampleJob{Blob: r.Blob, CursorStride: w.stride, Poses: w.poses[t], Bones: w.bones}
-	}
+	w.setupProcedural()
+	w.blob = r.Blob
 	return w
 }
 
@@ -240,37 +237,30 @@ func alloc(dev *gpu.Device, size int, wantBuf bool) (dual, error) {
 	return d, nil
 }
 
-// sampleKernel is the demo's sampling kernel (kSample, streaming over
-// characters): for each character it advances the playback clock, samples
-// the clip with anim's CPU sampler (anim.SampleJob), converts the local
-// pose to kernels.Transform (anim writes translation, rotation, scale;
-// the kernels read rotation, translation, scale), drives the procedural
-// bones, and writes the clip's events crossed by this step into the
-// calling thread's event stream.
+// clockKernel (kClock, streaming over characters) advances each
+// character's playback clock by its speed, writes the anim sampler's
+// input (clip, time) and writes the clip events the step crossed into the
+// animation system's event stream: one evstream.Writer per scheduler
+// thread, so that the pieces of a split task write without locks.
 //
 //	In[0]  character (32 B)       constant per character
-//	Out[0] local pose, B x Transform (B*48 B per character)
-//	Out[1] cursors, CursorStride words per character (read and written)
-//	Out[2] clock (16 B), read and written
+//	Out[0] clock (16 B)           read and written
+//	Out[1] anim.SampleInput (8 B) the sampler's input
 //	Params[0] buffer set, Params[1] time step (float32 bits)
-func sampleKernel(c *sched.Ctx, d *sched.TaskData) error {
-	return d.Data.(*app).w.sample(c, d)
+func clockKernel(c *sched.Ctx, d *sched.TaskData) error {
+	return d.Data.(*app).w.clock(c.Index(), d)
 }
 
-func (w *world) sample(c *sched.Ctx, d *sched.TaskData) error {
+// clock is the clock kernel on scheduler thread th.
+func (w *world) clock(th int, d *sched.TaskData) error {
 	set := &w.sets[d.Params[0]]
 	dt := math.Float32frombits(d.Params[1])
-	th := c.Index()
-	job := &w.jobs[th]
-	pose := w.poses[th]
 	ev := &set.events[th]
 	chars := sched.View[character](d.In[0])
-	local := sched.View[kernels.Transform](d.Out[0])
-	cursors := sched.View[uint32](d.Out[1])
-	clocks := sched.View[clock](d.Out[2])
-	B, st := w.bones, w.stride
-	if len(chars) < int(d.End) || len(local) < int(d.End)*B || len(cursors) < int(d.End)*st || len(clocks) < int(d.End) {
-		return fmt.Errorf("crowd: sample: streams too short for items [%d,%d)", d.Begin, d.End)
+	clocks := sched.View[clock](d.Out[0])
+	inputs := sched.View[anim.SampleInput](d.Out[1])
+	if len(chars) < int(d.End) || len(clocks) < int(d.End) || len(inputs) < int(d.End) {
+		return fmt.Errorf("crowd: clock: streams too short for items [%d,%d)", d.Begin, d.End)
 	}
 	for i := int(d.Begin); i < int(d.End); i++ {
 		ch := &chars[i]
@@ -285,21 +275,7 @@ func (w *world) sample(c *sched.Ctx, d *sched.TaskData) error {
 		}
 		ck.time = t1
 		ck.age += float64(adv)
-		w.inputs[i] = anim.SampleInput{Clip: ch.clipOff, Time: t1}
-		job.Inputs = w.inputs[i : i+1]
-		job.Cursors = cursors[i*st : (i+1)*st]
-		if err := job.Run(); err != nil {
-			return err
-		}
-		out := local[i*B : (i+1)*B]
-		for b := range out {
-			p := pose[b*anim.PoseFloats : b*anim.PoseFloats+anim.PoseFloats]
-			o := &out[b]
-			o.Trans = [3]float32{p[0], p[1], p[2]}
-			o.Rot = [4]float32{p[4], p[5], p[6], p[7]}
-			o.Scale = [3]float32{p[8], p[9], p[10]}
-		}
-		w.procedural(out, ck.age, ch.phase)
+		inputs[i] = anim.SampleInput{Clip: ch.clipOff, Time: t1}
 		if adv > 0 && len(w.views) > int(ch.clip) {
 			cv := w.views[ch.clip]
 			if !wrapped {
@@ -309,6 +285,30 @@ func (w *world) sample(c *sched.Ctx, d *sched.TaskData) error {
 				emitEvents(ev, cv, uint32(i), 0, t1)
 			}
 		}
+	}
+	return nil
+}
+
+// proceduralKernel (kProcedural, streaming over characters) drives the
+// extra bones of the sampled poses (see world.procedural). It runs on the
+// CPU after anim's sampling kernel, wherever that ran: the poses are host
+// memory, or the mapping of the GPU-resident pose buffer.
+//
+//	In[0]  character (32 B)  its phase
+//	In[1]  clock (16 B)      its age
+//	Out[0] local pose, B x kernels.Transform per character: the extra
+//	       bones' rotations are written, nothing else
+func proceduralKernel(_ *sched.Ctx, d *sched.TaskData) error {
+	w := d.Data.(*app).w
+	chars := sched.View[character](d.In[0])
+	clocks := sched.View[clock](d.In[1])
+	local := sched.View[kernels.Transform](d.Out[0])
+	B := w.bones
+	if len(chars) < int(d.End) || len(clocks) < int(d.End) || len(local) < int(d.End)*B {
+		return fmt.Errorf("crowd: procedural: streams too short for items [%d,%d)", d.Begin, d.End)
+	}
+	for i := int(d.Begin); i < int(d.End); i++ {
+		w.procedural(local[i*B:(i+1)*B], clocks[i].age, chars[i].phase)
 	}
 	return nil
 }
@@ -326,27 +326,76 @@ func emitEvents(w *evstream.Writer, cv anim.ClipView, char uint32, t0, t1 float3
 	}
 }
 
+// procChain is a run of extra bones that share a frequency (one chain):
+// the chain's phase is evaluated once per character, each link's wave is
+// then the phase shifted by the link's lag, a rotation of (sin, cos).
+type procChain struct {
+	first, n int
+	omega    float64
+}
+
+// procBone is an extra bone's precomputed motion.
+type procBone struct {
+	bone           int
+	halfAmp        float32
+	cosLag, sinLag float32
+	axis           [3]float32
+	rest           [4]float32
+	identity       bool // rest rotation is the identity (BVH skeletons)
+}
+
+// setupProcedural groups the rig's extra bones into chains.
+func (w *world) setupProcedural() {
+	w.procBones = w.procBones[:0]
+	w.procChains = w.procChains[:0]
+	for i, e := range w.extras {
+		sl, cl := math.Sincos(float64(e.Lag))
+		w.procBones = append(w.procBones, procBone{
+			bone: e.Bone, halfAmp: e.Amp / 2, cosLag: float32(cl), sinLag: float32(sl), axis: e.Axis, rest: e.Rest,
+			identity: e.Rest == [4]float32{0, 0, 0, 1},
+		})
+		if n := len(w.procChains); n > 0 && w.procChains[n-1].omega == float64(e.Omega) && w.procChains[n-1].first+w.procChains[n-1].n == i {
+			w.procChains[n-1].n++
+		} else {
+			w.procChains = append(w.procChains, procChain{first: i, n: 1, omega: float64(e.Omega)})
+		}
+	}
+}
+
 // procedural sets the local rotation of the extra bones: rest rotation
 // times a rotation about the bone's axis by Amp*sin(Omega*age + phase -
 // Lag), so each chain sways with a wave running down it. The bones are
 // otherwise ordinary: sampled (their rest pose is the clip's default
 // pose), transformed and skinned like the motion-captured ones.
 func (w *world) procedural(out []kernels.Transform, age float64, phase float32) {
-	for k := range w.extras {
-		e := &w.extras[k]
-		x := float64(e.Omega)*age + float64(phase-e.Lag)
+	for _, ch := range w.procChains {
+		x := ch.omega*age + float64(phase)
 		x -= 2 * math.Pi * math.Floor(x*(1/(2*math.Pi)))
-		a := 0.5 * e.Amp * fastSin(float32(x)-math.Pi)
-		a2 := a * a
-		s := a * (1 - a2*(1.0/6))
-		c := 1 - a2*(0.5-a2*(1.0/24))
-		q := [4]float32{e.Axis[0] * s, e.Axis[1] * s, e.Axis[2] * s, c}
-		r := &e.Rest
-		out[e.Bone].Rot = [4]float32{
-			r[3]*q[0] + r[0]*q[3] + r[1]*q[2] - r[2]*q[1],
-			r[3]*q[1] - r[0]*q[2] + r[1]*q[3] + r[2]*q[0],
-			r[3]*q[2] + r[0]*q[1] - r[1]*q[0] + r[2]*q[3],
-			r[3]*q[3] - r[0]*q[0] - r[1]*q[1] - r[2]*q[2],
+		// sin and cos of x, x in [0, 2pi).
+		s0 := -fastSin(float32(x) - math.Pi)
+		y := float32(x) + math.Pi/2
+		if y > 2*math.Pi {
+			y -= 2 * math.Pi
+		}
+		c0 := -fastSin(y - math.Pi)
+		for k := ch.first; k < ch.first+ch.n; k++ {
+			p := &w.procBones[k]
+			a := p.halfAmp * (s0*p.cosLag - c0*p.sinLag) // half the angle: sin(x - lag)
+			a2 := a * a
+			s := a * (1 - a2*(1.0/6))
+			c := 1 - a2*(0.5-a2*(1.0/24))
+			q := [4]float32{p.axis[0] * s, p.axis[1] * s, p.axis[2] * s, c}
+			if p.identity {
+				out[p.bone].Rot = q
+				continue
+			}
+			r := &p.rest
+			out[p.bone].Rot = [4]float32{
+				r[3]*q[0] + r[0]*q[3] + r[1]*q[2] - r[2]*q[1],
+				r[3]*q[1] - r[0]*q[2] + r[1]*q[3] + r[2]*q[0],
+				r[3]*q[2] + r[0]*q[1] - r[1]*q[0] + r[2]*q[3],
+				r[3]*q[3] - r[0]*q[0] - r[1]*q[1] - r[2]*q[2],
+			}
 		}
 	}
 }

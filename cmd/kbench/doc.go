@@ -50,20 +50,25 @@
 //
 // Streams larger than 64 MiB are cut into several tasks (chunks) so that
 // each fits a Vulkan storage binding (128 MiB guaranteed); every device runs
-// the same chunks. Every measurement runs once untimed first (caches,
-// lavapipe's shader compilation at a kernel's first dispatch), then
-// repeats until a sample lasts -min-sample, and reports the median of -reps
-// samples. Each device's output is checked against the one-goroutine run
-// with the tolerances of package kernels (bit-exact, or 2e-5 relative for
-// skinning and 1e-4 for local-to-model); a mismatch fails the run.
+// the same chunks. Each device first runs once, and its output is checked
+// against the one-goroutine run with the tolerances of package kernels
+// (bit-exact, or 2e-5 relative for skinning and 1e-4 for local-to-model);
+// a mismatch fails the run. That run also warms up caches, page tables and
+// lavapipe's shader compilation at a kernel's first dispatch. Then runs are
+// repeated so that a sample lasts at least -min-sample, and -reps rounds
+// take one sample of every device and of the copy bound in turn, so that
+// load from other processes hits all columns alike; the median sample is
+// reported.
 //
 // Beside each result is the memory-copy bound: the time copy() takes to
 // read and write as many bytes as the kernel reads and writes (every input
 // and output stream once), on one goroutine or on GOMAXPROCS goroutines,
-// whichever is faster, measured at that size (so small sizes are bounded
-// by the caches, large ones by memory). The fraction in brackets is that
-// time over the kernel's: 100% would be a kernel as fast as a plain copy of
-// its bytes.
+// whichever is faster, the fastest sample, measured at that size (so small
+// sizes are bounded by the caches, large ones by memory; above 256 MB it is
+// extrapolated linearly from a 256 MB copy). The fraction in brackets is
+// that time over the kernel's: 100% would be a kernel as fast as a plain
+// copy of its bytes (a kernel that reads less than it declares, or a copy
+// slowed by other processes, can exceed it).
 //
 // After the table, one line per kernel gives the crossover: the smallest
 // size at which the GPU (dispatch only, and with transfers) was faster than

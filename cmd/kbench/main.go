@@ -270,7 +270,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		steps := len(o.kernels) * len(o.sizes) * (2 + len(rep.Devices))
+		steps := len(o.kernels) * len(o.sizes) * (2 + len(rep.Devices)) // data, each device's check, timing
 		bar = progressbar.NewOptions(steps, progressbar.OptionSetWriter(stderr), progressbar.OptionShowCount(),
 			progressbar.OptionSetWidth(24), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionSetPredictTime(true))
@@ -360,8 +360,10 @@ func newBench(reg *sched.Registry, dev *gpu.Device) (*bench, error) {
 	return b, nil
 }
 
-// measureWorkload measures kernel id at size on every device and the copy
-// bound, checking each device's output against the one-goroutine run.
+// measureWorkload measures kernel id at size on every device, beside the
+// copy bound. First each device runs once and its output is checked
+// against the one-goroutine run (which also warms everything up); then the
+// devices and the copy bound are timed in interleaved rounds (measureAll).
 func (b *bench) measureWorkload(rep *Report, o *options, id sched.KernelID, size int, step func(string)) error {
 	name := b.reg.Lookup(id).Name
 	what := func(d string) string { return fmt.Sprintf("%-20s %5s %-12s", name, formatSize(size), d) }
@@ -370,17 +372,85 @@ func (b *bench) measureWorkload(rep *Report, o *options, id sched.KernelID, size
 	if err != nil {
 		return err
 	}
-	bytes := w.bytes()
-	step(what(devCopyName))
-	one, all, err := copyBound(bytes, o.reps, o.minSample)
-	if err != nil {
-		return err
+	failed := func(dev string, err error) error {
+		return fmt.Errorf("%s, size %s, %s: %w", name, formatSize(size), dev, err)
 	}
-	cp := Copy{Kernel: name, Size: size, Bytes: bytes, OneSeconds: one, AllSeconds: all, Seconds: min(one, all)}
+
+	// The devices' runs, and the check of each device's output.
+	ops := []op{
+		{devCPU1, wallOp(func() error { return b.runCPU1(w) })},
+		{devCPUAll, wallOp(func() error { return b.runTasks(w, sched.AnyWorker, nil) })},
+	}
+	step(what(devCPU1))
+	if _, _, err := ops[0].run(); err != nil {
+		return failed(devCPU1, err)
+	}
+	want := snapshot(w)
+	step(what(devCPUAll))
+	poison(w)
+	if _, _, err := ops[1].run(); err != nil {
+		return failed(devCPUAll, err)
+	}
+	if err := compare(w, devCPUAll, want, views(w)); err != nil {
+		return failed(devCPUAll, err)
+	}
+	if b.exec != nil {
+		// GPU-resident buffers: the time counted is the dispatch time
+		// from the GPU timestamps.
+		res, err := b.resident(w)
+		if err != nil {
+			return failed(devGPU, err)
+		}
+		defer res.close()
+		ops = append(ops, op{devGPU, func() (time.Duration, time.Duration, error) {
+			d0, err := b.obs.wait(b.sent)
+			if err != nil {
+				return 0, 0, err
+			}
+			t0 := time.Now()
+			if err := b.runTasks(w, sched.GPU, res.ids); err != nil {
+				return 0, 0, err
+			}
+			wall := time.Since(t0)
+			d1, err := b.obs.wait(b.sent)
+			return d1 - d0, wall, err
+		}})
+		// Host memory: upload, dispatch and read-back, wall clock.
+		ops = append(ops, op{devGPUXfer, wallOp(func() error { return b.runTasks(w, sched.GPU, nil) })})
+
+		step(what(devGPU))
+		if _, _, err := ops[2].run(); err != nil {
+			return failed(devGPU, err)
+		}
+		if err := res.compare(w, devGPU, want); err != nil {
+			return failed(devGPU, err)
+		}
+		step(what(devGPUXfer))
+		poison(w)
+		if _, _, err := ops[3].run(); err != nil {
+			return failed(devGPUXfer, err)
+		}
+		if err := compare(w, devGPUXfer, want, views(w)); err != nil {
+			return failed(devGPUXfer, err)
+		}
+	}
+	want = nil
+
+	step(what("timing"))
+	bytes := w.bytes()
+	ndev := len(ops)
+	ops = append(ops, copyOps(bytes)...)
+	ts, err := measureAll(ops, o.reps, o.minSample)
+	if err != nil {
+		return failed("timing", err)
+	}
+	// The bound is the fastest copy seen, on one goroutine or on all.
+	cp := Copy{Kernel: name, Size: size, Bytes: bytes, OneSeconds: ts[ndev].best, AllSeconds: ts[ndev+1].best}
+	cp.Seconds = min(cp.OneSeconds, cp.AllSeconds)
 	rep.Copies = append(rep.Copies, cp)
-	add := func(dev string, t timing) {
+	for i, t := range ts[:ndev] {
 		r := Result{Kernel: name, ID: int(id), Elem: w.info.elem, Size: size, Elements: w.elements, Items: w.items,
-			Chunks: w.chunks(), Device: dev, Seconds: t.median, Samples: t.samples, WallSeconds: t.wall,
+			Chunks: w.chunks(), Device: ops[i].name, Seconds: t.median, Samples: t.samples, WallSeconds: t.wall,
 			Bytes: bytes, CopySeconds: cp.Seconds}
 		if t.median > 0 {
 			r.ElemPerSec = float64(w.elements) / t.median
@@ -389,68 +459,5 @@ func (b *bench) measureWorkload(rep *Report, o *options, id sched.KernelID, size
 		}
 		rep.Results = append(rep.Results, r)
 	}
-
-	// One goroutine: also the reference output of every other device.
-	step(what(devCPU1))
-	t, err := measure(wallOp(func() error { return b.runCPU1(w) }), o.reps, o.minSample)
-	if err != nil {
-		return fmt.Errorf("%s, size %d, %s: %w", name, size, devCPU1, err)
-	}
-	add(devCPU1, t)
-	want := snapshot(w)
-
-	step(what(devCPUAll))
-	poison(w)
-	t, err = measure(wallOp(func() error { return b.runTasks(w, sched.AnyWorker, nil) }), o.reps, o.minSample)
-	if err == nil {
-		err = compare(w, devCPUAll, want, views(w))
-	}
-	if err != nil {
-		return fmt.Errorf("%s, size %d, %s: %w", name, size, devCPUAll, err)
-	}
-	add(devCPUAll, t)
-	if b.exec == nil {
-		return nil
-	}
-
-	// GPU-resident buffers: the dispatch time from the timestamps.
-	step(what(devGPU))
-	res, err := b.resident(w)
-	if err != nil {
-		return fmt.Errorf("%s, size %d: %w", name, size, err)
-	}
-	defer res.close()
-	t, err = measure(func() (time.Duration, time.Duration, error) {
-		d0, err := b.obs.wait(b.sent)
-		if err != nil {
-			return 0, 0, err
-		}
-		t0 := time.Now()
-		if err := b.runTasks(w, sched.GPU, res.ids); err != nil {
-			return 0, 0, err
-		}
-		wall := time.Since(t0)
-		d1, err := b.obs.wait(b.sent)
-		return d1 - d0, wall, err
-	}, o.reps, o.minSample)
-	if err == nil {
-		err = res.compare(w, devGPU, want)
-	}
-	if err != nil {
-		return fmt.Errorf("%s, size %d, %s: %w", name, size, devGPU, err)
-	}
-	add(devGPU, t)
-
-	// Host memory: upload, dispatch and read-back, wall clock.
-	step(what(devGPUXfer))
-	poison(w)
-	t, err = measure(wallOp(func() error { return b.runTasks(w, sched.GPU, nil) }), o.reps, o.minSample)
-	if err == nil {
-		err = compare(w, devGPUXfer, want, views(w))
-	}
-	if err != nil {
-		return fmt.Errorf("%s, size %d, %s: %w", name, size, devGPUXfer, err)
-	}
-	add(devGPUXfer, t)
 	return nil
 }

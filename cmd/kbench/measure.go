@@ -20,50 +20,64 @@ const (
 	devCopyName = "copy"         // the memory-copy bound
 )
 
-// timing is a measurement: the median seconds per run, the samples, and
-// for gpu-dispatch the median wall-clock round trip of the same runs.
+// timing is a measurement: the median seconds per run, the fastest
+// sample, the samples, and for gpu-dispatch the median wall-clock round
+// trip of the same runs.
 type timing struct {
 	median  float64
+	best    float64
 	samples []float64
 	wall    float64
 }
 
-// measure runs op once untimed (warm-up: caches, lavapipe's shader
-// compilation at the first dispatch), picks how many runs make a sample
-// last at least minSample, and returns the median over reps samples of the
-// time per run. op reports the time to count for one run (its wall time,
-// or the GPU's dispatch time) and its wall time.
-func measure(op func() (counted, wall time.Duration, err error), reps int, minSample time.Duration) (timing, error) {
-	_, w0, err := op()
-	if err != nil {
-		return timing{}, err
-	}
-	k := 1
-	if w0 < minSample {
-		_, w1, err := op()
+// op is one measured operation. run runs it once and reports the time to
+// count (its wall time, or the GPU's dispatch time) and its wall time.
+type op struct {
+	name string
+	run  func() (counted, wall time.Duration, err error)
+}
+
+// measureAll measures ops, which the caller has each run once already
+// (warm-up: caches, page faults, lavapipe's shader compilation at the
+// first dispatch). One timed run per op picks how many runs make a sample
+// last at least minSample; then reps rounds take one sample of every op in
+// turn. Interleaving the ops makes load from other processes on the
+// machine hit every column alike, rather than one column's samples.
+func measureAll(ops []op, reps int, minSample time.Duration) ([]timing, error) {
+	ks := make([]int, len(ops))
+	for i, o := range ops {
+		_, w, err := o.run()
 		if err != nil {
-			return timing{}, err
+			return nil, fmt.Errorf("%s: %w", o.name, err)
 		}
-		k = int(min(int64(minSample/max(w1, time.Microsecond))+1, 1<<20))
+		ks[i] = 1
+		if w < minSample {
+			ks[i] = int(min(int64(minSample/max(w, time.Microsecond))+1, 1<<20))
+		}
 	}
-	var t timing
-	walls := make([]float64, 0, reps)
+	ts := make([]timing, len(ops))
+	walls := make([][]float64, len(ops))
 	for range reps {
-		var sum, wsum time.Duration
-		for range k {
-			c, w, err := op()
-			if err != nil {
-				return timing{}, err
+		for i, o := range ops {
+			var sum, wsum time.Duration
+			for range ks[i] {
+				c, w, err := o.run()
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", o.name, err)
+				}
+				sum += c
+				wsum += w
 			}
-			sum += c
-			wsum += w
+			ts[i].samples = append(ts[i].samples, sum.Seconds()/float64(ks[i]))
+			walls[i] = append(walls[i], wsum.Seconds()/float64(ks[i]))
 		}
-		t.samples = append(t.samples, sum.Seconds()/float64(k))
-		walls = append(walls, wsum.Seconds()/float64(k))
 	}
-	t.median = median(t.samples)
-	t.wall = median(walls)
-	return t, nil
+	for i := range ts {
+		ts[i].median = median(ts[i].samples)
+		ts[i].best = slices.Min(ts[i].samples)
+		ts[i].wall = median(walls[i])
+	}
+	return ts, nil
 }
 
 func median(x []float64) float64 {
@@ -89,17 +103,18 @@ func wallOp(f func() error) func() (time.Duration, time.Duration, error) {
 	}
 }
 
-// copyCap bounds the bytes copyBound really copies: beyond 256 MB read and
-// written, a copy runs at DRAM bandwidth whatever its size, so the bound is
-// extrapolated linearly from a copy of that size (which keeps kbench's
-// memory use down at 1e7 elements).
+// copyCap bounds the bytes the copy-bound ops really copy: beyond 256 MB
+// read and written, a copy runs at DRAM bandwidth whatever its size, so
+// the bound is extrapolated linearly from a copy of that size (which keeps
+// kbench's memory use down at 1e7 elements).
 const copyCap = 256 << 20
 
-// copyBound measures the memory-copy bound for a kernel that reads and
-// writes n bytes in total: copy() of n/2 bytes reads and writes as many.
-// It returns the median seconds per copy on one goroutine and on
-// GOMAXPROCS goroutines (each copying its share).
-func copyBound(n int64, reps int, minSample time.Duration) (one, all float64, err error) {
+// copyOps returns the ops that measure the memory-copy bound of a kernel
+// that reads and writes n bytes in total: copy() of n/2 bytes reads and
+// writes as many, on one goroutine and on GOMAXPROCS goroutines (each
+// copying its share). Their counted times are scaled to n bytes. Each has
+// run once (page faults).
+func copyOps(n int64) []op {
 	m := min(n, copyCap)
 	scale := float64(n) / float64(m)
 	half := max(m/2, 64)
@@ -107,24 +122,30 @@ func copyBound(n int64, reps int, minSample time.Duration) (one, all float64, er
 	for i := range src {
 		src[i] = byte(i)
 	}
-	t1, err := measure(wallOp(func() error { copy(dst, src); return nil }), reps, minSample)
-	if err != nil {
-		return 0, 0, err
+	scaled := func(f func()) func() (time.Duration, time.Duration, error) {
+		return func() (time.Duration, time.Duration, error) {
+			t0 := time.Now()
+			f()
+			d := time.Since(t0)
+			return time.Duration(float64(d) * scale), d, nil
+		}
 	}
 	p := runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
-	tp, err := measure(wallOp(func() error {
-		for i := range p {
-			lo, hi := int(half)*i/p, int(half)*(i+1)/p
-			wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
-		}
-		wg.Wait()
-		return nil
-	}), reps, minSample)
-	if err != nil {
-		return 0, 0, err
+	ops := []op{
+		{"copy, one goroutine", scaled(func() { copy(dst, src) })},
+		{"copy, all goroutines", scaled(func() {
+			for i := range p {
+				lo, hi := int(half)*i/p, int(half)*(i+1)/p
+				wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
+			}
+			wg.Wait()
+		})},
 	}
-	return t1.median * scale, tp.median * scale, nil
+	for _, o := range ops {
+		o.run()
+	}
+	return ops
 }
 
 // gpuObserver counts the GPU tasks the executor reported and sums their

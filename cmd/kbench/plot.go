@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/vkjobs/vkjobs/sched"
 )
 
 // plotFormat returns the image format of a -plot file name, or an error
@@ -92,10 +94,10 @@ func (r *Report) writePlot(file string) error {
 // kernelPlot is one kernel's panel.
 func (r *Report) kernelPlot(k string) (*plot.Plot, error) {
 	p := plot.New()
-	elem := ""
+	elems := "elements"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
+	p.X.Tick.Marker, p.Y.Tick.Marker = decades{}, decades{}
+	p.Legend.Top, p.Legend.Left = false, false // bottom right, below the lines (see Y.Min)
 	p.Legend.TextStyle.Font.Size = vg.Points(7)
 	lines := append(append([]string(nil), r.Devices...), devCopyName)
 	for _, d := range lines {
@@ -114,7 +116,7 @@ func (r *Report) kernelPlot(k string) (*plot.Plot, error) {
 				continue
 			}
 			if x = r.result(k, s, d); x != nil {
-				elem = x.Elem
+				elems = infoOf(sched.KernelID(x.ID)).elems
 				xys = append(xys, plotter.XY{X: float64(x.Elements), Y: x.ElemPerSec})
 			}
 		}
@@ -142,10 +144,32 @@ func (r *Report) kernelPlot(k string) (*plot.Plot, error) {
 			a.Min, a.Max = a.Min/2, a.Max*2
 		}
 	}
+	p.Y.Min /= 100 // room for the legend below the lowest line
 	p.Title.Text = k
-	p.X.Label.Text = "size (" + elem + "s)"
-	p.Y.Label.Text = elem + "s per second"
+	p.X.Label.Text = "size (" + elems + ")"
+	p.Y.Label.Text = elems + " per second"
 	return p, nil
+}
+
+// decades marks a log axis: labelled ticks at powers of ten (1e3, 1e4...),
+// unlabelled ones at 2-9 times them.
+type decades struct{}
+
+func (decades) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		p := math.Pow(10, e)
+		for m := 1.0; m < 10; m++ {
+			if v := m * p; v >= lo && v <= hi {
+				t := plot.Tick{Value: v}
+				if m == 1 {
+					t.Label = fmt.Sprintf("1e%d", int(e))
+				}
+				ticks = append(ticks, t)
+			}
+		}
+	}
+	return ticks
 }
 
 // positive drops points a log axis cannot show.

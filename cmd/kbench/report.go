@@ -60,7 +60,8 @@ type Result struct {
 }
 
 // Copy is the memory-copy bound measured for one workload: copy() of
-// Bytes/2 bytes reads and writes Bytes, as the kernel does.
+// Bytes/2 bytes reads and writes Bytes, as the kernel does. Times are the
+// fastest sample.
 type Copy struct {
 	Kernel     string  `json:"kernel"`
 	Size       int     `json:"size"`
@@ -161,8 +162,8 @@ func (r *Report) writeTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "kbench: %d CPUs (GOMAXPROCS %d, scheduler threads %d), %s %s/%s; GPU: %s\n",
 		r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Workers, r.Machine.GoVersion, r.Machine.GOOS, r.Machine.GOARCH, gpu)
-	fmt.Fprintf(&b, "median of %d samples of at least %s each. Throughput in million elements per second;\n", r.Reps, r.MinSample)
-	fmt.Fprintf(&b, "in brackets, the fraction of this machine's memory-copy bound for the same bytes read and written.\n")
+	fmt.Fprintf(&b, "Throughput in million elements per second, median of %d samples of at least %s each; in brackets,\n", r.Reps, r.MinSample)
+	fmt.Fprintf(&b, "the fraction of this machine's memory-copy bound (fastest copy of the same bytes in+out).\n")
 	fmt.Fprintf(&b, "%s: the CPU kernel on one goroutine; %s: the scheduler on all workers.\n", devCPU1, devCPUAll)
 	if r.hasDevice(devGPU) {
 		fmt.Fprintf(&b, "%s: GPU-resident buffers, dispatch time from GPU timestamps; %s: host memory,\n", devGPU, devGPUXfer)

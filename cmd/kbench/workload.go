@@ -44,28 +44,29 @@ const maxChunkBytes = 64 << 20
 // kernelInfo describes what kbench calls an element of each kernel.
 type kernelInfo struct {
 	elem    string // what one element is
+	elems   string // plural
 	perItem int    // elements per work item
 }
 
-// infos gives each kernel's element: the unit of -sizes and of throughput.
+// infoOf gives each kernel's element: the unit of -sizes and of throughput.
 func infoOf(id sched.KernelID) kernelInfo {
 	switch id {
 	case kernels.SkinLBS, kernels.SkinLBSUniform, kernels.SkinDQS, kernels.SkinDQSUniform:
-		return kernelInfo{"vertex", 1}
+		return kernelInfo{"vertex", "vertices", 1}
 	case kernels.LocalToModel, kernels.LocalToModelSkin:
-		return kernelInfo{"bone", poseBones}
+		return kernelInfo{"bone", "bones", poseBones}
 	case kernels.SumF32, kernels.MinMaxF32, kernels.ScanReduceU32:
-		return kernelInfo{"value in", kernels.SumFactor}
+		return kernelInfo{"value in", "input values", kernels.SumFactor}
 	case kernels.Avg32F32:
-		return kernelInfo{"value in", kernels.Avg32Factor}
+		return kernelInfo{"value in", "input values", kernels.Avg32Factor}
 	case kernels.ExpandLerp:
-		return kernelInfo{"sample out", kernels.ExpandFactor}
+		return kernelInfo{"sample out", "output samples", kernels.ExpandFactor}
 	case kernels.ScanDownsweepU32:
-		return kernelInfo{"value out", kernels.ScanBlock}
+		return kernelInfo{"value out", "output values", kernels.ScanBlock}
 	case kernels.CRC32CBlocks:
-		return kernelInfo{"4-byte word", kernels.CRCBlockWords}
+		return kernelInfo{"4-byte word", "4-byte words", kernels.CRCBlockWords}
 	}
-	return kernelInfo{"element", 1}
+	return kernelInfo{"element", "elements", 1}
 }
 
 // Shapes of the generated data.

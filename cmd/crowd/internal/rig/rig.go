@@ -54,6 +54,8 @@ type Options struct {
 	// CacheDir holds compressed blobs keyed by their sources and options;
 	// "" means os.UserCacheDir()/vkjobs-crowd, "off" disables the cache.
 	CacheDir string
+
+	noBlob bool // tests: skip compression (Rig.Blob and Clips stay empty)
 }
 
 // Clip describes one clip of the blob.
@@ -160,7 +162,7 @@ func Build(opt Options) (*Rig, error) {
 				return nil, fmt.Errorf("rig: no CMU clips (NN_NN.bvh) in %s (install assimp-testmodels)", CMUDir)
 			}
 		}
-		var used []string
+		var used, paths []string
 		for _, f := range files {
 			im, err := anim.LoadFile(f, anim.ImportOptions{})
 			if err != nil {
@@ -179,24 +181,10 @@ func Build(opt Options) (*Rig, error) {
 			}
 			clips = append(clips, im.Clips...)
 			used = append(used, filepath.Base(f))
+			paths = append(paths, f)
 		}
-		files = files[:0]
-		for _, u := range used {
-			files = append(files, u)
-		}
+		files = paths // the cache key's sources
 		r.Source = fmt.Sprintf("CMU motion capture %s (%d joints)", strings.Join(used, ", "), sk.NumBones())
-		// Resolve names back to paths for the cache key.
-		for i, u := range files {
-			if opt.BVH == nil {
-				files[i] = filepath.Join(CMUDir, u)
-			} else {
-				for _, p := range opt.BVH {
-					if filepath.Base(p) == u {
-						files[i] = p
-					}
-				}
-			}
-		}
 	}
 	r.SourceBones = sk.NumBones()
 	bones := opt.Bones
@@ -231,8 +219,10 @@ func Build(opt Options) (*Rig, error) {
 		extendClip(ext.sk, c)
 	}
 
-	if err := r.loadOrCompress(opt, files, ext.sk, clips); err != nil {
-		return nil, err
+	if !opt.noBlob {
+		if err := r.loadOrCompress(opt, files, ext.sk, clips); err != nil {
+			return nil, err
+		}
 	}
 	r.Bones = ext.sk.NumBones()
 	r.Names = ext.sk.Names
