@@ -64,4 +64,4 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sched/... ./gpu/... ./kernels/...
 
 demo: deps
-	$(GO) run ./cmd/schedemo
+	$(GO) run ./cmd/crowd

@@ -89,8 +89,8 @@ type frameResult struct {
 	frame   int
 	phase   [numPhases]int64 // span of each phase
 	stage   [4]int64         // span of each pipeline stage
-	sim     int64            // sample start to skin stop
-	animate int64            // sample start to local-to-model stop
+	sim     int64            // sample + local-to-model + skin
+	animate int64            // sample + local-to-model
 	start   int64            // start of sample (sched.Nanotime)
 	present int64            // stop of submit/present
 	latency int64            // issue to present
@@ -205,11 +205,13 @@ func (s *stats) harvest(f int, stageOf *[numPhases]int) {
 			fr.stage[i] = st1[i] - st0[i]
 		}
 	}
-	if a, b := rec.start[phSample].Load(), rec.stop[phSkin].Load(); b > 0 && a != math.MaxInt64 {
-		fr.sim = b - a
-	}
-	if a, b := rec.start[phSample].Load(), rec.stop[phLTM].Load(); b > 0 && a != math.MaxInt64 {
-		fr.animate = b - a
+	// Work times: the phases' spans added (in a pipeline, the gap between
+	// two stages is another frame's turn, not this frame's work).
+	if fr.phase[phSample] > 0 && fr.phase[phLTM] > 0 {
+		fr.animate = fr.phase[phSample] + fr.phase[phLTM]
+		if fr.phase[phSkin] > 0 {
+			fr.sim = fr.animate + fr.phase[phSkin]
+		}
 	}
 	if a := rec.start[phSample].Load(); a != math.MaxInt64 {
 		fr.start = a

@@ -114,7 +114,7 @@ func (a *app) summary() {
 	}
 	fmt.Fprintf(out, "sampling + local-to-model (%d x %d bones): median %s, p95 %s (goal <= %s for 1000 x 90 on 2 cores: %s)\n",
 		w.n, w.bones, ms(da.median), ms(da.p95), ms(goalAnimate), verdict(da.median, goalAnimate))
-	fmt.Fprintf(out, "simulation (sample -> local-to-model -> skin): median %s, p95 %s (goal <= %s: %s)\n",
+	fmt.Fprintf(out, "simulation (sample + local-to-model + skin): median %s, p95 %s (goal <= %s: %s)\n",
 		ms(ds.median), ms(ds.p95), ms(goalSim), verdict(ds.median, goalSim))
 
 	fmt.Fprintf(out, "where kernels ran (invocations, work items; split pieces count one each):\n")
@@ -180,8 +180,12 @@ func (a *app) summary() {
 	}
 	dr := &a.draw
 	rs := dr.lastRecord
-	fmt.Fprintf(out, "render (last frame): %d packets sorted from %d contexts, %d draws in %d ranges, %d pipeline and %d mesh binds",
-		dr.lastSort.Packets, dr.lastSort.Contexts, rs.Draws, rs.Ranges, rs.PipelineBinds, rs.MeshBinds)
+	var visible int64
+	for i := range dr.visible {
+		visible += dr.visible[i].n
+	}
+	fmt.Fprintf(out, "render (last frame): %d of %d characters in view, %d packets sorted from %d contexts, %d draws in %d ranges, %d pipeline and %d mesh binds",
+		visible, w.n, dr.lastSort.Packets, dr.lastSort.Contexts, rs.Draws, rs.Ranges, rs.PipelineBinds, rs.MeshBinds)
 	if dr.gfx != nil {
 		gs := dr.gfx.Stats()
 		fmt.Fprintf(out, "; Vulkan: %d frames submitted, %d draws, %d discarded, %d skipped", gs.Frames, gs.Draws, gs.Discarded, gs.Skipped)
