@@ -133,6 +133,7 @@ type spuUnit struct {
 	src   *sched.TaskData
 	plan  spuPlan
 	local sched.TaskData
+	ev    sched.RunEvent // observer scratch: reused, so reporting allocates nothing
 }
 
 type dmaCmd struct {
@@ -284,9 +285,9 @@ func (u *spuUnit) runJob(j sched.Job) {
 		x.jobs.Add(1)
 	}
 	if obs := j.Scheduler().Observer(); obs != nil {
-		ev := sched.RunEvent{Thread: -1, Where: sched.SPU, Task: j.ID(), Parent: j.Parent(),
+		u.ev = sched.RunEvent{Thread: -1, Where: sched.SPU, Task: j.ID(), Parent: j.Parent(),
 			Dependency: j.Dependency(), Kernel: id, Begin: begin, End: end, Start: start, Stop: stop, Err: err}
-		obs.TaskRan(&ev)
+		obs.TaskRan(&u.ev)
 	}
 	u.src = nil
 	u.local = sched.TaskData{}
