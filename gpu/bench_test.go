@@ -44,7 +44,7 @@ func BenchmarkGPURoundTrip(b *testing.B) {
 			name = "no-timestamps"
 		}
 		b.Run(name, func(b *testing.B) {
-			e := benchEnv(b, ExecutorOptions{NoTimestamps: !ts})
+			e := benchEnv(b, ExecutorOptions{NoTimestamps: !ts, CPUTimestamps: ts})
 			x, y, z := ramp(64, 1, 0), ramp(64, 1, 1), make([]float32, 64)
 			task := saxpyTask(2, x, y, z)
 			b.ReportAllocs()

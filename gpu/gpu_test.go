@@ -404,7 +404,9 @@ func (r *recorder) TaskRan(ev *sched.RunEvent) {
 
 func TestObserverGetsGPUTimes(t *testing.T) {
 	rec := &recorder{}
-	e := newEnv(t, device(t, false), ExecutorOptions{}, sched.Config{Observer: rec})
+	// CPUTimestamps: exercise the timestamp path on lavapipe too (it is
+	// off there by default).
+	e := newEnv(t, device(t, false), ExecutorOptions{CPUTimestamps: true}, sched.Config{Observer: rec})
 	if !e.dev.Timestamps() {
 		t.Log("device without timestamps: times are submission to completion")
 	}
