@@ -99,10 +99,14 @@
 // vertex i with base vertices[i].Palette: meshes of different characters
 // concatenated. Joint indices are 8 bits relative to the base, so a skeleton
 // may have up to 256 bones. The uniform-palette variants hold the palette in
-// one 64 KiB uniform block (UniformPaletteBytes; faster than a storage
-// buffer on lavapipe per VULKAN_NOTES.md): a GPU executor should bind that
-// whole size even for a shorter palette; their CPU functions refuse a
-// palette longer than the block.
+// one 64 KiB uniform block (UniformPaletteBytes): a GPU task must bind that
+// whole size even for a shorter palette (pad the stream); their CPU
+// functions refuse a palette longer than the block. Measured on lavapipe
+// (BenchmarkGPUSkinPalette, 1M vertices, GPU-resident buffers, dispatch
+// time, median of 5 interleaved runs), the uniform block is faster, though
+// not the 2x of VULKAN_NOTES.md: LBS 38.8 against 27.8 Mvert/s (1.4x), DQS
+// 44.1 against 37.8 (1.17x); DQS outruns LBS on lavapipe, which gathers
+// half as many palette bytes per vertex.
 //
 // # Composing a multi-range scan
 //

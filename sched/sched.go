@@ -963,6 +963,10 @@ func (s *Scheduler) wakeOne() {
 	s.idleMu.Unlock()
 	if t != nil {
 		t.signal()
+		// The woken goroutine is queued on this P's run-next slot, where
+		// it waits until this goroutine blocks: yield once so another P
+		// picks one of us up now instead of milliseconds later.
+		runtime.Gosched()
 	}
 }
 
