@@ -8,7 +8,6 @@ package anim
 // skip, unless CI=true, where they fail.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/bind"
+	"github.com/vkjobs/vkjobs/gpu/gputest"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -33,35 +33,7 @@ import (
 // within their allowed ULPs, which this bound covers.
 const gpuPoseTol = 1e-5
 
-// msgLog collects the shared device's debug-report messages.
-type msgLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *msgLog) add(m gpu.Message) {
-	l.mu.Lock()
-	l.msgs = append(l.msgs, m.String())
-	l.mu.Unlock()
-}
-
-func (l *msgLog) since(n int) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.msgs[n:]...)
-}
-
-func (l *msgLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.msgs)
-}
-
-var (
-	gpuDevMu  sync.Mutex
-	gpuDev    *gpu.Device
-	gpuDevLog *msgLog
-)
+var shared gputest.Shared
 
 // sampleRegistry registers package kernels' kernels and the sampling kernel.
 func sampleRegistry(tb testing.TB) *sched.Registry {
@@ -76,49 +48,19 @@ func sampleRegistry(tb testing.TB) *sched.Registry {
 }
 
 // openGPU returns the shared validated device, its pipelines compiled.
-func openGPU(tb testing.TB) (*gpu.Device, *msgLog) {
+func openGPU(tb testing.TB) (*gpu.Device, *gputest.Log) {
 	tb.Helper()
-	gpuDevMu.Lock()
-	defer gpuDevMu.Unlock()
-	if gpuDev != nil {
-		return gpuDev, gpuDevLog
-	}
-	log := &msgLog{}
-	d, err := gpu.Open(gpu.Options{Validation: true, OnMessage: log.add})
-	if errors.Is(err, gpu.ErrNoDevice) {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("no Vulkan device, and CI=true requires one (install mesa-vulkan-drivers): %v", err)
+	return shared.Get(tb, "default", gpu.Options{}, func(d *gpu.Device) error {
+		t0 := time.Now()
+		if err := d.PreparePipelines(sampleRegistry(tb)); err != nil {
+			return fmt.Errorf("compiling the pipelines: %w", err)
 		}
-		tb.Skipf("skipping GPU test: no Vulkan device (with CI=true this fails): %v", err)
-	}
-	if err != nil {
-		tb.Fatalf("opening a validated Vulkan device: %v", err)
-	}
-	t0 := time.Now()
-	if err := d.PreparePipelines(sampleRegistry(tb)); err != nil {
-		d.Close()
-		tb.Fatalf("compiling the pipelines: %v", err)
-	}
-	tb.Logf("device %q: pipelines ready in %v", d.Name(), time.Since(t0).Round(time.Millisecond))
-	gpuDev, gpuDevLog = d, log
-	return d, log
+		tb.Logf("device %q: pipelines ready in %v", d.Name(), time.Since(t0).Round(time.Millisecond))
+		return nil
+	})
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if gpuDev != nil {
-		n := gpuDevLog.len()
-		if err := gpuDev.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "anim: closing the shared Vulkan device:", err)
-			code = 1
-		}
-		if msgs := gpuDevLog.since(n); len(msgs) > 0 {
-			fmt.Fprintf(os.Stderr, "anim: validation messages while closing the device:\n\t%s\n", strings.Join(msgs, "\n\t"))
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(gputest.Main(m, &shared)) }
 
 // dispatchTimer is an Observer that sums the GPU dispatch time of the
 // sampling kernel's tasks (the executor's timestamps).
@@ -177,35 +119,8 @@ func newGPUEnv(tb testing.TB) *gpuEnv { return newGPUEnvWith(tb, sampleRegistry(
 func newGPUEnvWith(tb testing.TB, reg *sched.Registry) *gpuEnv {
 	tb.Helper()
 	dev, log := openGPU(tb)
-	n0 := log.len()
 	obs := newDispatchTimer()
-	exec, err := gpu.NewExecutor(dev, gpu.ExecutorOptions{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s, err := sched.New(sched.Config{Kernels: reg, Observer: obs})
-	if err != nil {
-		exec.Close()
-		tb.Fatal(err)
-	}
-	if err := s.AttachExecutor(sched.ExecGPU, exec); err != nil {
-		s.Close()
-		exec.Close()
-		tb.Fatal(err)
-	}
-	m, err := s.RegisterThread("test")
-	if err != nil {
-		s.Close()
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			tb.Errorf("scheduler Close: %v", err)
-		}
-		if msgs := log.since(n0); len(msgs) > 0 {
-			tb.Errorf("%d validation message(s):\n\t%s", len(msgs), strings.Join(msgs, "\n\t"))
-		}
-	})
+	s, exec, m := gputest.Sched(tb, dev, log, sched.Config{Kernels: reg, Observer: obs}, gpu.ExecutorOptions{})
 	return &gpuEnv{dev: dev, exec: exec, s: s, main: m, obs: obs}
 }
 

@@ -9,103 +9,42 @@ package kernels
 // device the GPU tests skip, unless CI=true, where they fail.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/gputest"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
-// msgLog collects the debug-report messages of the shared devices.
-type msgLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *msgLog) add(m gpu.Message) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, m.String())
-}
-
-// since returns the messages after the first n.
-func (l *msgLog) since(n int) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.msgs[n:]...)
-}
-
-func (l *msgLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.msgs)
-}
-
 // Shared devices: opening one and compiling the 14 shaders (65-100 ms each
 // on lavapipe, the first time) is paid once per test binary.
-var (
-	devMu   sync.Mutex
-	devs    = map[bool]*gpu.Device{}
-	devLogs = map[bool]*msgLog{}
-)
+var shared gputest.Shared
 
 // openDevice returns the shared validated device; staging forces the
 // staging-copy memory path of discrete GPUs. It skips (CI=true: fails)
 // when there is no Vulkan device.
-func openDevice(t testing.TB, staging bool) (*gpu.Device, *msgLog) {
+func openDevice(t testing.TB, staging bool) (*gpu.Device, *gputest.Log) {
 	t.Helper()
-	devMu.Lock()
-	defer devMu.Unlock()
-	if d := devs[staging]; d != nil {
-		return d, devLogs[staging]
-	}
-	log := &msgLog{}
-	d, err := gpu.Open(gpu.Options{Validation: true, ForceStaging: staging, OnMessage: log.add})
-	if errors.Is(err, gpu.ErrNoDevice) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Vulkan device, and CI=true requires one (install mesa-vulkan-drivers): %v", err)
+	return shared.Get(t, fmt.Sprintf("staging=%v", staging), gpu.Options{ForceStaging: staging}, func(d *gpu.Device) error {
+		reg := sched.NewRegistry()
+		if err := Register(reg); err != nil {
+			return err
 		}
-		t.Skipf("skipping GPU test: no Vulkan device (with CI=true this fails): %v", err)
-	}
-	if err != nil {
-		t.Fatalf("opening a validated Vulkan device: %v", err)
-	}
-	reg := sched.NewRegistry()
-	if err := Register(reg); err != nil {
-		d.Close()
-		t.Fatal(err)
-	}
-	t0 := time.Now()
-	if err := d.PreparePipelines(reg); err != nil {
-		d.Close()
-		t.Fatalf("compiling the kernels' pipelines: %v", err)
-	}
-	t.Logf("device %q (staging %v): pipelines ready in %v", d.Name(), staging, time.Since(t0).Round(time.Millisecond))
-	devs[staging], devLogs[staging] = d, log
-	return d, log
+		t0 := time.Now()
+		if err := d.PreparePipelines(reg); err != nil {
+			return fmt.Errorf("compiling the kernels' pipelines: %w", err)
+		}
+		t.Logf("device %q (staging %v): pipelines ready in %v", d.Name(), staging, time.Since(t0).Round(time.Millisecond))
+		return nil
+	})
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for staging, d := range devs {
-		n := devLogs[staging].len()
-		if err := d.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "kernels: closing the shared device (staging %v): %v\n", staging, err)
-			code = 1
-		}
-		if msgs := devLogs[staging].since(n); len(msgs) > 0 {
-			fmt.Fprintf(os.Stderr, "kernels: validation messages while closing the shared device (staging %v):\n\t%s\n", staging, strings.Join(msgs, "\n\t"))
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(gputest.Main(m, &shared)) }
 
 // gpuCounter is an Observer that counts GPU kernel invocations and sums
 // their dispatch times (the executor's timestamps). The executor reports a
@@ -172,7 +111,6 @@ type gpuEnv struct {
 func newGPUEnv(t testing.TB, staging bool, eo gpu.ExecutorOptions, cfg sched.Config) *gpuEnv {
 	t.Helper()
 	dev, log := openDevice(t, staging)
-	n0 := log.len()
 	reg := sched.NewRegistry()
 	if err := Register(reg); err != nil {
 		t.Fatal(err)
@@ -180,33 +118,7 @@ func newGPUEnv(t testing.TB, staging bool, eo gpu.ExecutorOptions, cfg sched.Con
 	cfg.Kernels = reg
 	obs := newGPUCounter()
 	cfg.Observer = obs
-	exec, err := gpu.NewExecutor(dev, eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sched.New(cfg)
-	if err != nil {
-		exec.Close()
-		t.Fatal(err)
-	}
-	if err := s.AttachExecutor(sched.ExecGPU, exec); err != nil {
-		s.Close()
-		exec.Close()
-		t.Fatal(err)
-	}
-	m, err := s.RegisterThread("test")
-	if err != nil {
-		s.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("scheduler Close: %v", err)
-		}
-		if msgs := log.since(n0); len(msgs) > 0 {
-			t.Errorf("%d validation message(s):\n\t%s", len(msgs), strings.Join(msgs, "\n\t"))
-		}
-	})
+	s, exec, m := gputest.Sched(t, dev, log, cfg, eo)
 	return &gpuEnv{dev: dev, exec: exec, s: s, main: m, obs: obs}
 }
 
