@@ -484,15 +484,23 @@ func (s *Scheduler) checkID(id TaskID, what string) error {
 	}
 	if d == 0 && atomic.LoadInt32(&sl.open) == 0 {
 		// Either a free slot (the ID was never issued) or a task between
-		// its last decrement and its generation bump, which takes a few
-		// instructions: give it time before calling the ID forged.
-		for i := 0; i < 1000; i++ {
+		// its last decrement and its generation bump: a few instructions,
+		// unless the OS preempts the completing thread right there, which
+		// on a loaded machine can last milliseconds. Be patient before
+		// calling the ID forged: only forged IDs pay for the wait.
+		deadline := time.Now().Add(250 * time.Millisecond)
+		for i := 0; ; i++ {
 			if sl.genLoad() != id.gen() || atomic.LoadInt32(&sl.open) != 0 {
 				return nil
 			}
-			runtime.Gosched()
+			if i < 100 {
+				runtime.Gosched()
+			} else if time.Now().Before(deadline) {
+				time.Sleep(50 * time.Microsecond)
+			} else {
+				return fmt.Errorf("sched: %s %v: %w", what, id, ErrNotIssued)
+			}
 		}
-		return fmt.Errorf("sched: %s %v: %w", what, id, ErrNotIssued)
 	}
 	return nil
 }

@@ -72,7 +72,9 @@
 //
 // After the table, one line per kernel gives the crossover: the smallest
 // size at which the GPU (dispatch only, and with transfers) was faster than
-// all CPU workers, or "none up to" the largest size.
+// all CPU workers (cpu-all), with cpu-all's time over the GPU's there (near
+// 1.00x is a tie within the noise of a shared machine), or "none up to" the
+// largest size.
 //
 // # Output and exit status
 //

@@ -71,10 +71,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
 		fs.PrintDefaults()
-		fmt.Fprintf(stderr, "\nkernels: %s\n", strings.Join(kernelNames(), ", "))
+		fmt.Fprintf(stderr, "\nkernels (name, ID, element): %s\n", strings.Join(kernelNames(), ", "))
 	}
 	kflag := fs.String("kernels", "all", "comma-separated kernel names or IDs, or all")
-	sflag := fs.String("sizes", "1e3,1e4,1e5,1e6,1e7", "comma-separated sizes in elements (1e3 to 1e8; see -h for what an element is)")
+	sflag := fs.String("sizes", "1e3,1e4,1e5,1e6,1e7", "comma-separated sizes, 1 to 1e8 elements each (each kernel's element is listed below)")
 	reps := fs.Int("reps", 5, "samples per measurement; the median is reported")
 	minSample := fs.Duration("min-sample", 20*time.Millisecond, "repeat runs so that each sample lasts at least this long")
 	quick := fs.Bool("quick", false, "every kernel at small sizes (1e3,1e4,1e5), 3 samples of 5ms: well under 30 s")

@@ -247,13 +247,14 @@ func TestCrossover(t *testing.T) {
 		}
 		// a: dispatch wins from 1e4, transfers from 1e5; b: never.
 		add("a", s, devGPU, map[int]float64{1000: 2000, 10000: 9999, 100000: 1}[s])
+		// (1.0001x and 1.00001x: a tie in practice, which the ratio shows)
 		add("a", s, devGPUXfer, map[int]float64{1000: 2000, 10000: 10001, 100000: 99999}[s])
 		add("b", s, devGPU, 2*float64(s))
 		add("b", s, devGPUXfer, float64(s))
 	}
 	rep.crossovers()
 	a, b := rep.Crossovers[0], rep.Crossovers[1]
-	if a.Dispatch != 10000 || a.Transfer != 100000 || a.Summary != "dispatch only: from 1e4; with transfers: from 1e5" {
+	if a.Dispatch != 10000 || a.Transfer != 100000 || a.Summary != "dispatch only: from 1e4 (1.00x); with transfers: from 1e5 (1.00x)" {
 		t.Fatalf("crossover a: %+v", a)
 	}
 	if b.Dispatch != 0 || b.Transfer != 0 || b.Summary != "dispatch only: none up to 1e5; with transfers: none up to 1e5" {

@@ -72,12 +72,16 @@ type Copy struct {
 }
 
 // Crossover is, per kernel, the smallest size where the GPU beat all CPU
-// workers (cpu-all), dispatch only and with transfers; 0 = at no size run.
+// workers (cpu-all), dispatch only and with transfers (0 = at no size run),
+// and by how much there: cpu-all's time over the GPU's (a ratio near 1 is
+// within the noise of a shared machine).
 type Crossover struct {
-	Kernel   string `json:"kernel"`
-	Dispatch int    `json:"dispatch_size"`
-	Transfer int    `json:"transfer_size"`
-	Summary  string `json:"summary"`
+	Kernel        string  `json:"kernel"`
+	Dispatch      int     `json:"dispatch_size"`
+	DispatchRatio float64 `json:"dispatch_ratio,omitempty"`
+	Transfer      int     `json:"transfer_size"`
+	TransferRatio float64 `json:"transfer_ratio,omitempty"`
+	Summary       string  `json:"summary"`
 }
 
 // result returns the result of kernel at size on dev, or nil.
@@ -116,23 +120,24 @@ func (r *Report) crossovers() {
 	}
 	for _, k := range r.Kernels {
 		c := Crossover{Kernel: k}
-		find := func(dev string) int {
+		find := func(dev string) (int, float64) {
 			for _, s := range r.Sizes {
 				g, cpu := r.result(k, s, dev), r.result(k, s, devCPUAll)
-				if g != nil && cpu != nil && g.Seconds < cpu.Seconds {
-					return s
+				if g != nil && cpu != nil && g.Seconds > 0 && g.Seconds < cpu.Seconds {
+					return s, cpu.Seconds / g.Seconds
 				}
 			}
-			return 0
+			return 0, 0
 		}
-		c.Dispatch, c.Transfer = find(devGPU), find(devGPUXfer)
-		word := func(s int) string {
+		c.Dispatch, c.DispatchRatio = find(devGPU)
+		c.Transfer, c.TransferRatio = find(devGPUXfer)
+		word := func(s int, ratio float64) string {
 			if s == 0 {
 				return "none up to " + formatSize(largest)
 			}
-			return "from " + formatSize(s)
+			return fmt.Sprintf("from %s (%.2fx)", formatSize(s), ratio)
 		}
-		c.Summary = fmt.Sprintf("dispatch only: %s; with transfers: %s", word(c.Dispatch), word(c.Transfer))
+		c.Summary = fmt.Sprintf("dispatch only: %s; with transfers: %s", word(c.Dispatch, c.DispatchRatio), word(c.Transfer, c.TransferRatio))
 		r.Crossovers = append(r.Crossovers, c)
 	}
 }
