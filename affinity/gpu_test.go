@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"slices"
@@ -99,6 +100,27 @@ func TestAutoPlacementLavapipe(t *testing.T) {
 	if raceEnabled {
 		rounds, want = 8, 0.90
 	}
+	// The criterion is statistical and this machine is shared: other
+	// processes' load can flip a close size class for a while. A failing
+	// attempt is measured once more before the test fails.
+	for attempt := 1; ; attempt++ {
+		for _, c := range cases {
+			c.cpu, c.gpu, c.auto = c.cpu[:0], c.gpu[:0], c.auto[:0]
+		}
+		failure := measurePlacement(t, e, r, cases, rounds, want, run)
+		if failure == "" {
+			break
+		}
+		if attempt == 2 {
+			t.Fatal(failure)
+		}
+		t.Logf("attempt %d: %s; measuring again", attempt, failure)
+	}
+}
+
+// measurePlacement runs the rounds and returns "" if Auto chose the faster
+// device often enough, else why not.
+func measurePlacement(t *testing.T, e *gpuEnv, r *rand.Rand, cases []*placeCase, rounds int, want float64, run func(*placeCase, sched.Affinity) time.Duration) string {
 	for range rounds {
 		for _, i := range r.Perm(len(cases)) {
 			c := cases[i]
@@ -144,17 +166,18 @@ func TestAutoPlacementLavapipe(t *testing.T) {
 
 	t.Logf("model:\n%s", firstLines(b.String(), 14))
 	if counted < len(cases)*rounds/2 {
-		t.Fatalf("only %d decisions in cases with a clear winner", counted)
+		return fmt.Sprintf("only %d decisions in cases with a clear winner", counted)
 	}
 	if frac := float64(right) / float64(counted); frac < want {
 		for _, d := range e.p.Snapshot().Decisions {
 			t.Logf("%5d %6d %v %-7s predicted %v measured %v", d.Kernel, d.Items, Mask(d.Where), d.Reason, d.Predicted, d.Measured)
 		}
-		t.Fatalf("Auto chose the faster device in %d of %d decisions (%.1f%%), want %.0f%%", right, counted, 100*frac, 100*want)
+		return fmt.Sprintf("Auto chose the faster device in %d of %d decisions (%.1f%%), want %.0f%%", right, counted, 100*frac, 100*want)
 	}
 	if gpuWins == 0 {
 		t.Logf("note: the GPU was not clearly faster for any case on this device")
 	}
+	return ""
 }
 
 // exploring reports whether any of the last n decisions explored.
