@@ -8,6 +8,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -260,8 +261,8 @@ func TestGLTFFiles(t *testing.T) {
 		bones, frames int
 		rate          float64
 	}{
-		{"/work/shared/data/cesium_man.gltf", 19, 49, 24},
-		{"/work/shared/data/rigged_simple.gltf", 2, 51, 24},
+		{sharedData(t, "cesium_man.gltf"), 19, 49, 24},
+		{sharedData(t, "rigged_simple.gltf"), 2, 51, 24},
 		{simple, 2, 133, 24},
 	} {
 		if _, err := os.Stat(tc.path); err != nil {
@@ -296,7 +297,7 @@ func TestGLTFFiles(t *testing.T) {
 	}
 	// cesium_man: the Z-up root node is folded in, so the figure stands
 	// on y: its head is well above its feet in model space.
-	im, _ := LoadFile("/work/shared/data/cesium_man.gltf", ImportOptions{})
+	im, _ := LoadFile(sharedData(t, "cesium_man.gltf"), ImportOptions{})
 	local := make([]Transform, 19)
 	model := make([]mat4, 19)
 	im.Clips[0].Pose(0, local)
@@ -331,4 +332,18 @@ func FuzzGLTF(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sharedData finds a file of the project's shared data set, which sits
+// beside the repository (../shared/data from its root).
+func sharedData(t *testing.T, name string) string {
+	t.Helper()
+	for _, dir := range []string{filepath.Join("..", "..", "shared", "data"), "/work/shared/data"} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Fatalf("%s not found in ../shared/data beside the repository (the shared data set is part of the project)", name)
+	return ""
 }
