@@ -14,26 +14,24 @@ import (
 // that registered the thread. Using it from two goroutines at once corrupts
 // its deque.
 type Ctx struct {
-	s        *Scheduler
-	index    int
-	worker   bool
-	name     string
-	wake     chan struct{}
-	waiting  atomic.Bool
-	npinned  atomic.Int32
-	running  int    // depth of kernels running on this thread (owner only)
-	current  TaskID // task whose kernel runs now (owner only)
-	rng      uint32
-	ev       RunEvent // scratch for the Observer (owner only)
-	ncache   int
-	cache    [slotCacheSize]uint32 // free slots kept by this thread (owner only)
-	_        [cacheLine]byte
-	nCreated atomic.Int64 // tasks created on this thread
-	_        [cacheLine - 8]byte
-	nDone    atomic.Int64 // tasks completed on this thread
-	_        [cacheLine - 8]byte
-	dq       [numPriorities]deque
-	pinned   [numPriorities]ring // registered threads only
+	s       *Scheduler
+	index   int
+	worker  bool
+	name    string
+	wake    chan struct{}
+	waiting atomic.Bool
+	npinned atomic.Int32
+	running int    // depth of kernels running on this thread (owner only)
+	current TaskID // task whose kernel runs now (owner only)
+	rng     uint32
+	ev      RunEvent // scratch for the Observer (owner only)
+	ncache  int
+	cache   [slotCacheSize]uint32 // free slots kept by this thread (owner only)
+	_       [cacheLine]byte
+	busy    atomic.Int32 // inside Wait, WaitFor, WaitEvent, RunPinned, RunOne: may run tasks
+	_       [cacheLine - 4]byte
+	dq      [numPriorities]deque
+	pinned  [numPriorities]ring // registered threads only
 }
 
 // Scheduler returns the scheduler this thread belongs to.
@@ -71,6 +69,8 @@ func (c *Ctx) Run(id TaskID) error { return c.s.run(id, c) }
 // error (it could never finish).
 func (c *Ctx) Wait(id TaskID) error {
 	s := c.s
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
 	if err := s.checkID(id, "Wait"); err != nil {
 		return err
 	}
@@ -102,6 +102,8 @@ func (c *Ctx) Wait(id TaskID) error {
 // and release its dependents).
 func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 	s := c.s
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
 	if err := s.checkID(id, "WaitFor"); err != nil {
 		return err
 	}
@@ -124,6 +126,8 @@ func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 // while waiting for vsync, a GPU fence or another system).
 func (c *Ctx) WaitEvent(e *Event) {
 	s := c.s
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
 	for spins := 0; !e.IsSet(); {
 		if c.runOne() {
 			spins = 0
@@ -144,6 +148,8 @@ func (c *Ctx) WaitEvent(e *Event) {
 // else) and returns how many it ran. Call it once per frame on a main or
 // render thread that does not otherwise Wait.
 func (c *Ctx) RunPinned() int {
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
 	n := 0
 	for lv := range c.pinned {
 		for x := c.pinned[lv].pop(); x != noItem; x = c.pinned[lv].pop() {
@@ -156,7 +162,14 @@ func (c *Ctx) RunPinned() int {
 }
 
 // RunOne runs one runnable task if there is one and reports whether it did.
-func (c *Ctx) RunOne() bool { return c.runOne() }
+func (c *Ctx) RunOne() bool { return c.helpOne() }
+
+// helpOne is runOne for the entry points that are not already busy.
+func (c *Ctx) helpOne() bool {
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
+	return c.runOne()
+}
 
 func (c *Ctx) runOne() bool {
 	x := c.find()
@@ -265,7 +278,7 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 	s.nIdle.Add(1)
 	s.idleMu.Unlock()
 	if c.hasWork() || (id != NoTask && s.IsFinished(id)) || (e != nil && e.IsSet()) || (c.worker && s.stopping.Load()) {
-		s.wakeThread(c)
+		s.removeIdle(c)
 		select { // drop a token a waker may have sent meanwhile
 		case <-c.wake:
 		default:
@@ -273,6 +286,9 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 		return
 	}
 	<-c.wake
+	// A token can be stale (a waker took us off the list while we were
+	// re-checking, and signalled after we left): then we are still listed.
+	s.removeIdle(c)
 }
 
 // slotCacheSize is the most free slots one thread keeps.

@@ -209,28 +209,29 @@ func (j Job) Scheduler() *Scheduler { return j.s }
 // task. Calling Done twice is a bug that corrupts the pool.
 func (j Job) Done(err error) {
 	j.s.finish(j.idx, err, nil)
+	j.s.execJobs.Add(-1) // after the dependents are queued (see quiescent)
 }
 
 // Scheduler runs tasks over worker goroutines and registered threads. Create
 // with New, stop with Close. All methods are safe for concurrent use unless
 // their comment says otherwise.
 type Scheduler struct {
-	id         uint8
-	cfg        Config
-	reg        *Registry
-	slots      []slot
-	free       atomic.Uint64 // tag<<32 | index+1
-	freeMu     sync.Mutex
-	freeIdx    []uint32     // free slot indices (a stack; capacity PoolSize)
-	nfree      atomic.Int32 // len(freeIdx), readable without the lock
-	extCreated atomic.Int64 // tasks made by non-thread goroutines
-	extDone    atomic.Int64
-	cacheCap   int
-	threads    []*Ctx // workers first, then registered threads
-	nwork      int
-	nreg       atomic.Int32
-	inject     [numPriorities]ring
-	queued     [numPriorities]atomic.Int32 // tasks queued at High and Low levels
+	id       uint8
+	cfg      Config
+	reg      *Registry
+	slots    []slot
+	free     atomic.Uint64 // tag<<32 | index+1
+	freeMu   sync.Mutex
+	freeIdx  []uint32      // free slot indices (a stack; capacity PoolSize)
+	nfree    atomic.Int32  // len(freeIdx), readable without the lock
+	execJobs atomic.Int64  // jobs handed to executors and not yet Done
+	activity atomic.Uint64 // counts threads leaving the idle list
+	cacheCap int
+	threads  []*Ctx // workers first, then registered threads
+	nwork    int
+	nreg     atomic.Int32
+	inject   [numPriorities]ring
+	queued   [numPriorities]atomic.Int32 // tasks queued at High and Low levels
 
 	execs [2]Executor
 
@@ -559,7 +560,6 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	}
 
 	idx := s.alloc(c)
-	s.created(c)
 	sl := &s.slots[idx]
 	gen := sl.genLoad()
 	id := makeID(s.id, gen, idx)
@@ -671,7 +671,6 @@ func (s *Scheduler) release(idx uint32) {
 	sl.task = Task{}
 	atomic.StoreInt32(&sl.open, 0)
 	sl.deps.Store(uint64(sl.genLoad()+1) << 32)
-	s.finished(nil)
 	s.putSlot(idx, nil)
 }
 
@@ -732,8 +731,10 @@ func (s *Scheduler) ready(idx uint32, c *Ctx) {
 	case AnyWorker:
 		s.pushCPU(idx, sl.task.Priority.level(), c)
 	case GPU:
+		s.execJobs.Add(1)
 		s.execs[ExecGPU].Enqueue(Job{s: s, idx: idx, id: makeID(s.id, sl.genLoad(), idx)})
 	case SPU:
+		s.execJobs.Add(1)
 		s.execs[ExecSPU].Enqueue(Job{s: s, idx: idx, id: makeID(s.id, sl.genLoad(), idx)})
 	default:
 		i, _ := a.Thread()
@@ -777,7 +778,6 @@ func (s *Scheduler) coExecute(idx uint32, where Affinity, at uint32, c *Ctx) boo
 
 // initSub fills slot x as a range piece of task p.
 func (s *Scheduler) initSub(x, p uint32, begin, end uint32, a Affinity, c *Ctx) {
-	s.created(c)
 	ps := &s.slots[p]
 	xs := &s.slots[x]
 	xs.task = ps.task
@@ -859,7 +859,6 @@ func (s *Scheduler) complete(idx uint32, c *Ctx) {
 		sl.task.Data.Data = nil
 	}
 	waiters := sl.waiters.Load()
-	s.finished(c)
 	s.putSlot(idx, c)
 	for d := uint32(h); d != 0 && d != depsClosed; {
 		next := s.slots[d-1].depNext
@@ -890,7 +889,7 @@ func (s *Scheduler) alloc(c *Ctx) uint32 {
 		if idx, ok := s.getSlot(c); ok {
 			return idx
 		}
-		if c != nil && c.runOne() {
+		if c != nil && c.helpOne() {
 			continue
 		}
 		// Nothing to run here: sleep until a slot frees.
@@ -965,6 +964,7 @@ func (s *Scheduler) wakeOne() {
 			t = s.idle[i]
 			s.idle = append(s.idle[:i], s.idle[i+1:]...)
 			s.nIdle.Add(-1)
+			s.activity.Add(1)
 			break
 		}
 	}
@@ -986,6 +986,7 @@ func (s *Scheduler) wakeThread(t *Ctx) {
 		if x == t {
 			s.idle = append(s.idle[:i], s.idle[i+1:]...)
 			s.nIdle.Add(-1)
+			s.activity.Add(1)
 			found = true
 			break
 		}
@@ -994,6 +995,23 @@ func (s *Scheduler) wakeThread(t *Ctx) {
 	if found {
 		t.signal()
 	}
+}
+
+// removeIdle takes t off the idle list if it is there (t itself, after a
+// wake-up: a spurious one, from a token a waker sent late, leaves t listed)
+// and reports whether it was.
+func (s *Scheduler) removeIdle(t *Ctx) bool {
+	s.idleMu.Lock()
+	defer s.idleMu.Unlock()
+	for i, x := range s.idle {
+		if x == t {
+			s.idle = append(s.idle[:i], s.idle[i+1:]...)
+			s.nIdle.Add(-1)
+			s.activity.Add(1)
+			return true
+		}
+	}
+	return false
 }
 
 // wakeWaiters wakes every sleeping waiter (a waited-for task completed).
@@ -1011,6 +1029,7 @@ func (s *Scheduler) wakeWaiters() {
 			woken = append(woken, s.idle[i])
 			s.idle = append(s.idle[:i], s.idle[i+1:]...)
 			s.nIdle.Add(-1)
+			s.activity.Add(1)
 			continue
 		}
 		i++
@@ -1026,6 +1045,7 @@ func (s *Scheduler) wakeAll() {
 	woken := s.idle
 	s.idle = nil
 	s.nIdle.Store(0)
+	s.activity.Add(uint64(len(woken)))
 	s.idleMu.Unlock()
 	for _, t := range woken {
 		t.signal()
@@ -1066,10 +1086,32 @@ func (s *Scheduler) Close() error {
 			}
 		}
 		// Registered threads may hold deque work nobody else would run
-		// once they stop helping: workers steal it.
+		// once they stop helping: workers steal it. Then wait until
+		// nothing can run any more; tasks that kernels made with Create
+		// during the drain and never Run are failed, which may release
+		// more work, until none is left.
 		s.wakeAll()
-		for d := 20 * time.Microsecond; s.live() > 0; d = min(2*d, 5*time.Millisecond) {
-			time.Sleep(d)
+		for d := 20 * time.Microsecond; ; d = min(2*d, 5*time.Millisecond) {
+			if !s.quiescent() {
+				time.Sleep(d)
+				continue
+			}
+			held := 0
+			for i := range s.slots {
+				if s.slots[i].held.CompareAndSwap(true, false) {
+					s.finish(uint32(i), ErrClosed, nil)
+					held++
+				}
+			}
+			if held == 0 {
+				break
+			}
+			s.wakeAll()
+		}
+		if n := s.live(); n > 0 {
+			// Only a dependency cycle through parents can leave tasks
+			// that nothing will ever run.
+			errs = append(errs, fmt.Errorf("sched: Close: %d tasks can never run (a dependency cycle through their parents)", n))
 		}
 		s.stopping.Store(true)
 		s.wakeAll()
@@ -1133,39 +1175,65 @@ func (s *Scheduler) Abandon(id TaskID, err error) error {
 // for a dependency or for children).
 func (s *Scheduler) Pending() int { return int(s.live()) }
 
-// created and finished count task lifetimes per thread, so the hot path
-// touches no shared counter.
-func (s *Scheduler) created(c *Ctx) {
-	if c != nil {
-		c.nCreated.Add(1)
-	} else {
-		s.extCreated.Add(1)
+// quiescent reports whether nothing can run any more: every worker is
+// asleep, every registered thread is outside the scheduler or asleep in it,
+// every queue is empty and no executor holds a job, and no thread woke up
+// while this was being checked. Once closing, no task can then appear
+// except by a task running, so the state is final. Close only.
+func (s *Scheduler) quiescent() bool {
+	a0 := s.activity.Load()
+	if s.execJobs.Load() != 0 {
+		return false
 	}
+	s.idleMu.Lock()
+	workers := 0
+	for _, t := range s.idle {
+		if t.worker {
+			workers++
+		}
+	}
+	ok := workers == s.nwork
+	for _, r := range s.threads[s.nwork:] {
+		if !ok {
+			break
+		}
+		if r.busy.Load() != 0 {
+			ok = false
+			for _, t := range s.idle {
+				if t == r {
+					ok = true
+					break
+				}
+			}
+		}
+	}
+	s.idleMu.Unlock()
+	if !ok {
+		return false
+	}
+	for lv := range s.inject {
+		if s.inject[lv].n.Load() != 0 {
+			return false
+		}
+		for _, t := range s.threads {
+			if !t.dq[lv].empty() || (!t.worker && t.npinned.Load() != 0) {
+				return false
+			}
+		}
+	}
+	return s.execJobs.Load() == 0 && s.activity.Load() == a0
 }
 
-func (s *Scheduler) finished(c *Ctx) {
-	if c != nil {
-		c.nDone.Add(1)
-	} else {
-		s.extDone.Add(1)
-	}
-}
-
-// live returns the number of allocated tasks. It sums completions first
-// and creations second: every counted completion's creation is then
-// counted too, so a zero result means no task was live (a running kernel
-// that adds a child is itself live and keeps the sum positive).
+// live counts the tasks in the pool (slots whose open count is positive).
+// It scans the whole pool: a diagnostic, not for hot paths.
 func (s *Scheduler) live() int64 {
-	var done, made int64
-	done = s.extDone.Load()
-	for _, t := range s.threads {
-		done += t.nDone.Load()
+	var n int64
+	for i := range s.slots {
+		if atomic.LoadInt32(&s.slots[i].open) > 0 {
+			n++
+		}
 	}
-	made = s.extCreated.Load()
-	for _, t := range s.threads {
-		made += t.nCreated.Load()
-	}
-	return made - done
+	return n
 }
 
 // getSlot takes a free slot from the thread's cache, refilling it from the
