@@ -1057,9 +1057,15 @@ func (s *Scheduler) wakeAll() {
 // fails every task queued for a registered thread with ErrClosed, closes the
 // executors (which finish or fail their jobs), lets the workers drain every
 // other task, then stops the workers. No task is lost: each one either ran
-// or failed with an error its waiters see. Close returns when no goroutine
-// of the scheduler is left. A kernel that never returns blocks Close.
-// Calling Close again returns the first call's result.
+// or failed with an error its waiters see (tasks made with Create and never
+// Run fail with ErrClosed). It knows the drain is over when every thread
+// sleeps, every queue is empty and no executor holds a job, so the hot
+// path keeps no task counter for it. Tasks that could never run (a
+// dependency cycle through their parents) are reported in the error.
+// Close returns when no goroutine of the scheduler is left. A kernel that
+// never returns blocks Close (Abandon fails its task, but its goroutine
+// cannot be stopped). Call Close after the last Add: an Add racing with
+// Close may be refused. Calling Close again returns the first call's result.
 func (s *Scheduler) Close() error {
 	s.closeOnce.Do(func() {
 		s.closing.Store(true)
