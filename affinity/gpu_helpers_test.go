@@ -2,14 +2,12 @@ package affinity
 
 import (
 	_ "embed"
-	"errors"
-	"fmt"
 	"math"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/gputest"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -63,59 +61,23 @@ func gpuRegistry(t testing.TB) *sched.Registry {
 	return reg
 }
 
-// The shared devices: tests use one with validation (closed in TestMain,
-// which then fails on any validation message); benchmarks one without, so
-// that they time the driver rather than the layer.
-var (
-	devMu    sync.Mutex
-	testDev  *gpu.Device
-	benchDev *gpu.Device
-)
+// The shared devices: tests use one with validation (TestMain fails the run
+// on any validation message); benchmarks one without, so that they time
+// the driver rather than the layer. Without any Vulkan device the tests
+// skip, unless CI=true, where they fail: CI must run them.
+var shared gputest.Shared
 
-// device returns the shared device; without any Vulkan device it skips,
-// unless CI=true, where it fails: CI must run these tests.
 func device(t testing.TB, validation bool) *gpu.Device {
 	t.Helper()
-	devMu.Lock()
-	defer devMu.Unlock()
-	p := &benchDev
 	if validation {
-		p = &testDev
+		d, _ := shared.Get(t, "validated", gpu.Options{}, nil)
+		return d
 	}
-	if *p != nil {
-		return *p
-	}
-	d, err := gpu.Open(gpu.Options{Validation: validation})
-	if errors.Is(err, gpu.ErrNoDevice) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Vulkan device, and CI=true requires one: %v", err)
-		}
-		t.Skipf("skipping: no Vulkan device (with CI=true this fails): %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	*p = d
+	d, _ := shared.GetUnvalidated(t, "bench", gpu.Options{}, nil)
 	return d
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for _, d := range []*gpu.Device{testDev, benchDev} {
-		if d == nil {
-			continue
-		}
-		if err := d.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "affinity: closing the shared device:", err)
-			code = 1
-		}
-		if err := d.ValidationErr(); err != nil {
-			fmt.Fprintln(os.Stderr, "affinity: shared device:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(gputest.Main(m, &shared)) }
 
 // gpuEnv is a scheduler with a GPU executor, a Placer as placer and
 // observer, and its main thread.

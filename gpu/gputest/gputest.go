@@ -59,8 +59,20 @@ func (l *Log) Check(tb testing.TB, n int) {
 // CI=true (CI must exercise the GPU path).
 func Open(tb testing.TB, opts gpu.Options) (*gpu.Device, *Log) {
 	tb.Helper()
+	return open(tb, opts, true)
+}
+
+// OpenUnvalidated is Open without the validation layer, for benchmarks
+// that must time the driver rather than the layer.
+func OpenUnvalidated(tb testing.TB, opts gpu.Options) (*gpu.Device, *Log) {
+	tb.Helper()
+	return open(tb, opts, false)
+}
+
+func open(tb testing.TB, opts gpu.Options, validate bool) (*gpu.Device, *Log) {
+	tb.Helper()
 	log := &Log{}
-	opts.Validation = true
+	opts.Validation = validate
 	opts.OnMessage = log.Add
 	d, err := gpu.Open(opts)
 	if errors.Is(err, gpu.ErrNoDevice) {
@@ -88,12 +100,24 @@ type Shared struct {
 // (e.g. Device.PreparePipelines) the first time.
 func (s *Shared) Get(tb testing.TB, key string, opts gpu.Options, prepare func(*gpu.Device) error) (*gpu.Device, *Log) {
 	tb.Helper()
+	return s.get(tb, key, opts, prepare, true)
+}
+
+// GetUnvalidated is Get for a device without the validation layer (for
+// benchmarks); use a key of its own.
+func (s *Shared) GetUnvalidated(tb testing.TB, key string, opts gpu.Options, prepare func(*gpu.Device) error) (*gpu.Device, *Log) {
+	tb.Helper()
+	return s.get(tb, key, opts, prepare, false)
+}
+
+func (s *Shared) get(tb testing.TB, key string, opts gpu.Options, prepare func(*gpu.Device) error, validate bool) (*gpu.Device, *Log) {
+	tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if d := s.devs[key]; d != nil {
 		return d, s.logs[key]
 	}
-	d, log := Open(tb, opts)
+	d, log := open(tb, opts, validate)
 	if prepare != nil {
 		if err := prepare(d); err != nil {
 			d.Close()
@@ -108,19 +132,19 @@ func (s *Shared) Get(tb testing.TB, key string, opts gpu.Options, prepare func(*
 	return d, log
 }
 
-// Close closes every shared device and reports close errors and validation
-// messages emitted while closing (leaked objects, for instance).
+// Close closes every shared device and reports close errors and every
+// validation message the devices emitted, during the tests or while closing
+// (leaked objects, for instance).
 func (s *Shared) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
 	for _, k := range s.keys {
-		n := s.logs[k].Len()
 		if err := s.devs[k].Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing the shared device %q: %w", k, err))
 		}
-		if msgs := s.logs[k].Since(n); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("validation messages while closing the shared device %q:\n\t%s", k, strings.Join(msgs, "\n\t")))
+		if msgs := s.logs[k].Since(0); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("%d validation message(s) from the shared device %q:\n\t%s", len(msgs), k, strings.Join(msgs, "\n\t")))
 		}
 	}
 	s.devs, s.logs, s.keys = nil, nil, nil
