@@ -64,19 +64,77 @@ func localToModel(skin bool) sched.KernelFunc {
 			loc := local[base : base+int(nb)]
 			mod := model[base : base+int(nb)]
 			for b, p := range parents {
-				m := loc[b].Matrix()
 				if p >= 0 {
-					m = mod[p].Mul(&m)
+					affineMul(&mod[p], &loc[b], &mod[b])
+				} else {
+					mod[b] = loc[b].Matrix()
 				}
-				mod[b] = m
 			}
 			if skin {
 				sk := out[base : base+int(nb)]
 				for b := range sk {
-					sk[b] = mod[b].Mul(&invBind[b])
+					skinMul(&mod[b], &invBind[b], &sk[b])
 				}
 			}
 		}
 		return nil
+	}
+}
+
+// affineMul writes parent * x.Matrix() to m. The parent is affine (its last
+// row is 0 0 0 1: every model matrix is a product of local matrices), so
+// the terms that row contributes are left out; the result is what Mat4.Mul
+// computes for these inputs (up to the sign of a zero), in about half the
+// operations, and m's last row is exactly 0 0 0 1 again.
+func affineMul(parent *Mat4, x *Transform, m *Mat4) {
+	q := &x.Rot
+	x2, y2, z2 := q[0]+q[0], q[1]+q[1], q[2]+q[2]
+	xx, yy, zz := q[0]*x2, q[1]*y2, q[2]*z2
+	xy, xz, yz := q[0]*y2, q[0]*z2, q[1]*z2
+	wx, wy, wz := q[3]*x2, q[3]*y2, q[3]*z2
+	sx, sy, sz := x.Scale[0], x.Scale[1], x.Scale[2]
+	// Columns of the local matrix (as in Transform.Matrix).
+	b0, b1, b2 := (1-(yy+zz))*sx, (xy+wz)*sx, (xz-wy)*sx
+	b4, b5, b6 := (xy-wz)*sy, (1-(xx+zz))*sy, (yz+wx)*sy
+	b8, b9, b10 := (xz+wy)*sz, (yz-wx)*sz, (1-(xx+yy))*sz
+	t0, t1, t2 := x.Trans[0], x.Trans[1], x.Trans[2]
+	a := parent
+	a0, a1, a2 := a[0], a[1], a[2]
+	a4, a5, a6 := a[4], a[5], a[6]
+	a8, a9, a10 := a[8], a[9], a[10]
+	m[0] = a0*b0 + a4*b1 + a8*b2
+	m[1] = a1*b0 + a5*b1 + a9*b2
+	m[2] = a2*b0 + a6*b1 + a10*b2
+	m[3] = 0
+	m[4] = a0*b4 + a4*b5 + a8*b6
+	m[5] = a1*b4 + a5*b5 + a9*b6
+	m[6] = a2*b4 + a6*b5 + a10*b6
+	m[7] = 0
+	m[8] = a0*b8 + a4*b9 + a8*b10
+	m[9] = a1*b8 + a5*b9 + a9*b10
+	m[10] = a2*b8 + a6*b9 + a10*b10
+	m[11] = 0
+	m[12] = a0*t0 + a4*t1 + a8*t2 + a[12]
+	m[13] = a1*t0 + a5*t1 + a9*t2 + a[13]
+	m[14] = a2*t0 + a6*t1 + a10*t2 + a[14]
+	m[15] = 1
+}
+
+// skinMul writes model * inverseBind to m for an affine model matrix: the
+// upper three rows as Mat4.Mul sums them, the last row is inverseBind's.
+func skinMul(model, inverseBind *Mat4, m *Mat4) {
+	a := model
+	a0, a1, a2 := a[0], a[1], a[2]
+	a4, a5, a6 := a[4], a[5], a[6]
+	a8, a9, a10 := a[8], a[9], a[10]
+	a12, a13, a14 := a[12], a[13], a[14]
+	for j := 0; j < 16; j += 4 {
+		c := (*[4]float32)(inverseBind[j : j+4])
+		o := (*[4]float32)(m[j : j+4])
+		b0, b1, b2, b3 := c[0], c[1], c[2], c[3]
+		o[0] = a0*b0 + a4*b1 + a8*b2 + a12*b3
+		o[1] = a1*b0 + a5*b1 + a9*b2 + a13*b3
+		o[2] = a2*b0 + a6*b1 + a10*b2 + a14*b3
+		o[3] = b3
 	}
 }
