@@ -169,9 +169,7 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 	// Constant tracks: copy the default pose; identity for extra bones.
 	def := words[clip/4+h[chDefault]/4:]
 	def = def[:nb*PoseFloats]
-	for k, w := range def {
-		pose[k] = f32(w)
-	}
+	copy(pose[:len(def)], unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(def))), len(def)))
 	for k := nb * PoseFloats; k+PoseFloats <= len(pose); k += PoseFloats {
 		pose[k+0], pose[k+1], pose[k+2], pose[k+3] = 0, 0, 0, 0
 		pose[k+4], pose[k+5], pose[k+6], pose[k+7] = 0, 0, 0, 1
