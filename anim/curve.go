@@ -31,27 +31,32 @@ type cpoint struct {
 // lie in (0, 1] as in the BitSquid formulation. It returns 1/h (0 for a
 // zero-length interval, whose coefficients then hold p2 as a constant).
 func curveCoeffs(p0, p1, p2, p3 *cpoint, c *[16]float32) float32 {
-	h := p2.t - p1.t
+	return curveCoeffsV(p0.t, p1.t, p2.t, p3.t, &p0.v, &p1.v, &p2.v, &p3.v, c)
+}
+
+// curveCoeffsV is curveCoeffs on times and values held apart (the
+// sampler's cursor keeps them in separate words).
+func curveCoeffsV(t0, t1, t2, t3 float32, a0, b1, b2, a3 *[4]float32, c *[16]float32) float32 {
+	h := t2 - t1
 	if !(h > 0) {
 		for i := range 4 {
-			c[i], c[4+i], c[8+i], c[12+i] = p2.v[i], 0, 0, 0
+			c[i], c[4+i], c[8+i], c[12+i] = b2[i], 0, 0, 0
 		}
 		return 0
 	}
 	var s1, s2 float32 = 1, 1 // h/(t2-t0), h/(t3-t1)
-	a0, a3 := &p0.v, &p3.v
-	if p0.t == p1.t {
-		a0 = &p1.v
+	if t0 == t1 {
+		a0 = b1
 	} else {
-		s1 = h * recip(p2.t-p0.t)
+		s1 = h * recip(t2-t0)
 	}
-	if p3.t == p2.t {
-		a3 = &p2.v
+	if t3 == t2 {
+		a3 = b2
 	} else {
-		s2 = h * recip(p3.t-p1.t)
+		s2 = h * recip(t3-t1)
 	}
 	for i := range 4 {
-		v1, v2 := p1.v[i], p2.v[i]
+		v1, v2 := b1[i], b2[i]
 		hm1 := float32((v2 - a0[i]) * s1)
 		hm2 := float32((a3[i] - v1) * s2)
 		d := v2 - v1

@@ -406,27 +406,30 @@ func updateCoeffs(cs []uint32, kind uint32, step float32) {
 	cs = cs[:CursorSlotWords]
 	head := cs[slHead] & 3
 	mode := cs[slParams] & 7
-	first := 4 - min(cs[slFresh], 4)
+	fresh := min(cs[slFresh], 4)
 	rot := kind == uint32(TrackRotation)
-	var p [4]cpoint
-	for k := uint32(0); k < 4; k++ {
-		e := cs[slRing+((head+k)&3)*ringWords:][:ringWords]
-		p[k].t = float32(e[0])
-		if k >= first {
-			idx := [4]int32{int32(e[1]), int32(e[2]), int32(e[3]), int32(e[4])}
-			v := dequant(kind, mode, step, &idx)
-			if rot && k > 0 {
-				alignTo(&v, &p[k-1].v)
-			}
-			p[k].v = v
-			e[5], e[6], e[7], e[8] = math.Float32bits(v[0]), math.Float32bits(v[1]), math.Float32bits(v[2]), math.Float32bits(v[3])
-		} else {
-			p[k].v = [4]float32{f32(e[5]), f32(e[6]), f32(e[7]), f32(e[8])}
+	ring := (*[4][ringWords]uint32)(unsafe.Pointer((*[4 * ringWords]uint32)(cs[slRing : slRing+4*ringWords])))
+	// Decode the fresh points, oldest first, each rotation aligned to the
+	// point before it (already decoded, or just now).
+	for k := 4 - fresh; k < 4; k++ {
+		e := &ring[(head+k)&3]
+		idx := [4]int32{int32(e[1]), int32(e[2]), int32(e[3]), int32(e[4])}
+		v := dequant(kind, mode, step, &idx)
+		if rot && k > 0 {
+			alignTo(&v, ringValue(&ring[(head+k-1)&3]))
 		}
+		e[5], e[6], e[7], e[8] = math.Float32bits(v[0]), math.Float32bits(v[1]), math.Float32bits(v[2]), math.Float32bits(v[3])
 	}
+	r0, r1, r2, r3 := &ring[head], &ring[(head+1)&3], &ring[(head+2)&3], &ring[(head+3)&3]
+	t1 := float32(r1[0])
 	c := (*[16]float32)(unsafe.Pointer(&cs[slCoef]))
-	invH := curveCoeffs(&p[0], &p[1], &p[2], &p[3], c)
-	cs[slT1] = math.Float32bits(p[1].t)
+	invH := curveCoeffsV(float32(r0[0]), t1, float32(r2[0]), float32(r3[0]), ringValue(r0), ringValue(r1), ringValue(r2), ringValue(r3), c)
+	cs[slT1] = math.Float32bits(t1)
 	cs[slInvH] = math.Float32bits(invH)
 	cs[slFresh] = 0
+}
+
+// ringValue is the decoded value (words 5..8) of a ring entry.
+func ringValue(e *[ringWords]uint32) *[4]float32 {
+	return (*[4]float32)(unsafe.Pointer(&e[5]))
 }

@@ -61,23 +61,35 @@ func localToModel(skin bool) sched.KernelFunc {
 		}
 		for s := d.Begin; s < d.End; s++ {
 			base := int(s) * int(nb)
-			loc := local[base : base+int(nb)]
 			mod := model[base : base+int(nb)]
-			for b, p := range parents {
-				if p >= 0 {
-					affineMul(&mod[p], &loc[b], &mod[b])
-				} else {
-					mod[b] = loc[b].Matrix()
-				}
-			}
+			var sk []Mat4
 			if skin {
-				sk := out[base : base+int(nb)]
-				for b := range sk {
-					skinMul(&mod[b], &invBind[b], &sk[b])
-				}
+				sk = out[base : base+int(nb)]
 			}
+			poseChain(local[base:base+int(nb)], parents, mod, invBind, sk)
 		}
 		return nil
+	}
+}
+
+// poseChain computes one skeleton: model[b] = model[parents[b]] *
+// local[b].Matrix() (the local matrix for a root), and, when skin is not
+// nil, skin[b] = model[b] * invBind[b]. The slices hold one skeleton
+// (len(local) bones, parents validated: parents[b] < b).
+func poseChain(local []Transform, parents []int32, model, invBind, skin []Mat4) {
+	model = model[:len(local)]
+	for b, p := range parents[:len(local)] {
+		if p >= 0 {
+			affineMul(&model[p], &local[b], &model[b])
+		} else {
+			model[b] = local[b].Matrix()
+		}
+	}
+	if skin != nil {
+		skin = skin[:len(model)]
+		for b := range skin {
+			skinMul(&model[b], &invBind[b], &skin[b])
+		}
 	}
 }
 
