@@ -96,8 +96,9 @@ func Main(f func()) {
 	}()
 	for {
 		select {
-		case fn := <-mainq:
-			fn()
+		case r := <-mainq:
+			r.run()
+			r.done <- struct{}{}
 		case <-done:
 			serving.Store(false)
 			return
@@ -106,24 +107,74 @@ func Main(f func()) {
 }
 
 var (
-	mainq   = make(chan func())
+	mainq   = make(chan *request)
 	serving atomic.Bool
+	free    = make(chan *request, 16) // idle requests, reused
 )
 
-// onMain runs fn on the main thread: through Main's loop when it serves,
+func getRequest() *request {
+	select {
+	case r := <-free:
+		return r
+	default:
+		return &request{done: make(chan struct{}, 1)}
+	}
+}
+
+func putRequest(r *request) {
+	r.fn, r.w = nil, nil
+	select {
+	case free <- r:
+	default:
+	}
+}
+
+// request is one call for the main thread. The per-frame calls
+// (PollEvents, ShouldClose) are operations without closures, and requests
+// are reused, so a frame's window calls allocate nothing.
+type request struct {
+	fn   func() // opFunc
+	op   int
+	w    *Window
+	b    bool // opShouldClose's result
+	done chan struct{}
+}
+
+const (
+	opFunc = iota
+	opPoll
+	opShouldClose
+)
+
+func (r *request) run() {
+	switch r.op {
+	case opPoll:
+		glfw.PollEvents()
+	case opShouldClose:
+		r.b = r.w.win.ShouldClose()
+	default:
+		r.fn()
+	}
+}
+
+// call runs r on the main thread: through Main's loop when it serves,
 // else directly (the caller is then the main goroutine, by this package's
 // contract).
-func onMain(fn func()) {
+func call(r *request) {
 	if !serving.Load() {
-		fn()
+		r.run()
 		return
 	}
-	done := make(chan struct{})
-	mainq <- func() {
-		defer close(done)
-		fn()
-	}
-	<-done
+	mainq <- r
+	<-r.done
+}
+
+// onMain runs fn on the main thread (see call).
+func onMain(fn func()) {
+	r := getRequest()
+	r.op, r.fn = opFunc, fn
+	call(r)
+	putRequest(r)
 }
 
 // displayReachable reports whether an X server answers at DISPLAY, so that
@@ -290,8 +341,11 @@ func (w *Window) SetSize(width, height int) {
 
 // ShouldClose reports whether the user asked to close the window.
 func (w *Window) ShouldClose() bool {
-	var b bool
-	onMain(func() { b = w.win.ShouldClose() })
+	r := getRequest()
+	r.op, r.w = opShouldClose, w
+	call(r)
+	b := r.b
+	putRequest(r)
 	return b
 }
 
@@ -322,7 +376,10 @@ func (w *Window) Close() {
 // PollEvents processes pending window events (resizes, close requests),
 // calling the callbacks. Call it once per frame.
 func PollEvents() {
-	onMain(glfw.PollEvents)
+	r := getRequest()
+	r.op = opPoll
+	call(r)
+	putRequest(r)
 }
 
 // WaitEvents blocks until an event arrives or timeout passes (for a

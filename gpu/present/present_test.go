@@ -209,6 +209,15 @@ func TestWindowPresentsAndResizes(t *testing.T) {
 		if w, h := g.Size(); w != size[0] || h != size[1] {
 			t.Errorf("vsync %v: target %dx%d, want %dx%d", vsync, w, h, size[0], size[1])
 		}
+		// A frame's window calls (through Main's loop) allocate nothing.
+		if a := testing.AllocsPerRun(100, func() {
+			present.PollEvents()
+			if win.ShouldClose() {
+				t.Error("ShouldClose: true without a close request")
+			}
+		}); a != 0 {
+			t.Errorf("PollEvents + ShouldClose: %v allocations per frame, want 0", a)
+		}
 		// Resize, and draw until the new size arrives through the
 		// framebuffer-size callback and the swapchain is recreated.
 		size = [2]int{size[0] + 160, size[1] + 90}
