@@ -577,16 +577,34 @@ func TestWindow(t *testing.T) {
 	if disp == "" {
 		t.Fatal("Xvfb exited without a display")
 	}
-	cmd := exec.Command(bin, "-frames", "12", "-count", "40", "-size", "320x240", "-validate", "-cache", cacheDir)
+	cmd := exec.Command(bin, "-frames", "40", "-count", "40", "-size", "320x240", "-validate", "-cache", cacheDir)
 	cmd.Env = append(os.Environ(), "DISPLAY=:"+disp)
 	cmd.Dir = dir // a fallback to offscreen would write crowd.png here
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("crowd in a window: %v\n%s", err, out)
 	}
-	for _, want := range []string{"target: window", "frames: 12 ", "Vulkan: 12 frames submitted"} {
+	for _, want := range []string{"target: window", "frames: 40 ", "Vulkan: 40 frames submitted"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// The window's per-frame calls (events, close check, title) add no
+	// steady-state allocations: the same bound as TestZeroAllocs.
+	var per float64
+	if i := bytes.Index(out, []byte("allocations: ")); i < 0 {
+		t.Errorf("the summary does not report allocations:\n%s", out)
+	} else if _, err := fmt.Sscanf(string(out[i:]), "allocations: %g per frame", &per); err != nil || per > 0.5 {
+		t.Errorf("window: %.2f allocations per frame in steady state (%v)\n%s", per, err, out)
+	}
+}
+
+func TestAppendTitle(t *testing.T) {
+	b := appendTitle(nil, 1000, 90, 59.84, "cpu", 2)
+	if got, want := string(b), "crowd: 1000 characters x 90 bones, 59.8 fps (offload cpu, pipeline 2)"; got != want {
+		t.Fatalf("title %q, want %q", got, want)
+	}
+	if a := testing.AllocsPerRun(100, func() { b = appendTitle(b[:0], 1000, 90, 59.84, "gpu", 3) }); a != 0 {
+		t.Fatalf("appendTitle: %v allocations, want 0", a)
 	}
 }
