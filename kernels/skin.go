@@ -57,9 +57,13 @@ func badJoint(item uint32, v *SkinVertex, base uint32, n int) error {
 
 // skinLBS returns the CPU linear-blend-skinning kernel; maxBones > 0
 // refuses larger palettes (the uniform-block variant).
-func skinLBS(maxBones int) sched.KernelFunc {
+func skinLBS(maxBones int) sched.KernelFunc { return skinKernel(maxBones, lbs) }
+
+// skinKernel returns a CPU skinning kernel over a palette of P (Mat4 or
+// DualQuat) that skins with run; maxBones > 0 refuses larger palettes.
+func skinKernel[P any](maxBones int, run func(s *skinSetup, pal []P, begin, end, stride uint32) error) sched.KernelFunc {
 	return func(_ *sched.Ctx, d *sched.TaskData) error {
-		pal, err := inSlice[Mat4](d, 1, 1)
+		pal, err := inSlice[P](d, 1, 1)
 		if err != nil {
 			return err
 		}
@@ -70,7 +74,7 @@ func skinLBS(maxBones int) sched.KernelFunc {
 		if err != nil {
 			return err
 		}
-		return lbs(&s, pal, d.Begin, d.End, d.Params[1])
+		return run(&s, pal, d.Begin, d.End, d.Params[1])
 	}
 }
 
@@ -123,22 +127,7 @@ func lbs(s *skinSetup, pal []Mat4, begin, end, stride uint32) error {
 
 // skinDQS returns the CPU dual-quaternion-skinning kernel; maxBones > 0
 // refuses larger palettes (the uniform-block variant).
-func skinDQS(maxBones int) sched.KernelFunc {
-	return func(_ *sched.Ctx, d *sched.TaskData) error {
-		pal, err := inSlice[DualQuat](d, 1, 1)
-		if err != nil {
-			return err
-		}
-		if maxBones > 0 && len(pal) > maxBones {
-			return fmt.Errorf("input stream 1: %d bones, more than the %d a uniform palette holds", len(pal), maxBones)
-		}
-		s, err := newSkinSetup(d)
-		if err != nil {
-			return err
-		}
-		return dqs(&s, pal, d.Begin, d.End, d.Params[1])
-	}
-}
+func skinDQS(maxBones int) sched.KernelFunc { return skinKernel(maxBones, dqs) }
 
 // negIf returns -w when neg, else w, with a conditional move rather than a
 // branch.
