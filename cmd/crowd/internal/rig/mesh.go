@@ -54,7 +54,7 @@ func leafLength(name string) float64 {
 func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
 	nb := sk.NumBones()
 	src := nb - len(ext.extras)
-	pos := func(b int) vec3 { return model[b].translation() }
+	pos := func(b int) vec3 { return translation(&model[b]) }
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for b := range src {
 		lo, hi = math.Min(lo, pos(b)[1]), math.Max(hi, pos(b)[1])
@@ -66,9 +66,9 @@ func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
 	up := vec3{0, 1, 0}
 	segDir := func(b int) vec3 { // direction of the first non-zero segment at or above b
 		for c := b; c >= 0 && sk.Parents[c] >= 0; c = int(sk.Parents[c]) {
-			d := pos(c).sub(pos(int(sk.Parents[c])))
-			if d.len() > 0.01 {
-				return d.norm()
+			d := pos(c).Sub(pos(int(sk.Parents[c])))
+			if d.Len() > 0.01 {
+				return unit(d)
 			}
 		}
 		return up
@@ -92,31 +92,31 @@ func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
 			if next >= 0 {
 				tail = pos(next)
 			} else {
-				tail = head.add(segDir(b).scale(sh.length))
+				tail = head.Add(segDir(b).Mul(sh.length))
 			}
 		} else {
 			var sum vec3
 			n := 0
 			for c := b + 1; c < src; c++ {
 				if int(sk.Parents[c]) == b {
-					sum = sum.add(pos(c))
+					sum = sum.Add(pos(c))
 					n++
 				}
 			}
 			if n > 0 {
-				tail = sum.scale(1 / float64(n))
+				tail = sum.Mul(1 / float64(n))
 			}
-			if n == 0 || tail.sub(head).len() < 0.01 {
+			if n == 0 || tail.Sub(head).Len() < 0.01 {
 				if sk.Parents[b] < 0 {
 					// A root whose children start where it does (CMU's
 					// Hips): a block centred on it.
 					centred = true
-					head, tail = head.sub(up.scale(0.07*scale)), head.add(up.scale(0.07*scale))
+					head, tail = head.Sub(up.Mul(0.07*scale)), head.Add(up.Mul(0.07*scale))
 				} else {
-					tail = head.add(segDir(b).scale(leafLength(sk.Names[b]) * scale))
+					tail = head.Add(segDir(b).Mul(leafLength(sk.Names[b]) * scale))
 				}
 			}
-			l := tail.sub(head).len()
+			l := tail.Sub(head).Len()
 			wv, ww = math.Max(0.3*l, 0.02), math.Max(0.3*l, 0.02)
 			if l > 0.25 {
 				wv, ww = 0.08, 0.08
@@ -128,14 +128,14 @@ func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
 				}
 			}
 		}
-		u := tail.sub(head).norm()
-		v := side.sub(u.scale(side.dot(u)))
-		if v.len() < 0.3 {
+		u := unit(tail.Sub(head))
+		v := side.Sub(u.Mul(side.Dot(u)))
+		if v.Len() < 0.3 {
 			side = vec3{0, 0, 1}
-			v = side.sub(u.scale(side.dot(u)))
+			v = side.Sub(u.Mul(side.Dot(u)))
 		}
-		v = v.norm()
-		w := u.cross(v)
+		v = unit(v)
+		w := u.Cross(v)
 		parent := int(sk.Parents[b])
 		base := uint32(len(m.Vertices))
 		var corner [8]vec3
@@ -151,9 +151,9 @@ func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
 			}
 			for k := range 4 {
 				sv, sw := float64(k&1*2-1), float64(k>>1*2-1)
-				p := end.add(v.scale(sv * wv / 2)).add(w.scale(sw * ww / 2))
+				p := end.Add(v.Mul(sv * wv / 2)).Add(w.Mul(sw * ww / 2))
 				corner[e*4+k] = p
-				n := v.scale(sv).add(w.scale(sw)).add(u.scale(es * 0.5)).norm()
+				n := unit(v.Mul(sv).Add(w.Mul(sw)).Add(u.Mul(es * 0.5)))
 				m.Vertices = append(m.Vertices, kernels.SkinVertex{
 					Pos:     [3]float32{float32(p[0]), float32(p[1]), float32(p[2])},
 					Normal:  [3]float32{float32(n[0]), float32(n[1]), float32(n[2])},
@@ -162,14 +162,14 @@ func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
 				})
 			}
 		}
-		centre := head.add(tail).scale(0.5)
+		centre := head.Add(tail).Mul(0.5)
 		quads := [6][4]int{{0, 1, 3, 2}, {4, 5, 7, 6}, {1, 3, 7, 5}, {0, 2, 6, 4}, {2, 3, 7, 6}, {0, 1, 5, 4}}
 		for _, q := range quads {
 			for _, t := range [2][3]int{{q[0], q[1], q[2]}, {q[0], q[2], q[3]}} {
 				a, bb, c := corner[t[0]], corner[t[1]], corner[t[2]]
-				n := bb.sub(a).cross(c.sub(a))
-				out := a.add(bb).add(c).scale(1.0 / 3).sub(centre)
-				if n.dot(out) < 0 {
+				n := bb.Sub(a).Cross(c.Sub(a))
+				out := a.Add(bb).Add(c).Mul(1.0 / 3).Sub(centre)
+				if n.Dot(out) < 0 {
 					t[1], t[2] = t[2], t[1]
 				}
 				m.Indices = append(m.Indices, base+uint32(t[0]), base+uint32(t[1]), base+uint32(t[2]))

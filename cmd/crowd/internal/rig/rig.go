@@ -234,7 +234,7 @@ func Build(opt Options) (*Rig, error) {
 	r.InvBind = make([]kernels.Mat4, r.Bones)
 	for b := range r.Bones {
 		r.RestModel[b] = toMat4(&model[b])
-		inv := model[b].inverseAffine()
+		inv := model[b].Inv()
 		r.InvBind[b] = toMat4(&inv)
 		if gm != nil && b < len(sk.InverseBind) {
 			r.InvBind[b] = kernels.Mat4(sk.InverseBind[b])
@@ -254,10 +254,10 @@ func Build(opt Options) (*Rig, error) {
 		lo, hi = math.Min(lo, y), math.Max(hi, y)
 	}
 	r.Height = float32(hi - lo)
-	root := model[0].translation()
+	root := translation(&model[0])
 	var rad float64
 	for _, p := range r.RestSkinned() {
-		d := vec3{float64(p[0]), float64(p[1]), float64(p[2])}.sub(root).len()
+		d := vec3{float64(p[0]), float64(p[1]), float64(p[2])}.Sub(root).Len()
 		rad = math.Max(rad, d)
 	}
 	// Animated limbs reach further than the rest pose: a generous margin.
@@ -325,11 +325,11 @@ func restModel(sk *anim.Skeleton) []mat {
 	m := make([]mat, sk.NumBones())
 	for b, p := range sk.Parents {
 		r := sk.Rest[b]
-		l := xform{t: vec3(r.T), r: quat(r.R), s: vec3(r.S)}.matrix()
+		l := trs(vec3(r.T), quatXYZW(r.R), vec3(r.S))
 		if p < 0 {
 			m[b] = l
 		} else {
-			m[b] = m[p].mul(&l)
+			m[b] = m[p].Mul4(l)
 		}
 	}
 	return m
