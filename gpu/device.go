@@ -487,13 +487,40 @@ func (d *Device) pickDevice() error {
 		d.heaps = append(d.heaps, uint64(mp.MemoryHeaps[i].Size))
 	}
 	mp.Free()
-	want := vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit | vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit)
-	for _, t := range d.memTypes {
+	d.direct = !d.opts.ForceStaging && directMemory(sel.Chosen.Type, d.memTypes, d.heaps)
+	return nil
+}
+
+// directMemory reports whether streams should live in memory the host maps
+// (device-local, host-visible, coherent): on unified-memory devices
+// (integrated, CPU, virtual) and with resizable BAR, where such a type's
+// heap is (nearly) the whole of the largest device-local heap. A discrete
+// GPU without resizable BAR also offers such a type, but only on a BAR
+// window of about 256 MiB: putting every buffer there would run out of it
+// (and the host reads that write-combined memory very slowly), so such a
+// device stages through host memory instead.
+func directMemory(typ DeviceType, types []memType, heaps []uint64) bool {
+	local := vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit)
+	want := local | vk.MemoryPropertyFlags(vk.MemoryPropertyHostVisibleBit|vk.MemoryPropertyHostCoherentBit)
+	var largest, mapped uint64
+	for _, t := range types {
+		if int(t.heap) >= len(heaps) {
+			continue
+		}
+		if t.flags&local != 0 {
+			largest = max(largest, heaps[t.heap])
+		}
 		if t.flags&want == want {
-			d.direct = !d.opts.ForceStaging
+			mapped = max(mapped, heaps[t.heap])
 		}
 	}
-	return nil
+	switch {
+	case mapped == 0:
+		return false
+	case typ == TypeIntegrated || typ == TypeCPU || typ == TypeVirtual:
+		return true
+	}
+	return mapped >= largest-largest/10
 }
 
 func (d *Device) createDevice() error {

@@ -60,10 +60,14 @@
 // # Memory
 //
 // When the device has memory that is device-local, host-visible and
-// coherent (unified memory, resizable BAR, lavapipe), streams live there
-// and the host writes and reads them through the mapping ("direct"). Else
-// each buffer the GPU binds is device-local and has a host-visible staging
-// twin; copy commands move the bytes. Options.ForceStaging selects the
+// coherent on a heap that holds (nearly) all of its device-local memory
+// (unified memory: integrated GPUs, lavapipe; or resizable BAR), streams
+// live there and the host writes and reads them through the mapping
+// ("direct"). Else each buffer the GPU binds is device-local and has a
+// host-visible staging twin; copy commands move the bytes. A discrete GPU
+// without resizable BAR also offers a device-local, host-visible type, but
+// only on a BAR window of about 256 MiB, too small to hold every buffer
+// and slow for the host to read, so it stages (directMemory). Options.ForceStaging selects the
 // second path on any device, so that it is tested on lavapipe too.
 //
 // Host streams (Stream.Bytes) are transient: each command buffer in flight

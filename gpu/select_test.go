@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	vk "github.com/vulkan-go/vulkan"
 )
 
 func TestSelectDevice(t *testing.T) {
@@ -78,6 +80,47 @@ func TestDeviceTypeStrings(t *testing.T) {
 		TypeVirtual: "virtual GPU", TypeCPU: "CPU", TypeOther: "other", DeviceType(9): "type(9)"} {
 		if ty.String() != want {
 			t.Errorf("%d: %q, want %q", int(ty), ty.String(), want)
+		}
+	}
+}
+
+// TestDirectMemory: streams live in host-mapped device memory on unified
+// memory and with resizable BAR, not in a discrete GPU's 256 MiB BAR
+// window.
+func TestDirectMemory(t *testing.T) {
+	const (
+		local   = vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit)
+		host    = vk.MemoryPropertyFlags(vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit)
+		cached  = vk.MemoryPropertyFlags(vk.MemoryPropertyHostCachedBit)
+		gib     = uint64(1) << 30
+		barSize = 256 << 20
+	)
+	// A discrete GPU: VRAM, system memory, and the BAR window.
+	bar := []memType{{local, 0}, {host, 1}, {host | cached, 1}, {local | host, 2}}
+	barHeaps := []uint64{8 * gib, 16 * gib, barSize}
+	// The same with resizable BAR: the whole of VRAM is host-visible.
+	rebar := []memType{{local, 0}, {host, 1}, {local | host, 0}}
+	rebarHeaps := []uint64{8 * gib, 16 * gib}
+	// Unified memory (integrated GPU, lavapipe): one heap.
+	uma := []memType{{local | host | cached, 0}}
+	umaHeaps := []uint64{12 * gib}
+	for _, c := range []struct {
+		name  string
+		typ   DeviceType
+		types []memType
+		heaps []uint64
+		want  bool
+	}{
+		{"discrete, 256 MiB BAR", TypeDiscrete, bar, barHeaps, false},
+		{"discrete, resizable BAR", TypeDiscrete, rebar, rebarHeaps, true},
+		{"integrated", TypeIntegrated, uma, umaHeaps, true},
+		{"cpu", TypeCPU, uma, umaHeaps, true},
+		{"discrete, no host-visible device memory", TypeDiscrete, bar[:3], barHeaps, false},
+		{"integrated, carve-out without a mapped type", TypeIntegrated, []memType{{local, 0}, {host, 1}}, []uint64{gib, 8 * gib}, false},
+		{"heap index out of range", TypeCPU, []memType{{local | host, 3}}, umaHeaps, false},
+	} {
+		if got := directMemory(c.typ, c.types, c.heaps); got != c.want {
+			t.Errorf("%s: direct = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
