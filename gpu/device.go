@@ -194,6 +194,7 @@ type Device struct {
 	memTypes []memType
 	heaps    []uint64
 	direct   bool // streams live in device-local, host-visible, coherent memory
+	robust   bool // robustBufferAccess enabled
 	// Pipeline stages of the timestamps written before and after each
 	// dispatch: see pickDevice.
 	tsBegin, tsEnd vk.PipelineStageFlagBits
@@ -546,6 +547,20 @@ func (d *Device) createDevice() error {
 		EnabledExtensionCount:   uint32(len(exts)),
 		PpEnabledExtensionNames: exts,
 	}
+	// Robust buffer access, where the device has it (every desktop GPU
+	// does): a shader index that a bug or bad data pushes past its buffer
+	// then reads zeros or stays in bounds and drops the write, instead of
+	// touching other memory or losing the device. lavapipe always checks
+	// bounds, so without the feature a real GPU could fail where the tests
+	// here pass.
+	var feat vk.PhysicalDeviceFeatures
+	vk.GetPhysicalDeviceFeatures(d.phys, &feat)
+	feat.Deref()
+	if feat.RobustBufferAccess == vk.True {
+		ci.PEnabledFeatures = []vk.PhysicalDeviceFeatures{{RobustBufferAccess: vk.True}}
+		d.robust = true
+	}
+	feat.Free()
 	var dev vk.Device
 	r := Result(vk.CreateDevice(d.phys, ci, nil, &dev))
 	ci.Free()
@@ -610,6 +625,11 @@ func (d *Device) Name() string { return d.sel.Chosen.Name }
 // host maps directly (unified memory, resizable BAR, lavapipe) instead of
 // going through staging copies.
 func (d *Device) HostVisible() bool { return d.direct }
+
+// RobustBufferAccess reports whether the device was created with the
+// robustBufferAccess feature (enabled whenever the device has it):
+// out-of-bounds shader accesses to buffers are then contained.
+func (d *Device) RobustBufferAccess() bool { return d.robust }
 
 // Timestamps reports whether the queue supports timestamps.
 func (d *Device) Timestamps() bool { return d.lim.timestampBits > 0 }

@@ -41,6 +41,10 @@ func TestOpenReportsSelection(t *testing.T) {
 		t.Fatalf("Selection.String() = %q lacks the device name", sel)
 	}
 	t.Log(sel)
+	// lavapipe has robustBufferAccess; Open enables it where it exists.
+	if strings.Contains(sel.Chosen.Name, "llvmpipe") && !dev.RobustBufferAccess() {
+		t.Error("robustBufferAccess not enabled on lavapipe, which supports it")
+	}
 }
 
 func TestSaxpyMatchesCPU(t *testing.T) {
