@@ -41,7 +41,9 @@ var (
 	// know (see JobClear).
 	ErrUnknownJob = errors.New("gpu: unknown render job")
 	// ErrFrameSkipped: BeginFrame found the window's drawable area empty
-	// (minimised); nothing was recorded or presented. Try again later.
+	// (minimised), or its swapchain out of date twice in a row (while the
+	// window is being resized); nothing was recorded or presented. Try
+	// again later.
 	ErrFrameSkipped = errors.New("gpu: frame skipped: the window has no drawable area")
 )
 

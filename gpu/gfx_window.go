@@ -224,7 +224,7 @@ func (g *Graphics) recreate() error {
 // acquire prepares a window frame: it recreates the swapchain when the
 // window was resized or the swapchain went out of date, and acquires an
 // image (signalling sem). It returns ErrFrameSkipped while the window has
-// no drawable area.
+// no drawable area, or when the swapchain is out of date twice in a row.
 func (g *Graphics) acquire(sem uint64) error {
 	sc := g.sc
 	fw, fh := sc.surf.FramebufferSize()
@@ -253,6 +253,13 @@ func (g *Graphics) acquire(sem uint64) error {
 			if err := g.recreate(); err != nil {
 				return err
 			}
+		case r == ErrorOutOfDateKHR:
+			// Out of date again right after recreating (drivers do this
+			// while a window is being dragged or resized): skip the frame
+			// (no image was acquired, sem stays unsignalled) and recreate
+			// at the next one.
+			sc.stale = true
+			return fmt.Errorf("%w (the swapchain went out of date again right after it was recreated)", ErrFrameSkipped)
 		case r == Timeout || r == NotReady:
 			return fmt.Errorf("%w: no swapchain image after %v", ErrTimeout, g.opts.FenceTimeout)
 		default:
