@@ -304,6 +304,18 @@ func (d *Device) createInstance() error {
 	for _, e := range d.opts.InstanceExtensions {
 		exts = append(exts, cstr(e))
 	}
+	// Portability drivers (MoltenVK on macOS) are listed by loaders from
+	// 1.3.216 on only when the instance asks for them; their devices then
+	// need VK_KHR_portability_subset (createDevice), which needs this
+	// instance extension on Vulkan 1.0.
+	var flags vk.InstanceCreateFlags
+	if hasInstanceExtension(portabilityEnumeration) {
+		exts = append(exts, cstr(portabilityEnumeration))
+		flags |= instanceCreateEnumeratePortability
+		if hasInstanceExtension(physicalDeviceProperties2) {
+			exts = append(exts, cstr(physicalDeviceProperties2))
+		}
+	}
 	app := &vk.ApplicationInfo{
 		SType:            vk.StructureTypeApplicationInfo,
 		PApplicationName: cstr(d.opts.AppName),
@@ -312,6 +324,7 @@ func (d *Device) createInstance() error {
 	}
 	ci := &vk.InstanceCreateInfo{
 		SType:                   vk.StructureTypeInstanceCreateInfo,
+		Flags:                   flags,
 		PApplicationInfo:        app,
 		EnabledLayerCount:       uint32(len(layers)),
 		PpEnabledLayerNames:     layers,
@@ -385,6 +398,11 @@ func (d *Device) physicalDevices() ([]vk.PhysicalDevice, []DeviceInfo, error) {
 			Driver:     p.DriverVersion,
 		}
 		p.Free() // rule 6
+		for _, e := range d.opts.DeviceExtensions {
+			if !hasDeviceExtension(d.inst, pd, e) {
+				infos[i].Missing = append(infos[i].Missing, e)
+			}
+		}
 		for _, qf := range queueFamilies(d.inst, pd) {
 			if qf.Flags&uint32(vk.QueueComputeBit) != 0 && qf.Count > 0 {
 				infos[i].Compute = true
@@ -524,10 +542,23 @@ func directMemory(typ DeviceType, types []memType, heaps []uint64) bool {
 	return mapped >= largest-largest/10
 }
 
+// Portability extensions (see createInstance and createDevice).
+const (
+	portabilityEnumeration             = "VK_KHR_portability_enumeration"
+	physicalDeviceProperties2          = "VK_KHR_get_physical_device_properties2"
+	portabilitySubset                  = "VK_KHR_portability_subset"
+	instanceCreateEnumeratePortability = vk.InstanceCreateFlags(0x00000001) // VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
+)
+
 func (d *Device) createDevice() error {
 	var exts []string
 	for _, e := range d.opts.DeviceExtensions {
 		exts = append(exts, cstr(e))
+	}
+	// A device that lists VK_KHR_portability_subset (MoltenVK) must have it
+	// enabled (VUID-VkDeviceCreateInfo-pProperties-04451).
+	if hasDeviceExtension(d.inst, d.phys, portabilitySubset) {
+		exts = append(exts, cstr(portabilitySubset))
 	}
 	var layers []string
 	if d.opts.Validation {

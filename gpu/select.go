@@ -60,7 +60,15 @@ type DeviceInfo struct {
 	Driver     uint32 // driverVersion, vendor-specific encoding
 	Compute    bool   // has a queue family with compute
 	Timestamps bool   // that queue family has timestamps
+	// Missing lists the device extensions Options.DeviceExtensions asks
+	// for (e.g. VK_KHR_swapchain for a window) that the device lacks; such
+	// a device is not usable.
+	Missing []string
 }
+
+// usable reports whether Open can use the device: a compute queue and
+// every requested extension.
+func (d DeviceInfo) usable() bool { return d.Compute && len(d.Missing) == 0 }
 
 func (d DeviceInfo) String() string {
 	return fmt.Sprintf("#%d %q (%v, Vulkan %s)", d.Index, d.Name, d.Type, d.APIVersion)
@@ -107,6 +115,9 @@ func SelectDevice(devs []DeviceInfo, override, source string) (Selection, error)
 					if !d.Compute {
 						return sel, fmt.Errorf("%w: %s=%q selects %v, which has no compute queue", ErrNoDevice, source, override, d)
 					}
+					if len(d.Missing) > 0 {
+						return sel, fmt.Errorf("%w: %s=%q selects %v, which lacks the extensions %s", ErrNoDevice, source, override, d, strings.Join(d.Missing, ", "))
+					}
 					sel.Chosen = d
 					sel.Reason = fmt.Sprintf("%s=%q selects device index %d", source, override, n)
 					return sel, nil
@@ -116,17 +127,17 @@ func SelectDevice(devs []DeviceInfo, override, source string) (Selection, error)
 		}
 		want := strings.ToLower(override)
 		for _, d := range devs {
-			if d.Compute && strings.Contains(strings.ToLower(d.Name), want) {
+			if d.usable() && strings.Contains(strings.ToLower(d.Name), want) {
 				sel.Chosen = d
 				sel.Reason = fmt.Sprintf("%s=%q matched the device name", source, override)
 				return sel, nil
 			}
 		}
-		return sel, fmt.Errorf("%w: %s=%q matches no device name with a compute queue among %s", ErrNoDevice, source, override, listDevices(devs))
+		return sel, fmt.Errorf("%w: %s=%q matches no device name with a compute queue and the requested extensions among %s", ErrNoDevice, source, override, listDevices(devs))
 	}
 	best := -1
 	for i, d := range devs {
-		if !d.Compute {
+		if !d.usable() {
 			continue
 		}
 		if best < 0 || d.Type.rank() < devs[best].Type.rank() {
@@ -134,17 +145,17 @@ func SelectDevice(devs []DeviceInfo, override, source string) (Selection, error)
 		}
 	}
 	if best < 0 {
-		return sel, fmt.Errorf("%w: no device has a compute queue among %s", ErrNoDevice, listDevices(devs))
+		return sel, fmt.Errorf("%w: no device has a compute queue and the requested extensions among %s", ErrNoDevice, listDevices(devs))
 	}
 	sel.Chosen = devs[best]
 	usable := 0
 	for _, d := range devs {
-		if d.Compute {
+		if d.usable() {
 			usable++
 		}
 	}
 	if usable == 1 {
-		sel.Reason = fmt.Sprintf("the only device with a compute queue (a %v)", sel.Chosen.Type)
+		sel.Reason = fmt.Sprintf("the only device with a compute queue and the requested extensions (a %v)", sel.Chosen.Type)
 	} else {
 		sel.Reason = fmt.Sprintf("best type among %d usable devices (order: discrete GPU, integrated GPU, virtual GPU, CPU)", usable)
 	}
@@ -159,6 +170,9 @@ func listDevices(devs []DeviceInfo) string {
 			b.WriteString(", ")
 		}
 		b.WriteString(d.String())
+		if len(d.Missing) > 0 {
+			b.WriteString(" lacking " + strings.Join(d.Missing, ", "))
+		}
 	}
 	b.WriteString("]")
 	return b.String()

@@ -16,6 +16,8 @@ func TestSelectDevice(t *testing.T) {
 	dgpu2 := DeviceInfo{Index: 4, Name: "AMD Radeon RX 6800", Type: TypeDiscrete, Compute: true}
 	noCompute := DeviceInfo{Index: 5, Name: "Display-only thing", Type: TypeDiscrete}
 	other := DeviceInfo{Index: 6, Name: "Mystery", Type: TypeOther, Compute: true}
+	// A compute-only GPU that cannot present (no VK_KHR_swapchain).
+	headless := DeviceInfo{Index: 7, Name: "NVIDIA A100", Type: TypeDiscrete, Compute: true, Missing: []string{"VK_KHR_swapchain"}}
 
 	// Invalid inputs first.
 	errCases := []struct {
@@ -30,6 +32,8 @@ func TestSelectDevice(t *testing.T) {
 		{"index without compute", []DeviceInfo{cpu, noCompute}, "5", "no compute queue"},
 		{"name matches nothing", []DeviceInfo{cpu, igpu}, "geforce", "matches no device"},
 		{"name matches only a device without compute", []DeviceInfo{cpu, noCompute}, "display", "matches no device"},
+		{"index of a device lacking an extension", []DeviceInfo{cpu, headless}, "7", "lacks the extensions VK_KHR_swapchain"},
+		{"only a device lacking an extension", []DeviceInfo{headless}, "", "lacking VK_KHR_swapchain"},
 	}
 	for _, c := range errCases {
 		_, err := SelectDevice(c.devs, c.override, EnvDevice)
@@ -56,6 +60,7 @@ func TestSelectDevice(t *testing.T) {
 		{"first of equal discrete GPUs", []DeviceInfo{cpu, dgpu, dgpu2}, "", 2, "best type"},
 		{"cpu over other", []DeviceInfo{other, cpu}, "", 0, "best type"},
 		{"skips devices without compute", []DeviceInfo{noCompute, cpu}, "", 0, "only device"},
+		{"skips devices lacking a requested extension", []DeviceInfo{igpu, headless}, "", 1, "only device"},
 		{"override by index", []DeviceInfo{cpu, igpu, dgpu}, "0", 0, "index 0"},
 		{"override by name, case-insensitive", []DeviceInfo{cpu, igpu, dgpu}, "LLVMPIPE", 0, "matched the device name"},
 		{"override by name substring", []DeviceInfo{cpu, igpu, dgpu}, "uhd", 1, "matched"},

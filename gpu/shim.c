@@ -15,7 +15,13 @@ int vkj_load(void) {
 	if (vkj_gipa_fn != NULL) {
 		return 0;
 	}
+#ifdef __APPLE__
+	// The LunarG SDK's loader, then MoltenVK itself (an ICD with its own
+	// vkGetInstanceProcAddr).
+	const char *names[] = {"libvulkan.1.dylib", "libvulkan.dylib", "libMoltenVK.dylib"};
+#else
 	const char *names[] = {"libvulkan.so.1", "libvulkan.so"};
+#endif
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		vkj_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
 		if (vkj_lib != NULL) {
@@ -58,6 +64,56 @@ int vkj_has_instance_layer(const char *name) {
 	if (r == VK_SUCCESS || r == VK_INCOMPLETE) {
 		for (uint32_t i = 0; i < n && !found; i++) {
 			found = strcmp(props[i].layerName, name) == 0;
+		}
+	}
+	free(props);
+	return found;
+}
+
+int vkj_has_instance_extension(const char *name) {
+	PFN_vkEnumerateInstanceExtensionProperties f =
+		(PFN_vkEnumerateInstanceExtensionProperties)vkj_gipa_fn(NULL, "vkEnumerateInstanceExtensionProperties");
+	if (f == NULL) {
+		return 0;
+	}
+	uint32_t n = 0;
+	if (f(NULL, &n, NULL) != VK_SUCCESS || n == 0) {
+		return 0;
+	}
+	VkExtensionProperties *props = calloc(n, sizeof(*props));
+	if (props == NULL) {
+		return 0;
+	}
+	int found = 0;
+	VkResult r = f(NULL, &n, props);
+	if (r == VK_SUCCESS || r == VK_INCOMPLETE) {
+		for (uint32_t i = 0; i < n && !found; i++) {
+			found = strcmp(props[i].extensionName, name) == 0;
+		}
+	}
+	free(props);
+	return found;
+}
+
+int vkj_has_device_extension(VkInstance inst, VkPhysicalDevice pd, const char *name) {
+	PFN_vkEnumerateDeviceExtensionProperties f =
+		(PFN_vkEnumerateDeviceExtensionProperties)vkj_gipa_fn(inst, "vkEnumerateDeviceExtensionProperties");
+	if (f == NULL) {
+		return 0;
+	}
+	uint32_t n = 0;
+	if (f(pd, NULL, &n, NULL) != VK_SUCCESS || n == 0) {
+		return 0;
+	}
+	VkExtensionProperties *props = calloc(n, sizeof(*props));
+	if (props == NULL) {
+		return 0;
+	}
+	int found = 0;
+	VkResult r = f(pd, NULL, &n, props);
+	if (r == VK_SUCCESS || r == VK_INCOMPLETE) {
+		for (uint32_t i = 0; i < n && !found; i++) {
+			found = strcmp(props[i].extensionName, name) == 0;
 		}
 	}
 	free(props);

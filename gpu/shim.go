@@ -91,6 +91,18 @@ func hasInstanceLayer(name string) bool {
 	return C.vkj_has_instance_layer(cn) != 0
 }
 
+func hasInstanceExtension(name string) bool {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	return C.vkj_has_instance_extension(cn) != 0
+}
+
+func hasDeviceExtension(inst vk.Instance, pd vk.PhysicalDevice, name string) bool {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	return C.vkj_has_device_extension(cInstance(inst), cPhys(pd), cn) != 0
+}
+
 // queueFamily is one queue family's properties.
 type queueFamily struct {
 	Flags          uint32

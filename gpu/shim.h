@@ -19,6 +19,8 @@ const char *vkj_load_error(void);
 void *vkj_gipa(void);          // vkGetInstanceProcAddr, for vk.SetGetInstanceProcAddr
 
 int vkj_has_instance_layer(const char *name);
+int vkj_has_instance_extension(const char *name);
+int vkj_has_device_extension(VkInstance inst, VkPhysicalDevice pd, const char *name);
 
 // Queue family properties (VkQueueFamilyProperties without the extent).
 typedef struct vkj_qfam {
