@@ -657,6 +657,16 @@ func (d *Device) Name() string { return d.sel.Chosen.Name }
 // going through staging copies.
 func (d *Device) HostVisible() bool { return d.direct }
 
+// BindingAlignment returns the device's minimum offset alignments for
+// binding part of a buffer as a storage and as a uniform buffer
+// (minStorageBufferOffsetAlignment, minUniformBufferOffsetAlignment; 16
+// and 64 on lavapipe, up to 256 on desktop GPUs). A stream's Offset into a
+// device buffer (Stream.Buffer) must be a multiple of the one its binding
+// uses.
+func (d *Device) BindingAlignment() (storage, uniform uint64) {
+	return d.lim.storageAlign, d.lim.uniformAlign
+}
+
 // RobustBufferAccess reports whether the device was created with the
 // robustBufferAccess feature (enabled whenever the device has it):
 // out-of-bounds shader accesses to buffers are then contained.

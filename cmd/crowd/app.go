@@ -50,6 +50,7 @@ type app struct {
 
 	sampleWhere         sched.Affinity
 	ltmWhere, skinWhere sched.Affinity
+	uniformGroup        int // characters per uniform-palette skinning task; 0 = storage-buffer skinning
 	stageOf             [numPhases]int
 
 	draw drawing
@@ -223,6 +224,7 @@ func (a *app) setup() error {
 		if a.exec, err = gpu.NewExecutor(a.dev, gpu.ExecutorOptions{}); err != nil {
 			return err
 		}
+
 		if err := a.s.AttachExecutor(sched.ExecGPU, a.exec); err != nil {
 			return err
 		}
@@ -262,6 +264,12 @@ func (a *app) setup() error {
 
 	// World and the frame pipeline's buffers.
 	a.w = newWorld(r, cfg.count, cfg.seed, a.s.Threads())
+	if a.exec != nil && cfg.uniform {
+		sa, ua := a.dev.BindingAlignment()
+		if a.uniformGroup = uniformGroup(a.w.bones, a.w.verts, sa, ua); a.uniformGroup == 0 {
+			a.log("uniform-palette skinning: no group of characters meets the device's binding alignments (storage %d, uniform %d bytes): skinning from a storage buffer\n", sa, ua)
+		}
+	}
 	a.stageOf = stagesFor(cfg.pipeline)
 	a.done = make([]sched.TaskID, cfg.pipeline+1)
 	a.draw.inFlight = 2

@@ -608,3 +608,30 @@ func TestAppendTitle(t *testing.T) {
 		t.Fatalf("appendTitle: %v allocations, want 0", a)
 	}
 }
+
+// TestUniformGroup: groups of the uniform-palette skinning start at
+// offsets the device accepts, as large as the block allows.
+func TestUniformGroup(t *testing.T) {
+	for _, c := range []struct {
+		bones, verts int
+		sa, ua       uint64
+		want         int
+	}{
+		{90, 720, 16, 64, 11},   // lavapipe: 1024/90 = 11
+		{90, 720, 256, 256, 10}, // 11*90*64 = 63360 is not a multiple of 256
+		{90, 720, 32, 256, 10},
+		{31, 248, 16, 64, 33},
+		{64, 512, 256, 256, 16},
+		{1000, 10, 16, 64, 1},
+		{1025, 10, 16, 64, 0},  // a palette larger than the block
+		{90, 721, 256, 256, 0}, // no group size aligns the output
+	} {
+		g := uniformGroup(c.bones, c.verts, c.sa, c.ua)
+		if g != c.want {
+			t.Errorf("uniformGroup(%d bones, %d verts, align %d/%d) = %d, want %d", c.bones, c.verts, c.sa, c.ua, g, c.want)
+		}
+		if g > 0 && (uint64(g*c.bones*64)%c.ua != 0 || uint64(g*c.verts*24)%c.sa != 0 || g*c.bones > 1024) {
+			t.Errorf("uniformGroup(%d, %d, %d, %d) = %d: misaligned or too large", c.bones, c.verts, c.sa, c.ua, g)
+		}
+	}
+}

@@ -303,7 +303,7 @@ func (a *app) issueSkin(ring int, set *frameSet, dep sched.TaskID) (sched.TaskID
 	nb, nv := uint32(w.bones), uint32(w.verts)
 	vs := &w.vsets[set.vset]
 	sw := a.skinWhere
-	if sw == sched.GPU && a.cfg.uniform {
+	if sw == sched.GPU && a.uniformGroup > 0 {
 		return a.issueSkinUniform(ring, set, dep)
 	}
 	if sw != sched.SPU {
@@ -398,7 +398,7 @@ func (a *app) issueSkinUniform(ring int, set *frameSet, dep sched.TaskID) (sched
 	if err != nil {
 		return sched.NoTask, err
 	}
-	g := kernels.UniformLBSBones / w.bones
+	g := a.uniformGroup
 	for first := 0; first < w.n; first += g {
 		k := min(g, w.n-first)
 		*t = sched.Task{Kernel: kernels.SkinLBSUniform, Affinity: sched.GPU, Parent: join, Dependency: dep}
@@ -461,4 +461,20 @@ outer:
 		}
 	}
 	return j, c.Run(j)
+}
+
+// uniformGroup returns how many characters one uniform-palette skinning
+// task takes: as many as fit the block's kernels.UniformLBSBones matrices,
+// fewer if needed so that every group's palette and output offsets are
+// multiples of the device's binding alignments (256 bytes on many desktop
+// GPUs: 11 characters of 90 bones start at 63360-byte steps, which 256
+// does not divide; 10 do). 0 means no group size works (the storage-buffer
+// kernel is used instead).
+func uniformGroup(bones, verts int, storageAlign, uniformAlign uint64) int {
+	for g := kernels.UniformLBSBones / bones; g >= 1; g-- {
+		if uint64(g*bones*64)%uniformAlign == 0 && uint64(g*verts*24)%storageAlign == 0 {
+			return g
+		}
+	}
+	return 0
 }
