@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -184,17 +185,18 @@ type memType struct {
 // for concurrent use. Close it after every Executor made on it is closed
 // (Close closes those still open).
 type Device struct {
-	sel      Selection
-	inst     vk.Instance
-	phys     vk.PhysicalDevice
-	dev      vk.Device
-	queue    vk.Queue
-	qfam     uint32
-	lim      limits
-	memTypes []memType
-	heaps    []uint64
-	direct   bool // streams live in device-local, host-visible, coherent memory
-	robust   bool // robustBufferAccess enabled
+	sel       Selection
+	inst      vk.Instance
+	phys      vk.PhysicalDevice
+	dev       vk.Device
+	queue     vk.Queue
+	qfam      uint32
+	lim       limits
+	memTypes  []memType
+	heaps     []uint64
+	direct    bool     // streams live in device-local, host-visible, coherent memory
+	robust    bool     // robustBufferAccess enabled
+	cacheUUID [16]byte // pipelineCacheUUID, checked against a cache file's header
 	// Pipeline stages of the timestamps written before and after each
 	// dispatch: see pickDevice.
 	tsBegin, tsEnd vk.PipelineStageFlagBits
@@ -448,6 +450,7 @@ func (d *Device) pickDevice() error {
 	vk.GetPhysicalDeviceProperties(d.phys, &p)
 	p.Deref()
 	p.Limits.Deref() // rule 5: nested structs need their own Deref
+	d.cacheUUID = p.PipelineCacheUUID
 	l := &p.Limits
 	d.lim = limits{
 		maxStorageRange:   uint64(l.MaxStorageBufferRange),
@@ -614,6 +617,9 @@ func (d *Device) createPipelineCache() error {
 	var data []byte
 	if f := d.opts.PipelineCacheFile; f != "" {
 		data, _ = os.ReadFile(f) // a missing cache is not an error
+		if !cacheMatches(data, d.sel.Chosen.VendorID, d.sel.Chosen.DeviceID, d.cacheUUID) {
+			data = nil // another device's or driver's cache: start empty
+		}
 	}
 	ci := &vk.PipelineCacheCreateInfo{SType: vk.StructureTypePipelineCacheCreateInfo}
 	if len(data) > 0 {
@@ -628,6 +634,18 @@ func (d *Device) createPipelineCache() error {
 	}
 	d.pcache = pc
 	return nil
+}
+
+// cacheMatches reports whether pipeline cache data begins with the header
+// (version one) of this device and driver: some drivers have crashed on
+// a cache written by another GPU or driver version instead of ignoring it.
+func cacheMatches(data []byte, vendor, device uint32, uuid [16]byte) bool {
+	if len(data) < 32 {
+		return false
+	}
+	le := binary.LittleEndian
+	return le.Uint32(data[0:]) >= 32 && le.Uint32(data[4:]) == 1 && // VK_PIPELINE_CACHE_HEADER_VERSION_ONE
+		le.Uint32(data[8:]) == vendor && le.Uint32(data[12:]) == device && [16]byte(data[16:32]) == uuid
 }
 
 func (d *Device) savePipelineCache() error {

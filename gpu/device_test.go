@@ -156,9 +156,30 @@ func TestPipelineCacheFile(t *testing.T) {
 	}
 	d, err = Open(Options{PipelineCacheFile: file, Validation: true}) // seeded from the file
 	must(t, err)
+	data, err := os.ReadFile(file)
+	must(t, err)
+	if !cacheMatches(data, d.sel.Chosen.VendorID, d.sel.Chosen.DeviceID, d.cacheUUID) {
+		t.Errorf("the device's own cache file does not match its header (%x)", data[:min(32, len(data))])
+	}
 	must(t, d.PreparePipelines(reg))
 	must(t, d.Close())
 	must(t, d.ValidationErr())
+
+	// Another device's (or driver version's) cache, or garbage, is
+	// ignored rather than handed to the driver.
+	other := append([]byte(nil), data...)
+	other[16] ^= 0xff // pipelineCacheUUID
+	if cacheMatches(other, d.sel.Chosen.VendorID, d.sel.Chosen.DeviceID, d.cacheUUID) || cacheMatches(data[:20], d.sel.Chosen.VendorID, d.sel.Chosen.DeviceID, d.cacheUUID) {
+		t.Error("a foreign or truncated cache header matches")
+	}
+	for _, bad := range [][]byte{other, []byte("not a pipeline cache at all, just some bytes")} {
+		must(t, os.WriteFile(file, bad, 0o644))
+		d, err = Open(Options{PipelineCacheFile: file, Validation: true})
+		must(t, err)
+		must(t, d.PreparePipelines(reg))
+		must(t, d.Close())
+		must(t, d.ValidationErr())
+	}
 }
 
 func TestChunkedDispatch(t *testing.T) {
