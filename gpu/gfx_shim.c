@@ -830,18 +830,22 @@ VkResult vkj_swapchain(const vkj_gfx *g, uint64_t surface, uint64_t old, uint32_
 	return r;
 }
 
+// vkj_swapchain_images sets *n to the swapchain's image count and writes
+// the images when there are at most max (64) of them.
 VkResult vkj_swapchain_images(const vkj_gfx *g, uint64_t sc, uint64_t *out, uint32_t max, uint32_t *n) {
-	VkImage imgs[16];
-	uint32_t k = 16;
-	VkResult r = g->GetSwapchainImagesKHR(g->dev, H(VkSwapchainKHR, sc), &k, imgs);
-	if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+	VkImage imgs[64];
+	uint32_t k = 0;
+	VkResult r = g->GetSwapchainImagesKHR(g->dev, H(VkSwapchainKHR, sc), &k, NULL);
+	*n = k;
+	if (r != VK_SUCCESS || k > max || k > 64) {
+		return r;
+	}
+	r = g->GetSwapchainImagesKHR(g->dev, H(VkSwapchainKHR, sc), &k, imgs);
+	if (r != VK_SUCCESS) {
 		*n = 0;
 		return r;
 	}
 	*n = k;
-	if (k > max) {
-		k = max;
-	}
 	for (uint32_t i = 0; i < k; i++) {
 		out[i] = U64(imgs[i]);
 	}

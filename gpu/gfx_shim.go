@@ -331,13 +331,13 @@ func (t gfxTable) swapchain(s *swapchainDesc) (uint64, Result) {
 }
 
 func (t gfxTable) swapchainImages(sc uint64) ([]uint64, Result) {
-	var imgs [16]C.uint64_t
+	var imgs [64]C.uint64_t
 	var n C.uint32_t
-	r := C.vkj_swapchain_images(t.p, C.uint64_t(sc), &imgs[0], 16, &n)
+	r := C.vkj_swapchain_images(t.p, C.uint64_t(sc), &imgs[0], 64, &n)
 	if r != C.VK_SUCCESS {
 		return nil, Result(r)
 	}
-	if n > 16 {
+	if n > 64 {
 		return nil, ErrorTooManyObjects
 	}
 	out := make([]uint64, n)
