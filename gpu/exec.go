@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -883,7 +884,7 @@ func (e *Executor) times(sl *slot, doneAt int64, copyUp, copyDown *int64) {
 		}
 		return
 	}
-	conv := func(t uint64) int64 { return e.d.gpuToHost(t) }
+	conv := e.d.batchClock(sl.queries[0], sl.submitAt)
 	first, last := conv(sl.queries[0]), conv(sl.queries[2*n-1])
 	// The batch ran between submission and completion: shift the
 	// calibrated clock if it drifted outside.
@@ -901,6 +902,36 @@ func (e *Executor) times(sl *slot, doneAt int64, copyUp, copyDown *int64) {
 		*copyUp = max(conv(sl.queries[2*n+1])-conv(sl.queries[2*n]), 0)
 		*copyDown = max(conv(sl.queries[2*n+3])-conv(sl.queries[2*n+2]), 0)
 	}
+}
+
+// batchClock returns the conversion of a batch's raw timestamps to
+// sched.Nanotime. A counter of fewer than 64 valid bits wraps (36 bits at
+// a 52 ns period is about an hour), so the batch's first stamp t0 is
+// placed by the calibration at the wrap period nearest to the batch's
+// submission, and every other stamp by its distance from t0 modulo the
+// counter's width: times stay right across a wrap, however long the run.
+func (d *Device) batchClock(t0 uint64, submitAt int64) func(uint64) int64 {
+	return stampClock(t0, submitAt, d.lim.timestampBits, d.lim.timestampPeriod, d.clockOff)
+}
+
+func stampClock(t0 uint64, submitAt int64, bits uint32, period float64, clockOff int64) func(uint64) int64 {
+	mask := ^uint64(0)
+	if bits > 0 && bits < 64 {
+		mask = 1<<bits - 1
+	}
+	ns := func(ticks uint64) int64 {
+		if period == 1 {
+			return int64(ticks)
+		}
+		return int64(float64(ticks) * period)
+	}
+	base := ns(t0&mask) + clockOff
+	if mask != ^uint64(0) {
+		if wrap := float64(mask+1) * period; wrap < 1<<62 {
+			base += int64(math.Round(float64(submitAt-base)/wrap) * wrap)
+		}
+	}
+	return func(t uint64) int64 { return base + ns((t-t0)&mask) }
 }
 
 // gpuToHost converts a raw timestamp to sched.Nanotime.

@@ -129,3 +129,34 @@ func TestDirectMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestStampClock: raw timestamps of a counter with few valid bits convert
+// to host time across wraps, also within a batch that straddles one.
+func TestStampClock(t *testing.T) {
+	for _, c := range []struct {
+		bits   uint32
+		period float64
+	}{{36, 52.083}, {32, 1}, {64, 1}, {48, 83.333}, {0, 1}} {
+		clockOff := int64(123_456_789)
+		mask := ^uint64(0)
+		if c.bits > 0 && c.bits < 64 {
+			mask = 1<<c.bits - 1
+		}
+		raw := func(host int64) uint64 { return uint64(float64(host-clockOff)/c.period) & mask }
+		wrap := float64(mask) * c.period
+		for _, at := range []float64{0.001, 0.5, 1, 2.9999999, 7.25} {
+			submit := clockOff + int64(at*wrap)
+			if at*wrap > 1<<62 {
+				submit = clockOff + int64(at*1e12)
+			}
+			t0 := raw(submit + 20_000)
+			conv := stampClock(t0, submit, c.bits, c.period, clockOff)
+			for _, dt := range []int64{20_000, 1_000_000, 50_000_000} {
+				want := submit + dt
+				if got := conv(raw(want)); got-want > int64(2*c.period)+2 || want-got > int64(2*c.period)+2 {
+					t.Errorf("%d bits, period %g, %g wraps in: stamp at +%d ns converts to %d, want %d", c.bits, c.period, at, dt, got, want)
+				}
+			}
+		}
+	}
+}
