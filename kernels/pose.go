@@ -99,16 +99,8 @@ func poseChain(local []Transform, parents []int32, model, invBind, skin []Mat4) 
 // computes for these inputs (up to the sign of a zero), in about half the
 // operations, and m's last row is exactly 0 0 0 1 again.
 func affineMul(parent *Mat4, x *Transform, m *Mat4) {
-	q := &x.Rot
-	x2, y2, z2 := q[0]+q[0], q[1]+q[1], q[2]+q[2]
-	xx, yy, zz := q[0]*x2, q[1]*y2, q[2]*z2
-	xy, xz, yz := q[0]*y2, q[0]*z2, q[1]*z2
-	wx, wy, wz := q[3]*x2, q[3]*y2, q[3]*z2
-	sx, sy, sz := x.Scale[0], x.Scale[1], x.Scale[2]
 	// Columns of the local matrix (as in Transform.Matrix).
-	b0, b1, b2 := (1-(yy+zz))*sx, (xy+wz)*sx, (xz-wy)*sx
-	b4, b5, b6 := (xy-wz)*sy, (1-(xx+zz))*sy, (yz+wx)*sy
-	b8, b9, b10 := (xz+wy)*sz, (yz-wx)*sz, (1-(xx+yy))*sz
+	b0, b1, b2, b4, b5, b6, b8, b9, b10 := x.basis()
 	t0, t1, t2 := x.Trans[0], x.Trans[1], x.Trans[2]
 	a := parent
 	a0, a1, a2 := a[0], a[1], a[2]

@@ -65,18 +65,26 @@ type Transform struct {
 // Matrix returns T * R * S, with the operation order of the shader's
 // compose function.
 func (x *Transform) Matrix() Mat4 {
+	b0, b1, b2, b4, b5, b6, b8, b9, b10 := x.basis()
+	return Mat4{
+		b0, b1, b2, 0,
+		b4, b5, b6, 0,
+		b8, b9, b10, 0,
+		x.Trans[0], x.Trans[1], x.Trans[2], 1,
+	}
+}
+
+// basis returns the upper-left 3x3 of Matrix, R * S, column by column.
+func (x *Transform) basis() (b0, b1, b2, b4, b5, b6, b8, b9, b10 float32) {
 	q := &x.Rot
 	x2, y2, z2 := q[0]+q[0], q[1]+q[1], q[2]+q[2]
 	xx, yy, zz := q[0]*x2, q[1]*y2, q[2]*z2
 	xy, xz, yz := q[0]*y2, q[0]*z2, q[1]*z2
 	wx, wy, wz := q[3]*x2, q[3]*y2, q[3]*z2
 	sx, sy, sz := x.Scale[0], x.Scale[1], x.Scale[2]
-	return Mat4{
-		(1 - (yy + zz)) * sx, (xy + wz) * sx, (xz - wy) * sx, 0,
-		(xy - wz) * sy, (1 - (xx + zz)) * sy, (yz + wx) * sy, 0,
-		(xz + wy) * sz, (yz - wx) * sz, (1 - (xx + yy)) * sz, 0,
-		x.Trans[0], x.Trans[1], x.Trans[2], 1,
-	}
+	return (1 - (yy + zz)) * sx, (xy + wz) * sx, (xz - wy) * sx,
+		(xy - wz) * sy, (1 - (xx + zz)) * sy, (yz + wx) * sy,
+		(xz + wy) * sz, (yz - wx) * sz, (1 - (xx + yy)) * sz
 }
 
 // DualQuat is a unit dual quaternion, a rigid transform (std430, 32 bytes):
