@@ -14,16 +14,20 @@ import (
 type CompressOptions struct {
 	// Tolerance is the model-space error the clip should stay within,
 	// in metres at virtual vertices VertexDistance from each bone
-	// (default 0.0001 m = 0.01 cm, ACL's default).
+	// (default 0.0001 m = 0.01 cm, ACL's default): with Passes > 1, the
+	// measured 99th percentile over every (bone, sample) pair.
 	Tolerance float64
-	// ChainShare scales Tolerance into the per-track fitting threshold:
+	// ChainShare scales Tolerance into the per-track fitting thresholds:
 	// every original sample of every track is reproduced so that this
-	// track's error alone moves no vertex of its bone or its descendants
-	// by more than Tolerance*ChainShare. Errors of the tracks along a
+	// track's error alone moves no vertex it is measured at (its bone's,
+	// and its descendants' up to the next animated rotation in closed
+	// loop) by more than Tolerance*ChainShare times the track's
+	// allocation (0.25 to 4, see allocate). Errors of the tracks along a
 	// chain add up (randomly, mostly), so the measured error of a bone is
-	// larger than any one track's. The default 0.55 makes the measured
-	// 99th percentile about Tolerance on the CMU clips (the maximum is
-	// then about 1.7 × Tolerance); 1/depth would bound the maximum.
+	// larger than any one track's. It is where the calibration (Passes)
+	// starts, or with Passes 1 the share used; the default 0.47 puts the
+	// measured 99th percentile near Tolerance on the CMU clips (the
+	// maximum is then about 1.7 × Tolerance).
 	ChainShare float64
 	// VertexDistance is the distance of the virtual vertices from each
 	// bone (default 0.03 m, as ACL measures).
@@ -31,6 +35,19 @@ type CompressOptions struct {
 	// SegmentSeconds is the length of the independently decodable segments
 	// (a random seek decodes from its segment's start). Default 1 s.
 	SegmentSeconds float64
+	// OpenLoop fits every rotation against its own source values. By
+	// default (closed loop) a rotation is fitted against the local value
+	// that restores its bone's source orientation in model space given
+	// what the sampler decodes for the ancestors, so that an ancestor's
+	// error reaches the descendants only as a displacement of the joints
+	// (clips with non-uniform scales are always fitted open loop).
+	OpenLoop bool
+	// Passes is how many times Compress may compress the clip: after each
+	// pass it measures the 99th percentile of the error through the
+	// sampler (as Measure does) and rescales ChainShare toward Tolerance,
+	// keeping the smallest result within it (or, when none is, the most
+	// accurate). Default 4; 1 compresses once at ChainShare.
+	Passes int
 }
 
 func (o *CompressOptions) defaults() {
@@ -38,13 +55,16 @@ func (o *CompressOptions) defaults() {
 		o.Tolerance = 0.0001
 	}
 	if o.ChainShare == 0 {
-		o.ChainShare = 0.55
+		o.ChainShare = 0.47
 	}
 	if o.VertexDistance == 0 {
 		o.VertexDistance = 0.03
 	}
 	if o.SegmentSeconds == 0 {
 		o.SegmentSeconds = 1
+	}
+	if o.Passes == 0 {
+		o.Passes = 4
 	}
 }
 
@@ -57,7 +77,10 @@ type CompressStats struct {
 	Samples        int // source samples of the animated tracks
 	AnimatedTracks int
 	ConstantTracks int
-	QuantLimited   int // tracks whose quantisation alone misses Tolerance
+	QuantLimited   int     // tracks whose quantisation alone misses Tolerance
+	ChainShare     float64 // the share of Tolerance the tracks were given
+	P99            float64 // measured 99th percentile at VertexDistance (0 with Passes 1)
+	Passes         int     // compressions run to get here
 	Duration       time.Duration
 }
 
@@ -102,8 +125,10 @@ type CompressedClip struct {
 	Default   []float32 // PoseFloats per bone: every constant track's value
 	Events    []Event
 	slots     []slotTrack
-	stream    []uint32 // bit stream plus streamPadWords zero words
-	segBits   []uint32 // bit offset of each segment, then the end
+	stream    []uint32  // bit stream plus streamPadWords zero words
+	tols      []float64 // per track: the fit's threshold (0: constant)
+	closed    bool      // rotations fitted closed loop (see CompressOptions.OpenLoop)
+	segBits   []uint32  // bit offset of each segment, then the end
 	Stats     CompressStats
 }
 
@@ -121,11 +146,16 @@ func segLenOf(frames, segFrames, s int) int {
 // Compress fits and quantises every track of clip c (of skeleton sk).
 // Constant tracks go to the default pose; the others become Hermite curve
 // points on a per-track grid whose step is searched for the fewest coded
-// bits. It uses all cores and is safe for concurrent use.
+// bits, rotations fitted closed loop (see CompressOptions.OpenLoop) with
+// per-track thresholds (see allocate). Unless opt.Passes is 1 it then
+// measures the result through the sampler and recompresses with a
+// rescaled ChainShare until the 99th percentile error meets Tolerance
+// (Stats.P99, Stats.ChainShare, Stats.Passes). It uses all cores and is
+// safe for concurrent use.
 func Compress(sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, error) {
 	start := time.Now()
 	opt.defaults()
-	if !(opt.Tolerance > 0) || !(opt.ChainShare > 0) || !(opt.VertexDistance >= 0) || !(opt.SegmentSeconds > 0) || !finite(opt.Tolerance*opt.SegmentSeconds*opt.ChainShare) {
+	if !(opt.Tolerance > 0) || !(opt.ChainShare > 0) || !(opt.VertexDistance >= 0) || !(opt.SegmentSeconds > 0) || !finite(opt.Tolerance*opt.SegmentSeconds*opt.ChainShare) || opt.Passes < 0 {
 		return nil, fmt.Errorf("compress %q: bad options %+v", c.Name, opt)
 	}
 	if err := sk.Validate(); err != nil {
@@ -134,9 +164,99 @@ func Compress(sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, erro
 	if err := c.Validate(sk); err != nil {
 		return nil, fmt.Errorf("compress: %w", err)
 	}
-	nb := sk.NumBones()
 	lv := leverArms(sk, c, opt.VertexDistance)
-	trackTol := opt.Tolerance * opt.ChainShare
+	share := opt.ChainShare
+	var best *CompressedClip
+	bestP99, bestOK := 0.0, false
+	var tried [][2]float64 // (ln share, ln p99)
+	for pass := range opt.Passes {
+		cc := compressPass(sk, c, &opt, lv, share)
+		cc.Stats.ChainShare = share
+		cc.Stats.Passes = pass + 1
+		if opt.Passes == 1 {
+			best = cc
+			break
+		}
+		p99, err := measureP99(sk, c, cc, opt.VertexDistance)
+		if err != nil {
+			return nil, fmt.Errorf("compress %q: measuring: %w", c.Name, err)
+		}
+		cc.Stats.P99 = p99
+		ok := p99 <= opt.Tolerance
+		if best == nil || (ok && (!bestOK || cc.Stats.Bytes < best.Stats.Bytes)) || (!ok && !bestOK && p99 < bestP99) {
+			best, bestP99, bestOK = cc, p99, ok
+		}
+		if (ok && p99 >= 0.985*opt.Tolerance) || p99 == 0 {
+			break
+		}
+		tried = append(tried, [2]float64{math.Log(share), math.Log(p99)})
+		// The 99th percentile grows about as share^1.2; after two passes,
+		// the secant through the two closest to the target.
+		slope := 1.2
+		if n := len(tried); n >= 2 {
+			pts := append([][2]float64(nil), tried...)
+			lt := math.Log(opt.Tolerance)
+			sort.Slice(pts, func(i, j int) bool { return math.Abs(pts[i][1]-lt) < math.Abs(pts[j][1]-lt) })
+			if d := pts[0][0] - pts[1][0]; d != 0 {
+				if sl := (pts[0][1] - pts[1][1]) / d; sl > 0.3 && sl < 3 {
+					slope = sl
+				}
+			}
+		}
+		next := share * math.Pow(0.993*opt.Tolerance/p99, 1/slope)
+		next = math.Max(share/3, math.Min(math.Min(share*3, maxChainShare), next))
+		if next == share {
+			break // at the bound
+		}
+		share = next
+	}
+	best.Stats.Duration = time.Since(start)
+	return best, nil
+}
+
+// rotationTarget returns the local rotation that gives a bone whose
+// parent decodes to model rotation decParent (source srcParent) the
+// source model orientation srcParent·q, in q's hemisphere.
+func rotationTarget(decParent, srcParent, q Quat) Quat {
+	delta := decParent.conj().mul(srcParent)
+	if delta[3] < 0 {
+		delta = delta.neg()
+	}
+	return delta.mul(q).normalized()
+}
+
+// maxChainShare bounds the share the calibration may reach: one track's
+// error alone within Tolerance.
+const maxChainShare = 1
+
+// measureP99 writes cc to a blob of its own and measures, through the
+// sampler, the 99th percentile of the error at distance d.
+func measureP99(sk *Skeleton, c *Clip, cc *CompressedClip, d float64) (float64, error) {
+	var b Builder
+	if err := b.AddClip(b.AddSkeleton(sk), cc); err != nil {
+		return 0, err
+	}
+	data, err := b.Bytes()
+	if err != nil {
+		return 0, err
+	}
+	bl, err := Load(data)
+	if err != nil {
+		return 0, err
+	}
+	st, err := Measure(sk, c, bl.Clip(0), d)
+	if err != nil {
+		return 0, err
+	}
+	return st[0].P99, nil
+}
+
+// compressPass compresses c once with every track's threshold at
+// share × Tolerance (times its allocation, see allocate).
+func compressPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share float64) *CompressedClip {
+	start := time.Now()
+	nb := sk.NumBones()
+	trackTol := opt.Tolerance * share
 
 	segFrames := int(math.Round(opt.SegmentSeconds * c.Rate))
 	segFrames = max(1, min(segFrames, 1<<16-1))
@@ -156,26 +276,140 @@ func Compress(sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, erro
 		limited  bool
 	}
 	results := make([]result, 3*nb)
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for ti := range work {
-				b, k := ti/3, TrackKind(ti%3)
-				w := lv.reach[b]
-				if k == TrackTranslation {
-					w = lv.pscale[b]
+	flv := lv // the fit's levers (shielded in closed loop)
+	parallel := func(tis []int, fn func(ti int)) {
+		var wg sync.WaitGroup
+		work := make(chan int)
+		for range runtime.GOMAXPROCS(0) {
+			wg.Go(func() {
+				for ti := range work {
+					fn(ti)
 				}
-				sl, cv, lim := compressTrack(&c.Tracks[ti], b, k, w, lv.axis[b], c.Frames, segFrames, nseg, trackTol)
-				results[ti] = result{sl, cv, lim}
-			}
+			})
+		}
+		for _, ti := range tis {
+			work <- ti
+		}
+		close(work)
+		wg.Wait()
+	}
+	weightOf := func(lv *levers, b int, k TrackKind) float64 {
+		if k == TrackTranslation {
+			return lv.pscale[b]
+		}
+		return lv.reach[b]
+	}
+	// trackLevers: a scale error scales the whole subtree about the joint,
+	// which no descendant's rotation restores, so scales keep the levers
+	// of every descendant.
+	trackLevers := func(k TrackKind) *levers {
+		if k == TrackScale {
+			return lv
+		}
+		return flv
+	}
+	// Constant tracks first, measured against the source with the levers
+	// of every descendant (they do not compensate anything).
+	all := make([]int, 3*nb)
+	for ti := range all {
+		all[ti] = ti
+	}
+	animated := make([]bool, 3*nb)
+	parallel(all, func(ti int) {
+		b, k := ti/3, TrackKind(ti%3)
+		cv, cerr := constantValue(&c.Tracks[ti], k, weightOf(lv, b, k), lv.axis[b])
+		results[ti].constant = cv
+		animated[ti] = !(cerr <= trackTol || c.Frames == 1)
+	})
+	comp := !opt.OpenLoop && uniformScales(c)
+	if comp {
+		shield := make([]bool, nb)
+		for b := range nb {
+			shield[b] = animated[3*b+int(TrackRotation)]
+		}
+		flv = leverArmsShielded(sk, c, opt.VertexDistance, shield)
+	}
+	mult := allocate(sk, flv, lv, animated)
+	cc.tols = make([]float64, 3*nb)
+	cc.closed = comp
+	fitOne := func(ti int, tr *Track) {
+		b, k := ti/3, TrackKind(ti%3)
+		tt := trackTol * mult[ti]
+		tl := trackLevers(k)
+		sl, lim := compressTrack(tr, b, k, weightOf(tl, b, k), tl.axis[b], c.Frames, segFrames, nseg, tt)
+		results[ti].slot, results[ti].limited = sl, lim
+		cc.tols[ti] = tt
+	}
+	var open []int
+	for ti := range all {
+		if animated[ti] && (!comp || TrackKind(ti%3) != TrackRotation) {
+			open = append(open, ti)
+		}
+	}
+	parallel(open, func(ti int) { fitOne(ti, &c.Tracks[ti]) })
+	if comp {
+		// Closed loop: each animated rotation is fitted against the local
+		// rotation that puts its bone's model-space orientation where the
+		// source has it, given what the sampler decodes for its ancestors.
+		srcModel := modelRotations(sk, c, func(b, f int) Quat {
+			tr := &c.Tracks[3*b+int(TrackRotation)]
+			return Quat(tr.Values[tr.sampleIndex(f)])
 		})
+		decModel := make([][]Quat, nb)
+		depth := make([]int, nb)
+		maxDepth := 0
+		for b, p := range sk.Parents {
+			if p >= 0 {
+				depth[b] = depth[p] + 1
+			}
+			maxDepth = max(maxDepth, depth[b])
+		}
+		for d := 0; d <= maxDepth; d++ {
+			var level []int
+			for b := range nb {
+				if depth[b] == d {
+					level = append(level, b)
+				}
+			}
+			parallel(level, func(b int) {
+				ti := 3*b + int(TrackRotation)
+				dl := make([]Quat, c.Frames)
+				if !animated[ti] {
+					cv := results[ti].constant
+					q := Quat{float64(cv[0]), float64(cv[1]), float64(cv[2]), float64(cv[3])}.normalized()
+					for f := range dl {
+						dl[f] = q
+					}
+				} else {
+					tr := &c.Tracks[ti]
+					tgt := Track{Frames: tr.Frames, Values: make([][4]float64, len(tr.Values))}
+					p := sk.Parents[b]
+					for s, f := range tr.Frames {
+						q := Quat(tr.Values[s])
+						if p >= 0 {
+							q = rotationTarget(decModel[p][f], srcModel[p][f], q)
+						}
+						tgt.Values[s] = [4]float64(q)
+					}
+					fitOne(ti, &tgt)
+					vals := results[ti].slot.decodeFrames(c.Frames, segFrames)
+					for f := range dl {
+						v := vals[f]
+						dl[f] = Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.normalized()
+					}
+				}
+				dm := make([]Quat, c.Frames)
+				for f := range dm {
+					if p := sk.Parents[b]; p >= 0 {
+						dm[f] = decModel[p][f].mul(dl[f])
+					} else {
+						dm[f] = dl[f]
+					}
+				}
+				decModel[b] = dm
+			})
+		}
 	}
-	for ti := range results {
-		work <- ti
-	}
-	close(work)
-	wg.Wait()
 
 	st := &cc.Stats
 	for ti, r := range results {
@@ -208,7 +442,7 @@ func Compress(sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, erro
 	}
 	st.Bytes = cc.recordBytes()
 	st.Duration = time.Since(start)
-	return cc, nil
+	return cc
 }
 
 // levers holds, per bone, what turns a track's error into model-space
@@ -217,6 +451,10 @@ type levers struct {
 	reach  []float64      // largest distance joint -> vertex over the clip
 	pscale []float64      // largest scale of the parent's model matrix
 	axis   [][][4]float32 // per frame: largest distance of a vertex from each local axis, and from the joint
+	// lever2[a][d]: mean over frames of the squared largest distance from
+	// a's joint to the points of bone d that a's rotation error moves
+	// (zero when d is not in a's subtree)
+	lever2 [][]float64
 }
 
 // leverArms measures the levers on the source clip. For a rotation error
@@ -226,10 +464,23 @@ type levers struct {
 // the largest such distances over the vertices at frame f, so twists about
 // a limb's own axis cost little.
 func leverArms(sk *Skeleton, c *Clip, vdist float64) *levers {
+	return leverArmsShielded(sk, c, vdist, nil)
+}
+
+// leverArmsShielded measures the levers of the closed-loop fit, where
+// the bones marked in shield (animated rotations) restore their own
+// orientation: an ancestor's rotation error then reaches such a bone
+// only as a displacement of its joint, and its subtree moves rigidly
+// with it. So bone a's lever covers the vertices of the descendants
+// reached without passing a shielding bone, and the joints of the first
+// shielding bones below it. A nil shield gives every descendant's
+// vertices (open loop).
+func leverArmsShielded(sk *Skeleton, c *Clip, vdist float64, shield []bool) *levers {
 	nb := sk.NumBones()
-	lv := &levers{reach: make([]float64, nb), pscale: make([]float64, nb), axis: make([][][4]float32, nb)}
+	lv := &levers{reach: make([]float64, nb), pscale: make([]float64, nb), axis: make([][][4]float32, nb), lever2: make([][]float64, nb)}
 	for b := range lv.axis {
 		lv.axis[b] = make([][4]float32, c.Frames)
+		lv.lever2[b] = make([]float64, nb)
 	}
 	local := make([]Transform, nb)
 	model := make([]mat4, nb)
@@ -262,11 +513,23 @@ func leverArms(sk *Skeleton, c *Clip, vdist float64) *levers {
 				v[a] = vdist
 				verts[a+1] = model[d].point(v)
 			}
+			top := -1 // the shielding bone closest to a on the way to d
 			for a := d; a >= 0; a = int(sk.Parents[a]) {
+				pts := verts[:]
+				if top >= 0 {
+					// d moves rigidly with top's joint
+					pts = verts[:1]
+					pts[0] = Vec3{model[top][12], model[top][13], model[top][14]}
+				}
+				if shield != nil && shield[a] {
+					top = a
+				}
 				pa := Vec3{model[a][12], model[a][13], model[a][14]}
 				ax := &lv.axis[a][f]
-				for _, v := range verts {
+				far := 0.0
+				for _, v := range pts {
 					off := v.sub(pa)
+					far = math.Max(far, off.length())
 					lv.reach[a] = math.Max(lv.reach[a], off.length())
 					y := inv[a].vec(off)
 					// scale back by the parent's scale: the displacement
@@ -277,10 +540,228 @@ func leverArms(sk *Skeleton, c *Clip, vdist float64) *levers {
 					ax[2] = max(ax[2], float32(ps*math.Hypot(y[0], y[1])))
 					ax[3] = max(ax[3], float32(off.length()))
 				}
+				lv.lever2[a][d] += far * far / float64(c.Frames)
 			}
 		}
 	}
 	return lv
+}
+
+// allocate returns a multiplier of the threshold per track (1 for
+// constant tracks) that spends the error budget where it buys the most
+// bits. Model: a track's error at a bone it moves grows with its
+// threshold times the bone's lever relative to the track's longest
+// (lever2); the errors of the tracks that move a bone add as independent
+// 3D Gaussians, and the target is on the share of (bone, sample) pairs
+// above Tolerance (1%). Every track saves about as many bits per doubling
+// of its threshold, so at the optimum each track's marginal effect on
+// that share is the same; the multipliers keep the modelled share of the
+// uniform allocation (ChainShare still sets the level).
+func allocate(sk *Skeleton, lv, full *levers, animated []bool) []float64 {
+	nb := sk.NumBones()
+	m := make([]float64, 3*nb)
+	for i := range m {
+		m[i] = 1
+	}
+	type contrib struct {
+		ti int
+		r  []float64 // variance at each bone per unit multiplier²
+	}
+	var cs []contrib
+	for ti, a := range animated {
+		if !a {
+			continue
+		}
+		b, k := ti/3, TrackKind(ti%3)
+		r := make([]float64, nb)
+		for d := range nb {
+			in := false
+			for x := d; x >= 0; x = int(sk.Parents[x]) {
+				if x == b {
+					in = true
+					break
+				}
+			}
+			if !in {
+				continue
+			}
+			l := lv
+			if k == TrackScale {
+				l = full
+			}
+			if k == TrackTranslation {
+				r[d] = 1
+			} else if l.reach[b] > 0 {
+				r[d] = l.lever2[b][d] / (l.reach[b] * l.reach[b])
+			}
+		}
+		cs = append(cs, contrib{ti, r})
+	}
+	if len(cs) == 0 {
+		return m
+	}
+	u := make([]float64, len(cs)) // ln multiplier
+	sigma := func(u []float64, shift float64) []float64 {
+		s := make([]float64, nb)
+		for i, c := range cs {
+			w := math.Exp(2 * (u[i] + shift))
+			for d, r := range c.r {
+				s[d] += w * r
+			}
+		}
+		for d := range s {
+			s[d] = math.Sqrt(s[d])
+		}
+		return s
+	}
+	// share of a bone's samples above the target for error rms sigma/k
+	// (target 1): a 3D Gaussian's norm.
+	exceed := func(sig, k float64) float64 {
+		if sig == 0 {
+			return 0
+		}
+		z := math.Sqrt(3) / (k * sig)
+		return math.Erfc(z/math.Sqrt2) + math.Sqrt(2/math.Pi)*z*math.Exp(-z*z/2)
+	}
+	share := func(u []float64, shift, k float64) float64 {
+		t := 0.0
+		for _, sg := range sigma(u, shift) {
+			t += exceed(sg, k)
+		}
+		return t / float64(nb)
+	}
+	// bisect solves f(x) = target for increasing f on [lo, hi].
+	bisect := func(f func(float64) float64, target, lo, hi float64) float64 {
+		for range 60 {
+			mid := (lo + hi) / 2
+			if f(mid) > target {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		return (lo + hi) / 2
+	}
+	const target = 0.01
+	lk := bisect(func(lk float64) float64 { return share(u, 0, math.Exp(lk)) }, target, -20, 20)
+	k := math.Exp(lk)
+	// Each round moves every ln multiplier (by at most 0.2) toward equal
+	// marginal effects d(share)/d(ln m), then shifts them all together
+	// back onto the modelled share.
+	grad := make([]float64, len(cs))
+	want := make([]float64, len(cs))
+	for range 200 {
+		sg := sigma(u, 0)
+		mean, n := 0.0, 0
+		for i, c := range cs {
+			g := 0.0
+			for d, r := range c.r {
+				if r == 0 || sg[d] == 0 {
+					continue
+				}
+				z := math.Sqrt(3) / (k * sg[d])
+				dPds := math.Sqrt(2/math.Pi) * z * z * z * math.Exp(-z*z/2) / sg[d]
+				g += dPds * math.Exp(2*u[i]) * r / sg[d]
+			}
+			grad[i] = g
+			if g > 0 {
+				want[i] = -math.Log(g)
+				mean += want[i]
+				n++
+			}
+		}
+		if n > 0 {
+			mean /= float64(n)
+		}
+		for i := range u {
+			d := 1.0 // no modelled effect: loosen
+			if grad[i] > 0 {
+				d = math.Max(-1, math.Min(1, want[i]-mean))
+			}
+			u[i] = math.Max(math.Log(0.25), math.Min(math.Log(4), u[i]+0.2*d))
+		}
+		shift := bisect(func(x float64) float64 { return share(u, x, k) }, target, -3, 3)
+		for i := range u {
+			u[i] += shift
+		}
+	}
+	for i, c := range cs {
+		m[c.ti] = math.Max(0.25, math.Min(4, math.Exp(u[i])))
+	}
+	return m
+}
+
+// uniformScales reports whether every scale sample of c is uniform
+// (model-space orientations then compose as the local rotations do).
+func uniformScales(c *Clip) bool {
+	for i := int(TrackScale); i < len(c.Tracks); i += 3 {
+		for _, v := range c.Tracks[i].Values {
+			if math.Abs(v[0]-v[1]) > 1e-9*math.Abs(v[0]) || math.Abs(v[0]-v[2]) > 1e-9*math.Abs(v[0]) || !(v[0] > 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// modelRotations returns, per bone and frame, the product of the local
+// rotations local(b, f) from the root down to the bone.
+func modelRotations(sk *Skeleton, c *Clip, local func(b, f int) Quat) [][]Quat {
+	nb := sk.NumBones()
+	out := make([][]Quat, nb)
+	for b := range nb {
+		out[b] = make([]Quat, c.Frames)
+		p := sk.Parents[b]
+		for f := range c.Frames {
+			q := local(b, f)
+			if p >= 0 {
+				q = out[p][f].mul(q)
+			}
+			out[b][f] = q
+		}
+	}
+	return out
+}
+
+// decodeFrames returns the track's values at every frame of the clip as
+// the sampler computes them (right-hand values at discontinuities).
+func (sl *slotTrack) decodeFrames(frames, segFrames int) [][4]float32 {
+	out := make([][4]float32, frames)
+	nseg := len(sl.segs)
+	for s := range sl.segs {
+		sd := &sl.segs[s]
+		ft := &fitTrack{kind: sl.kind, frames: make([]float32, len(sd.pts))}
+		pts := make([]fpoint, len(sd.pts))
+		for i, p := range sd.pts {
+			ft.frames[i] = float32(p.t)
+			pts[i] = fpoint{s: i, idx: p.idx, v: dequant(uint32(sl.kind), sd.mode, sl.step, &p.idx)}
+		}
+		n := segLenOf(frames, segFrames, s)
+		last := n
+		if s < nseg-1 {
+			last = n - 1 // the next segment holds its end frame
+		}
+		i := 0
+		for f := 0; f <= last; f++ {
+			x := float32(f)
+			for i+2 < len(pts) && ft.frames[i+1] <= x {
+				i++
+			}
+			if len(pts) == 1 {
+				out[s*segFrames+f] = pts[0].v
+				continue
+			}
+			p0, p1, p2, p3 := ft.window(pts, i)
+			if p1.t == p2.t {
+				out[s*segFrames+f] = p2.v
+				continue
+			}
+			var co [16]float32
+			invH := curveCoeffs(&p0, &p1, &p2, &p3, &co)
+			out[s*segFrames+f] = evalCoeffs(&co, p1.t, invH, x, sl.kind == TrackRotation)
+		}
+	}
+	return out
 }
 
 // stepFractions are the shares of the tolerance tried for quantisation
@@ -289,11 +770,7 @@ var stepFractions = []float64{0.9, 0.75, 0.6, 0.45, 0.3, 0.18, 0.08}
 
 // compressTrack decides whether a track is constant (returning its value)
 // or fits it, returning the animated slot with the cheapest grid step.
-func compressTrack(tr *Track, bone int, kind TrackKind, weight float64, axis [][4]float32, frames, segFrames, nseg int, tol float64) (*slotTrack, [4]float32, bool) {
-	cv, cerr := constantValue(tr, kind, weight, axis)
-	if cerr <= tol || frames == 1 {
-		return nil, cv, false
-	}
+func compressTrack(tr *Track, bone int, kind TrackKind, weight float64, axis [][4]float32, frames, segFrames, nseg int, tol float64) (*slotTrack, bool) {
 	maxAbs := 0.0
 	for _, v := range tr.Values {
 		for c := range 4 {
@@ -302,7 +779,7 @@ func compressTrack(tr *Track, bone int, kind TrackKind, weight float64, axis [][
 	}
 	minStep := maxAbs / float64(int32(1)<<(MaxIndexBits-1))
 	var best *slotTrack
-	bestBits := math.MaxInt
+	bestBits, worse := math.MaxInt, 0
 	for _, frac := range stepFractions {
 		d := frac * tol
 		var step float64
@@ -314,13 +791,13 @@ func compressTrack(tr *Track, bone int, kind TrackKind, weight float64, axis [][
 		sl := newSlot(bone, kind, math.Max(step, minStep), maxAbs, nseg)
 		bits, ok := 0, true
 		for s := range nseg {
-			ft, mode := segmentTrack(tr, kind, weight, axis, sl.step, s*segFrames, s*segFrames+segLenOf(frames, segFrames, s))
+			ft := segmentTrack(tr, kind, weight, axis, sl.step, s*segFrames, s*segFrames+segLenOf(frames, segFrames, s))
 			pts, fitted := ft.fit(tol)
 			if !fitted {
 				ok = false
 				break
 			}
-			sd := segData{mode: mode, pts: make([]spoint, len(pts))}
+			sd := segData{mode: ft.mode, pts: make([]spoint, len(pts))}
 			for i, p := range pts {
 				sd.pts[i] = spoint{t: uint32(ft.frames[p.s]), idx: p.idx}
 			}
@@ -329,25 +806,30 @@ func compressTrack(tr *Track, bone int, kind TrackKind, weight float64, axis [][
 			bits += sl.segs[s].bits
 		}
 		if ok && bits < bestBits {
-			best, bestBits = sl, bits
+			best, bestBits, worse = sl, bits, 0
+		} else if best != nil {
+			// bits(step) has one minimum: stop two steps past it
+			if worse++; worse == 2 {
+				break
+			}
 		}
 	}
 	if best != nil {
-		return best, cv, false
+		return best, false
 	}
 	// Even the finest grid misses the tolerance (a huge range): keep every
 	// sample on the finest grid; the error is the quantisation error.
 	sl := newSlot(bone, kind, math.Max(stepFractions[len(stepFractions)-1]*tol/(1.75*weight), minStep), maxAbs, nseg)
 	for s := range nseg {
-		ft, mode := segmentTrack(tr, kind, weight, axis, sl.step, s*segFrames, s*segFrames+segLenOf(frames, segFrames, s))
-		sd := segData{mode: mode, pts: make([]spoint, len(ft.src))}
+		ft := segmentTrack(tr, kind, weight, axis, sl.step, s*segFrames, s*segFrames+segLenOf(frames, segFrames, s))
+		sd := segData{mode: ft.mode, pts: make([]spoint, len(ft.src))}
 		for i := range sd.pts {
 			sd.pts[i] = spoint{t: uint32(ft.frames[i]), idx: ft.idx[i]}
 		}
 		sl.segs[s] = sd
 		sl.choose(s)
 	}
-	return sl, cv, true
+	return sl, true
 }
 
 func newSlot(bone int, kind TrackKind, step, maxAbs float64, nseg int) *slotTrack {
@@ -408,7 +890,7 @@ func trackRange(tr *Track) (lo, hi Vec3) {
 // segmentTrack extracts frames [a, b] of a track: the right-hand value at
 // a, the left-hand value at b, and both samples of interior
 // discontinuities, each with its value after quantisation on the grid.
-func segmentTrack(tr *Track, kind TrackKind, weight float64, axis [][4]float32, step float32, a, b int) (*fitTrack, uint32) {
+func segmentTrack(tr *Track, kind TrackKind, weight float64, axis [][4]float32, step float32, a, b int) *fitTrack {
 	lo := tr.sampleIndex(a)
 	hi := sort.Search(len(tr.Frames), func(i int) bool { return int(tr.Frames[i]) >= b })
 	ft := &fitTrack{kind: kind, weight: weight, step: step, src: tr.Values[lo : hi+1]}
@@ -429,7 +911,7 @@ func segmentTrack(tr *Track, kind TrackKind, weight float64, axis [][4]float32, 
 		ft.idx[i] = quantize(kind, ft.mode, step, ft.src[i])
 		ft.deq[i] = dequant(uint32(kind), ft.mode, step, &ft.idx[i])
 	}
-	return ft, ft.mode
+	return ft
 }
 
 // Segment coding of one track (see doc.go): parameters, then the first

@@ -6,29 +6,109 @@ import (
 )
 
 // trackCheck measures, through the real sampler, every track of every
-// original sample against the per-track threshold Compress was given, with
-// the compressor's own metric. It returns the worst error / threshold.
+// original sample against the threshold Compress fitted it to (cc.tols),
+// with the compressor's own metric and levers. Open loop, a track's
+// target is its source; closed loop (cc.closed), a rotation's target is
+// the local rotation that restores its bone's source model orientation
+// given the ancestors' rotations as decoded (rotationTarget; the decoded
+// ancestors come from decodeFrames, which TestDecodeFramesMatchesSampler
+// checks against the sampler). It returns the worst error / threshold.
 // Left-hand values of discontinuities are checked just before their frame.
-func trackCheck(t *testing.T, sk *Skeleton, src *Clip, c ClipView, opt CompressOptions) float64 {
+func trackCheck(t *testing.T, sk *Skeleton, src *Clip, c ClipView, cc *CompressedClip, opt CompressOptions) float64 {
 	t.Helper()
 	opt.defaults()
-	tol := opt.Tolerance * opt.ChainShare
-	lv := leverArms(sk, src, opt.VertexDistance)
 	nb := sk.NumBones()
+	full := leverArms(sk, src, opt.VertexDistance)
+	lv := full
+	slotOf := make([]int, 3*nb)
+	for i := range slotOf {
+		slotOf[i] = -1
+	}
+	for s, sl := range cc.slots {
+		slotOf[sl.bone*3+int(sl.kind)] = s
+	}
+	if cc.closed {
+		shield := make([]bool, nb)
+		for b := range nb {
+			shield[b] = slotOf[b*3+int(TrackRotation)] >= 0
+		}
+		lv = leverArmsShielded(sk, src, opt.VertexDistance, shield)
+	}
 	fts := make([]fitTrack, 3*nb)
 	for i := range fts {
 		b, k := i/3, TrackKind(i%3)
 		tr := &src.Tracks[i]
-		w := lv.reach[b]
+		l := lv
+		if k == TrackScale {
+			l = full
+		}
+		w := l.reach[b]
 		if k == TrackTranslation {
-			w = lv.pscale[b]
+			w = l.pscale[b]
 		}
 		fts[i] = fitTrack{kind: k, src: tr.Values, weight: w}
 		if k == TrackRotation {
 			fts[i].axis = make([][4]float32, len(tr.Values))
 			for s, f := range tr.Frames {
-				fts[i].axis[s] = lv.axis[b][f]
+				fts[i].axis[s] = l.axis[b][f]
 			}
+		}
+		if slotOf[i] < 0 {
+			// constant: within the uniform threshold, full levers
+			fts[i].weight = full.reach[b]
+			if k == TrackTranslation {
+				fts[i].weight = full.pscale[b]
+			}
+			if k == TrackRotation {
+				for s, f := range tr.Frames {
+					fts[i].axis[s] = full.axis[b][f]
+				}
+			}
+		}
+	}
+	tols := make([]float64, 3*nb)
+	for i := range tols {
+		tols[i] = cc.tols[i]
+		if slotOf[i] < 0 {
+			if cc.tols[i] != 0 {
+				t.Errorf("track %d is constant with threshold %g", i, cc.tols[i])
+			}
+			tols[i] = opt.Tolerance * cc.Stats.ChainShare
+		} else if !(tols[i] > 0) || tols[i] > 4*opt.Tolerance*maxChainShare {
+			t.Errorf("track %d: threshold %g m", i, tols[i])
+		}
+	}
+	if cc.closed {
+		// Rotation targets from the decoded ancestors.
+		dec := make([][][4]float32, nb)
+		for b := range nb {
+			if s := slotOf[b*3+int(TrackRotation)]; s >= 0 {
+				dec[b] = cc.slots[s].decodeFrames(cc.Frames, cc.SegFrames)
+			}
+		}
+		srcModel := modelRotations(sk, src, func(b, f int) Quat {
+			tr := &src.Tracks[3*b+int(TrackRotation)]
+			return Quat(tr.Values[tr.sampleIndex(f)])
+		})
+		decModel := modelRotations(sk, src, func(b, f int) Quat {
+			v := cc.Default[b*PoseFloats+4 : b*PoseFloats+8]
+			if dec[b] != nil {
+				v = dec[b][f][:]
+			}
+			return Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.normalized()
+		})
+		for b := range nb {
+			i := b*3 + int(TrackRotation)
+			p := sk.Parents[b]
+			if slotOf[i] < 0 || p < 0 {
+				continue
+			}
+			tr := &src.Tracks[i]
+			tgt := make([][4]float64, len(tr.Values))
+			for s, f := range tr.Frames {
+				tgt[s] = [4]float64(rotationTarget(decModel[p][f], srcModel[p][f], Quat(tr.Values[s])))
+			}
+			fts[i].src = tgt
 		}
 	}
 	in := []SampleInput{{Clip: c.Offset()}}
@@ -40,6 +120,7 @@ func trackCheck(t *testing.T, sk *Skeleton, src *Clip, c ClipView, opt CompressO
 		var v [4]float32
 		copy(v[:], job.Poses[b*PoseFloats+k*4:b*PoseFloats+k*4+4])
 		e := fts[i].errAt(s, v)
+		tol := tols[i]
 		worst = math.Max(worst, e/tol)
 		if e > tol*1.0001+1e-9 {
 			t.Errorf("bone %d (%s) %v sample %d (frame %d): error %.3g m > threshold %.3g m", b, sk.Names[b], TrackKind(k), s, src.Tracks[i].Frames[s], e, tol)
@@ -71,17 +152,22 @@ func trackCheck(t *testing.T, sk *Skeleton, src *Clip, c ClipView, opt CompressO
 }
 
 func TestFitEverySampleWithinThreshold(t *testing.T) {
-	for _, tol := range []float64{0.0001, 0.001, 0.01} {
-		c := synthClip(181, 60, 0)
-		opt := CompressOptions{Tolerance: tol, SegmentSeconds: 1}
-		_, data := synthBlob(t, c, opt)
-		bl, err := Load(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := trackCheck(t, synthSkeleton(), c, bl.Clip(0), opt)
-		if w < 0.05 {
-			t.Errorf("tolerance %g: worst error only %.3f of the threshold: the fit is not being exercised", tol, w)
+	for _, open := range []bool{false, true} {
+		for _, tol := range []float64{0.0001, 0.001, 0.01} {
+			c := synthClip(181, 60, 0)
+			opt := CompressOptions{Tolerance: tol, SegmentSeconds: 1, OpenLoop: open}
+			cc, data := synthBlob(t, c, opt)
+			if cc.closed == open {
+				t.Errorf("open loop %v: closed %v", open, cc.closed)
+			}
+			bl, err := Load(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := trackCheck(t, synthSkeleton(), c, bl.Clip(0), cc, opt)
+			if w < 0.05 {
+				t.Errorf("open loop %v, tolerance %g: worst error only %.3f of the threshold: the fit is not being exercised", open, tol, w)
+			}
 		}
 	}
 }
@@ -110,7 +196,9 @@ func TestDiscontinuity(t *testing.T) {
 	const jump = 95
 	smooth := synthClip(181, 60, 0)
 	jumpy := synthClip(181, 60, jump)
-	opt := CompressOptions{Tolerance: 0.001, SegmentSeconds: 3}
+	// One pass: both clips at the same thresholds (calibrating would give
+	// each clip its own share).
+	opt := CompressOptions{Tolerance: 0.001, SegmentSeconds: 3, Passes: 1}
 	ccS, _ := synthBlob(t, smooth, opt)
 	ccJ, data := synthBlob(t, jumpy, opt)
 	if extra := ccJ.Stats.Points - ccS.Stats.Points; extra > 8 {
@@ -120,7 +208,7 @@ func TestDiscontinuity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trackCheck(t, synthSkeleton(), jumpy, bl.Clip(0), opt)
+	trackCheck(t, synthSkeleton(), jumpy, bl.Clip(0), ccJ, opt)
 	// The root's x jumps by 0.5 m within a hundredth of a frame.
 	before := sampleAt(t, bl.Clip(0), float32((jump-0.01)/60.0))
 	at := sampleAt(t, bl.Clip(0), float32(jump/60.0))
@@ -178,16 +266,19 @@ func TestCMUCompression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	minRatio := []float64{21, 17}
+	minRatio := []float64{24.5, 20}
 	for i, im := range ims {
 		c := bl.Clip(i)
-		trackCheck(t, im.Skeleton, im.Clips[0], c, CompressOptions{})
+		trackCheck(t, im.Skeleton, im.Clips[0], c, ccs[i], CompressOptions{})
 		st, err := Measure(im.Skeleton, im.Clips[0], c, 0.03, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := ccs[i].Stats.Ratio()
 		t.Logf("%s: ratio %.2f, %v; %v", c.Name(), r, st[0], st[1])
+		if ccs[i].Stats.P99 != st[0].P99 || ccs[i].Stats.Passes < 1 {
+			t.Errorf("%s: Compress measured p99 %.6f cm in %d passes, Measure %.6f cm", c.Name(), ccs[i].Stats.P99*100, ccs[i].Stats.Passes, st[0].P99*100)
+		}
 		if st[0].P99 > 0.000105 {
 			t.Errorf("%s: p99 %.5f cm at 3 cm, want <= 0.0105", c.Name(), st[0].P99*100)
 		}
@@ -203,10 +294,68 @@ func TestCMUCompression(t *testing.T) {
 	}
 }
 
+// decodeFrames (which the closed-loop fit builds its targets on) returns
+// what the sampler returns, bit for bit (rotations up to sign).
+func TestDecodeFramesMatchesSampler(t *testing.T) {
+	ims, ccs, data := cmuData(t)
+	bl, err := Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jumpy := synthClip(181, 60, 95)
+	ccJ, dataJ := synthBlob(t, jumpy, CompressOptions{Tolerance: 0.001})
+	blJ, err := Load(dataJ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type clip struct {
+		cc   *CompressedClip
+		view ClipView
+		rate float64
+	}
+	cs := []clip{{ccs[0], bl.Clip(0), ims[0].Clips[0].Rate}, {ccs[1], bl.Clip(1), ims[1].Clips[0].Rate}, {ccJ, blJ.Clip(0), jumpy.Rate}}
+	for _, x := range cs {
+		cc, c := x.cc, x.view
+		dec := make([][][4]float32, len(cc.slots))
+		for s := range cc.slots {
+			dec[s] = cc.slots[s].decodeFrames(cc.Frames, cc.SegFrames)
+		}
+		in := []SampleInput{{Clip: c.Offset()}}
+		job := SampleJob{Blob: c.b, Inputs: in, Cursors: make([]uint32, c.CursorWords()), CursorStride: c.CursorWords(),
+			Poses: make([]float32, cc.Bones*PoseFloats), Bones: cc.Bones}
+		bad := 0
+		for f := range cc.Frames {
+			in[0].Time = float32(float64(f) / x.rate)
+			if err := job.Run(); err != nil {
+				t.Fatal(err)
+			}
+			for s, sl := range cc.slots {
+				o := sl.bone*PoseFloats + int(sl.kind)*4
+				got := job.Poses[o : o+4]
+				want := dec[s][f]
+				n := 3
+				if sl.kind == TrackRotation {
+					n = 4
+					if dot4((*[4]float32)(got), &want) < 0 {
+						want = [4]float32{-want[0], -want[1], -want[2], -want[3]}
+					}
+				}
+				for k := range n {
+					if got[k] != want[k] && bad < 5 {
+						bad++
+						t.Errorf("%s frame %d bone %d %v: sampler %v, decodeFrames %v", c.Name(), f, sl.bone, sl.kind, got[:n], want[:n])
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestCompressRejects(t *testing.T) {
 	sk := synthSkeleton()
 	c := synthClip(31, 30, 0)
-	for _, o := range []CompressOptions{{Tolerance: -1}, {ChainShare: -1}, {SegmentSeconds: -1}, {Tolerance: math.NaN()}, {Tolerance: math.Inf(1)}} {
+	for _, o := range []CompressOptions{{Tolerance: -1}, {ChainShare: -1}, {SegmentSeconds: -1}, {Tolerance: math.NaN()}, {Tolerance: math.Inf(1)}, {Passes: -1}} {
 		if _, err := Compress(sk, c, o); err == nil {
 			t.Errorf("options %+v accepted", o)
 		}

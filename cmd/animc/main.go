@@ -13,7 +13,10 @@
 // displacement of virtual vertices 3 cm (and 1 m) from each bone in model
 // space, over every bone and every source sample, between the source and
 // what the sampler decodes from the blob. "kept" is the share of the
-// animated tracks' samples that remain as curve points.
+// animated tracks' samples that remain as curve points. "time" is
+// Compress's (every pass and its measurement); "share" is the share of
+// the error target the tracks were given after calibration and "passes"
+// the compressions it took (see anim.CompressOptions.Passes).
 package main
 
 import (
@@ -44,7 +47,6 @@ type row struct {
 	rate   float64
 	events int
 	stats  anim.CompressStats
-	share  float64
 	err    []anim.ErrorStats // at 3 cm and 1 m
 	floor  []anim.ErrorStats // BitSquid quantisation floor, when asked
 }
@@ -58,8 +60,10 @@ func main() {
 
 func run() error {
 	errCM := flag.Float64("error", 0.01, "error target in cm at virtual vertices 3 cm from each bone (model space)")
-	share := flag.Float64("share", 0.55, "per-track share of the error target (errors add along chains)")
-	calibrate := flag.Bool("calibrate", false, "adjust -share per clip until the measured p99 error meets -error")
+	share := flag.Float64("share", 0.47, "per-track share of the error target to start from (errors add along chains)")
+	passes := flag.Int("passes", 4, "compressions per clip: after each, the p99 error is measured and the share rescaled toward -error (1: one pass at -share)")
+	calibrate := flag.Bool("calibrate", false, "up to 8 passes (the default already calibrates)")
+	openLoop := flag.Bool("openloop", false, "fit every rotation against its own source (no compensation of the ancestors' errors)")
 	segment := flag.Float64("segment", 1, "segment length in seconds (random seeks decode from a segment start)")
 	out := flag.String("o", "", "write the blob to this file")
 	unitName := flag.String("unit", "auto", "BVH length unit: auto, cmu, cm, m or in")
@@ -77,8 +81,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if !(*errCM > 0) || !(*share > 0) || !(*segment > 0) {
-		return errors.New("-error, -share and -segment must be positive")
+	if !(*errCM > 0) || !(*share > 0) || !(*segment > 0) || *passes < 1 {
+		return errors.New("-error, -share, -passes and -segment must be positive")
+	}
+	if *calibrate {
+		*passes = max(*passes, 8)
 	}
 	files := flag.Args()
 	if len(files) == 0 {
@@ -96,7 +103,7 @@ func run() error {
 		}
 		sort.Strings(files)
 	}
-	opt := anim.CompressOptions{Tolerance: *errCM / 100, ChainShare: *share, SegmentSeconds: *segment}
+	opt := anim.CompressOptions{Tolerance: *errCM / 100, ChainShare: *share, SegmentSeconds: *segment, Passes: *passes, OpenLoop: *openLoop}
 	imp := anim.ImportOptions{BVH: anim.BVHOptions{Unit: unit}, GLTF: anim.GLTFOptions{Rate: *rate}}
 
 	var bar *progressbar.ProgressBar
@@ -137,11 +144,15 @@ func run() error {
 				}
 			}
 			r := row{name: filepath.Base(path) + ":" + c.Name, frames: c.Frames, bones: im.Skeleton.NumBones(), rate: c.Rate, events: len(c.Events)}
-			cc, st, used, err := compress(im.Skeleton, c, opt, *calibrate)
+			cc, err := anim.Compress(im.Skeleton, c, opt)
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			r.stats, r.err, r.share = cc.Stats, st, used
+			st, err := measureClip(im.Skeleton, c, cc)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			r.stats, r.err = cc.Stats, st
 			if *bitsquid {
 				if r.floor, err = anim.BitSquidFloor(im.Skeleton, c, 0.03, 1); err != nil {
 					return err
@@ -175,41 +186,13 @@ func run() error {
 		fmt.Println(u)
 	}
 	fmt.Println()
-	report(rows, *errCM, *calibrate, *bitsquid)
+	report(rows, *errCM, *bitsquid)
 	fmt.Printf("\nblob: %d bytes, %d clips", len(data), len(rows))
 	if *out != "" {
 		fmt.Printf(", written to %s", *out)
 	}
 	fmt.Printf("; %s total\n", time.Since(start).Round(time.Millisecond))
 	return nil
-}
-
-// compress compresses one clip and measures it; with calibrate it lowers
-// (or raises) the chain share until the 99th percentile at 3 cm meets the
-// target, keeping the smallest result that does.
-func compress(sk *anim.Skeleton, c *anim.Clip, opt anim.CompressOptions, calibrate bool) (*anim.CompressedClip, []anim.ErrorStats, float64, error) {
-	var best *anim.CompressedClip
-	var bestErr []anim.ErrorStats
-	bestShare := opt.ChainShare
-	for iter := 0; iter < 5; iter++ {
-		cc, err := anim.Compress(sk, c, opt)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		st, err := measureClip(sk, c, cc)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		ok := st[0].P99 <= opt.Tolerance
-		if best == nil || (ok && (cc.Stats.Bytes < best.Stats.Bytes || bestErr[0].P99 > opt.Tolerance)) {
-			best, bestErr, bestShare = cc, st, opt.ChainShare
-		}
-		if !calibrate || (ok && st[0].P99 > 0.93*opt.Tolerance) {
-			break
-		}
-		opt.ChainShare *= opt.Tolerance / st[0].P99 * 0.98
-	}
-	return best, bestErr, bestShare, nil
 }
 
 // measureClip writes the clip to a blob of its own and measures it.
@@ -236,13 +219,9 @@ func logf(bar *progressbar.ProgressBar, format string, args ...any) {
 	fmt.Fprintf(os.Stderr, format, args...)
 }
 
-func report(rows []row, target float64, calibrate, bitsquid bool) {
+func report(rows []row, target float64, bitsquid bool) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "clip\tframes\tHz\tbones\tanimated\tkept\tevents\traw KiB\tcompressed KiB\tratio\tmax@3cm\tp99@3cm\tmax@1m\tp99@1m\ttime\t")
-	if calibrate {
-		fmt.Fprintf(tw, "share\t")
-	}
-	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "clip\tframes\tHz\tbones\tanimated\tkept\tevents\traw KiB\tcompressed KiB\tratio\tmax@3cm\tp99@3cm\tmax@1m\tp99@1m\ttime\tshare\tpasses\t")
 	var raw, comp int
 	var e3, e100 []anim.ErrorStats
 	var dur time.Duration
@@ -251,10 +230,7 @@ func report(rows []row, target float64, calibrate, bitsquid bool) {
 			r.name, r.frames, r.rate, r.bones, r.stats.AnimatedTracks, kept(r.stats), r.events,
 			kib(r.stats.RawBytes), kib(r.stats.Bytes), r.stats.Ratio(),
 			r.err[0].Max*100, r.err[0].P99*100, r.err[1].Max*100, r.err[1].P99*100, r.stats.Duration.Round(time.Millisecond))
-		if calibrate {
-			fmt.Fprintf(tw, "%.3f\t", r.share)
-		}
-		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "%.3f\t%d\t\n", r.stats.ChainShare, r.stats.Passes)
 		raw += r.stats.RawBytes
 		comp += r.stats.Bytes
 		e3 = append(e3, r.err[0])
