@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"runtime"
+	"syscall"
 	"testing"
 )
 
@@ -52,7 +53,9 @@ func (bc *benchCrowd) setTime(t float32) {
 // resampled to 30 Hz (src=30Hz), as a game would ship it; at 120 Hz
 // source, 30 Hz playback reads about four curve points per track per
 // pose. "hold" re-samples the same time (evaluation and the default pose
-// only); "seek" jumps to a random time every pose.
+// only); "seek" jumps to a random time every pose. With one goroutine it
+// also reports cpu-ns/bone, the thread's CPU time (wall time on a loaded
+// machine includes other processes' turns on the core).
 func BenchmarkSample(b *testing.B) {
 	type config struct {
 		name string
@@ -90,6 +93,14 @@ func BenchmarkSample(b *testing.B) {
 					}
 					sp := newSplitter(&bc.job, par)
 					defer sp.stop()
+					if par == 1 {
+						// The calling thread's CPU time too: on a shared,
+						// loaded machine wall time includes other
+						// processes' turns on the core.
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+					}
+					cpu0 := threadCPU()
 					b.ReportAllocs()
 					b.ResetTimer()
 					frame := 0
@@ -106,6 +117,9 @@ func BenchmarkSample(b *testing.B) {
 					}
 					bones := float64(b.N) * n * 31
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/bones, "ns/bone")
+					if par == 1 {
+						b.ReportMetric(float64(threadCPU()-cpu0)/bones, "cpu-ns/bone")
+					}
 				})
 			}
 		}
@@ -150,3 +164,13 @@ func (s *splitter) run(b *testing.B) {
 }
 
 func (s *splitter) stop() { close(s.work) }
+
+// threadCPU returns the calling thread's CPU time in nanoseconds
+// (RUSAGE_THREAD), 0 where unavailable.
+func threadCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1, &ru); err != nil { // 1: RUSAGE_THREAD on Linux
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
