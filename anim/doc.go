@@ -245,8 +245,8 @@
 // whatever the playback rate) is out of reach for this format on such
 // data; it is within reach where the data rate is low (30 Hz sources, or
 // coarser tolerances: 33 ns at 60 Hz from a 30 Hz source at 0.1 cm).
-// Decoding only needed fields, a float reciprocal for the predictor's
-// division (3%), or SSE for the evaluation did not change this.
+// Tried and not kept: a float reciprocal for the predictor's integer
+// division (3%, within noise).
 //
 // For the GLSL port: every read is a bit field of at most 32 bits from
 // uint words (readBits), Rice codes need findLSB, and predict's integer
