@@ -26,12 +26,16 @@ type Ctx struct {
 	rng     uint32
 	ev      RunEvent // scratch for the Observer (owner only)
 	ncache  int
-	cache   [slotCacheSize]uint32 // free slots kept by this thread (owner only)
-	_       [cacheLine]byte
-	busy    atomic.Int32 // inside Wait, WaitFor, WaitEvent, RunPinned, RunOne: may run tasks
-	_       [cacheLine - 4]byte
-	dq      [numPriorities]deque
-	pinned  [numPriorities]ring // registered threads only
+	// debt: decrements of one parent's open count that tasks this thread
+	// ran still owe it, as parent index+1 << 32 | count (see deferDec).
+	// Only the owner adds to it; the owner or Abandon pays it (Swap).
+	debt   atomic.Uint64
+	cache  [slotCacheSize]uint32 // free slots kept by this thread (owner only)
+	_      [cacheLine]byte
+	busy   atomic.Int32 // inside Wait, WaitFor, WaitEvent, RunPinned, RunOne: may run tasks
+	_      [cacheLine - 4]byte
+	dq     [numPriorities]deque
+	pinned [numPriorities]ring // registered threads only
 }
 
 // Scheduler returns the scheduler this thread belongs to.
@@ -71,6 +75,7 @@ func (c *Ctx) Wait(id TaskID) error {
 	s := c.s
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
+	defer c.flushDec() // before busy drops: no debt outlives the call
 	if err := s.checkID(id, "Wait"); err != nil {
 		return err
 	}
@@ -80,6 +85,14 @@ func (c *Ctx) Wait(id TaskID) error {
 	for spins := 0; !s.IsFinished(id); {
 		if c.runOne() {
 			spins = 0
+			if d := c.debt.Load(); d != 0 && uint32(d>>32) == id.index()+1 &&
+				atomic.LoadInt32(&s.slots[id.index()].open) == int32(uint32(d)) {
+				// Only this thread's debt keeps the awaited task
+				// open: pay it. (Paying it after every child would
+				// cost a locked add per task; runOne pays it anyway
+				// when it finds no work.)
+				c.flushDec()
+			}
 			continue
 		}
 		if spins++; spins < s.cfg.SpinRounds {
@@ -104,6 +117,7 @@ func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 	s := c.s
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
+	defer c.flushDec() // before busy drops: no debt outlives the call
 	if err := s.checkID(id, "WaitFor"); err != nil {
 		return err
 	}
@@ -117,6 +131,8 @@ func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 		}
 		if !c.runOne() {
 			time.Sleep(min(50*time.Microsecond, time.Until(deadline)))
+		} else if d := c.debt.Load(); d != 0 && uint32(d>>32) == id.index()+1 {
+			c.flushDec()
 		}
 	}
 	return s.Err(id)
@@ -128,6 +144,7 @@ func (c *Ctx) WaitEvent(e *Event) {
 	s := c.s
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
+	defer c.flushDec() // before busy drops: no debt outlives the call
 	for spins := 0; !e.IsSet(); {
 		if c.runOne() {
 			spins = 0
@@ -150,6 +167,7 @@ func (c *Ctx) WaitEvent(e *Event) {
 func (c *Ctx) RunPinned() int {
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
+	defer c.flushDec() // before busy drops: no debt outlives the call
 	n := 0
 	for lv := range c.pinned {
 		for x := c.pinned[lv].pop(); x != noItem; x = c.pinned[lv].pop() {
@@ -168,12 +186,14 @@ func (c *Ctx) RunOne() bool { return c.helpOne() }
 func (c *Ctx) helpOne() bool {
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
+	defer c.flushDec() // before busy drops: no debt outlives the call
 	return c.runOne()
 }
 
 func (c *Ctx) runOne() bool {
 	x := c.find()
 	if x == noItem {
+		c.flushDec()
 		return false
 	}
 	c.run(x)
@@ -336,13 +356,16 @@ func (c *Ctx) workerLoop() {
 func (c *Ctx) run(idx uint32) {
 	s := c.s
 	sl := &s.slots[idx]
+	if d := c.debt.Load(); d != 0 && sl.parent != uint32(d>>32) {
+		c.flushDec()
+	}
 	k := sl.kern
 	if sl.task.Kernel == KernelNone {
-		s.finish(idx, nil, c)
+		s.finishRun(idx, nil, c)
 		return
 	}
 	if uint32(sl.deps.Load()) == depsAbandoned {
-		s.finish(idx, nil, c) // abandoned before it ran: never run it
+		s.finishRun(idx, nil, c) // abandoned before it ran: never run it
 		return
 	}
 	d := &sl.task.Data
@@ -373,7 +396,39 @@ func (c *Ctx) run(idx uint32) {
 			}
 		}
 	}
-	s.finish(idx, c.call(idx, k, d), c)
+	s.finishRun(idx, c.call(idx, k, d), c)
+}
+
+// deferDec records that a task this thread ran completed and owes its
+// parent (index+1) a decrement of its open count. Consecutive children of
+// one parent then cost one atomic add on the parent's line instead of one
+// each, and the line does not move between threads per task. The debt is
+// paid (flushDec) before this thread runs a task with another parent,
+// whenever it finds no work (so before it sleeps), before any entry point
+// (Wait, WaitFor, WaitEvent, RunPinned, RunOne) returns, and when Wait
+// waits for that parent. So it is only held while this thread keeps
+// running children of the same parent, which cannot complete before those
+// children anyway: no completion is delayed beyond that.
+func (c *Ctx) deferDec(parent uint32) {
+	for {
+		d := c.debt.Load()
+		if d != 0 && uint32(d>>32) != parent {
+			c.flushDec()
+			continue
+		}
+		// A CAS, not a store: Abandon may take the debt meanwhile. The
+		// line is this thread's own, so it costs no transfer.
+		if c.debt.CompareAndSwap(d, uint64(parent)<<32|uint64(uint32(d)+1)) {
+			return
+		}
+	}
+}
+
+// flushDec pays the pending parent decrements (see deferDec).
+func (c *Ctx) flushDec() {
+	if c.debt.Load() != 0 {
+		c.s.payDebt(c.debt.Swap(0), c)
+	}
 }
 
 // splitRoot splits streaming task idx evenly into one piece per thread (or

@@ -21,7 +21,14 @@
 //
 // Add copies the whole Task for streaming kinds, but only the header, Params
 // and Data for Simple kernels (which take no streams: Add refuses them), so
-// the cache lines that move between cores per task stay few.
+// the cache lines that move between cores per task stay few. Add increments
+// the parent's open count before it writes the slot, and stores the slot's
+// own fields without locked instructions (the deque push publishes them), so
+// the one locked instruction of an Add does not wait for the slot's lines.
+// Those lines were usually last written by the thread that completed the
+// previous task in the slot; a thread that refills its cache of free slots
+// writes to all of them at once, so the lines come over in parallel rather
+// than one miss per Add.
 //
 // A TaskID packs the slot index, the slot's generation and the scheduler's
 // number. When a task completes its slot's generation is bumped and the slot
@@ -70,6 +77,23 @@
 // as idle and then re-checks every queue, and a thread that queues work first
 // publishes it and then looks for sleepers: whichever comes second sees the
 // other, so no wake-up is lost and nobody polls.
+//
+// A thread that runs several children of one parent in a row owes the
+// parent one decrement of its open count per child, and pays the debt with
+// one atomic add when it turns to a task with another parent, finds no work
+// (before it sleeps), leaves Wait, WaitFor, WaitEvent, RunPinned or RunOne,
+// or waits for that very parent. The debt is never held while user code
+// runs, except a kernel of another child of the same parent, which the
+// parent must wait for anyway; so completion is never delayed, while the
+// parent's counter stops moving between cores once per task. One case
+// needs more: if that kernel hangs and is abandoned, the parent must fail
+// at once, but the stuck thread cannot pay. So the debt is one atomic word
+// per thread that the owner updates with a compare-and-swap on its own
+// cache line (about 5 ns), and Abandon takes and pays every thread's debt
+// (paying early is always correct: those children are done).
+// TestAbandonWithSiblingsDone is that case. Measured (EmptyTask, medians
+// of three in one session): 2 threads 227 -> 122 ns per task (waitgroup
+// about 365 ns: 0.33x); one core 72.6 -> 77.2 ns (the CAS; chanpool 48 ns).
 //
 // Wait helps: a waiting thread runs other tasks until the awaited one
 // completes, and sleeps only when there is nothing to run. WaitEvent does the

@@ -560,6 +560,13 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	}
 
 	idx := s.alloc(c)
+	// Hold the parent before touching the slot: the locked add waits for
+	// the stores before it to reach the cache, and the slot's lines may
+	// still be in the core that last completed a task in it.
+	if t.Parent != NoTask && !s.holdParent(t.Parent) {
+		s.putSlot(idx, c)
+		return NoTask, fmt.Errorf("sched: Add: kernel %q: parent %v: %w", k.Name, t.Parent, ErrParentDone)
+	}
 	sl := &s.slots[idx]
 	gen := sl.genLoad()
 	id := makeID(s.id, gen, idx)
@@ -584,14 +591,11 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	if sl.err.Load() != nil {
 		sl.err.Store(nil)
 	}
-	atomic.StoreInt32(&sl.open, 1)
+	// Not yet published (a deque push, a queue's lock or the dependency's
+	// CAS does that), so a plain store: no locked instruction.
+	storeRelease32((*uint32)(unsafe.Pointer(&sl.open)), 1)
 	sl.parent = 0
-
 	if t.Parent != NoTask {
-		if !s.holdParent(t.Parent) {
-			s.release(idx)
-			return NoTask, fmt.Errorf("sched: Add: kernel %q: parent %v: %w", k.Name, t.Parent, ErrParentDone)
-		}
 		sl.parent = t.Parent.index() + 1
 	}
 	if hold {
@@ -662,16 +666,6 @@ func (s *Scheduler) holdParent(p TaskID) bool {
 		return false
 	}
 	return true
-}
-
-// release returns a slot that never became a task.
-func (s *Scheduler) release(idx uint32) {
-	sl := &s.slots[idx]
-	sl.kern = nil
-	sl.task = Task{}
-	atomic.StoreInt32(&sl.open, 0)
-	sl.deps.Store(uint64(sl.genLoad()+1) << 32)
-	s.putSlot(idx, nil)
 }
 
 // linkDependency makes idx run after dep completes.
@@ -828,12 +822,37 @@ func (s *Scheduler) setErr(idx uint32, err error) {
 
 func (s *Scheduler) decOpen(idx uint32, c *Ctx) {
 	if atomic.AddInt32(&s.slots[idx].open, -1) == 0 {
-		s.complete(idx, c)
+		s.complete(idx, c, false)
+	}
+}
+
+// payDebt applies a debt taken from a thread (Ctx.debt): count
+// decrements of the parent's open count.
+func (s *Scheduler) payDebt(d uint64, c *Ctx) {
+	if d == 0 {
+		return
+	}
+	p, n := uint32(d>>32)-1, int32(uint32(d))
+	if atomic.AddInt32(&s.slots[p].open, -n) == 0 {
+		s.complete(p, c, false)
+	}
+}
+
+// finishRun is finish for a task that thread c just ran: if the task
+// completes, its parent's decrement may be deferred (see Ctx.deferDec).
+func (s *Scheduler) finishRun(idx uint32, err error, c *Ctx) {
+	if err != nil {
+		s.setErr(idx, err)
+	}
+	if atomic.AddInt32(&s.slots[idx].open, -1) == 0 {
+		s.complete(idx, c, true)
 	}
 }
 
 // complete runs when a task's own work and all its children are done.
-func (s *Scheduler) complete(idx uint32, c *Ctx) {
+// With deferParent (only on the run path of thread c), a successful task's
+// decrement of its parent's open count may be left pending on c.
+func (s *Scheduler) complete(idx uint32, c *Ctx, deferParent bool) {
 	sl := &s.slots[idx]
 	gen := sl.genLoad()
 	te := sl.err.Load()
@@ -866,17 +885,21 @@ func (s *Scheduler) complete(idx uint32, c *Ctx) {
 		d = next
 	}
 	if parent != 0 {
-		if te != nil {
-			ps := &s.slots[parent-1]
-			if ps.err.Load() == nil {
-				if sl.sub {
-					s.setErr(parent-1, te.Err)
-				} else {
-					s.setErr(parent-1, fmt.Errorf("%w: %w", ErrChildFailed, te))
+		if te == nil && deferParent {
+			c.deferDec(parent)
+		} else {
+			if te != nil {
+				ps := &s.slots[parent-1]
+				if ps.err.Load() == nil {
+					if sl.sub {
+						s.setErr(parent-1, te.Err)
+					} else {
+						s.setErr(parent-1, fmt.Errorf("%w: %w", ErrChildFailed, te))
+					}
 				}
 			}
+			s.decOpen(parent-1, c)
 		}
-		s.decOpen(parent-1, c)
 	}
 	if waiters > 0 {
 		s.wakeWaiters()
@@ -1169,6 +1192,15 @@ func (s *Scheduler) Abandon(id TaskID, err error) error {
 			}
 			if p := sl.parent; p != 0 {
 				s.setErr(p-1, fmt.Errorf("%w: %w", ErrChildFailed, te))
+				// The thread stuck in the kernel may owe P decrements
+				// for siblings it ran before (Ctx.deferDec) and cannot
+				// pay them while stuck: pay every thread's debt now
+				// (paying early is always correct).
+				for _, c := range s.threads {
+					if c.debt.Load() != 0 {
+						s.payDebt(c.debt.Swap(0), nil)
+					}
+				}
 				s.decOpen(p-1, nil)
 			}
 			s.wakeWaiters()
@@ -1253,9 +1285,27 @@ func (s *Scheduler) getSlot(c *Ctx) (uint32, bool) {
 		if c.ncache == 0 {
 			return 0, false
 		}
+		c.touchSlots()
 	}
 	c.ncache--
 	return c.cache[c.ncache], true
+}
+
+// touchSlots writes to the lines of the free slots just moved into c's
+// cache that Add writes for a simple task. Slots come back to the shared list
+// from the threads that completed them, so their lines usually sit in
+// another core's cache: touching them all at once lets the core fetch them
+// in parallel (the stores wait in the store buffer), instead of one miss per
+// Add later, which would stall the parent's locked increment. The slots are
+// free and now owned by c: nobody reads these fields.
+func (c *Ctx) touchSlots() {
+	s := c.s
+	for _, x := range c.cache[:c.ncache] {
+		sl := &s.slots[x]
+		sl.depNext = 0
+		sl.task.Priority = 0
+		sl.task.Data.Begin = 0
+	}
 }
 
 // putSlot returns a slot to the thread's cache, spilling half of a full

@@ -1058,3 +1058,47 @@ func TestHungKernelTimeoutAndAbandon(t *testing.T) {
 	close(block) // the hung kernel returns; its slot is then reused
 	must(t, s.Close())
 }
+
+// TestAbandonWithSiblingsDone: a thread runs a child of P to completion,
+// then hangs in another child of P. Abandoning the hung child fails P at
+// once: completions the stuck thread has not yet reported to P (its
+// deferred parent decrements) must not keep P open.
+func TestAbandonWithSiblingsDone(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	hungID := make(chan TaskID, 1)
+	r := newRecorder(4)
+	reg := testRegistry(t, r, block)
+	const kHang, kFirst KernelID = 71, 72
+	must(t, reg.Register(kHang, Kernel{Name: "hang", CPU: func(c *Ctx, d *TaskData) error {
+		<-block
+		return nil
+	}}))
+	var parent TaskID
+	must(t, reg.Register(kFirst, Kernel{Name: "first", CPU: func(c *Ctx, d *TaskData) error {
+		// The sibling that hangs runs next on this very thread.
+		id, err := c.Add(&Task{Kernel: kHang, Parent: parent, Affinity: OnThread(1)})
+		hungID <- id
+		return err
+	}}))
+	s, m := start(t, Config{Workers: 1, MainThreads: 2, Kernels: reg}, r, block)
+	runner, err := s.RegisterThread("runner")
+	must(t, err)
+	parent, err = m.Create(&Task{})
+	must(t, err)
+	first, err := m.Add(&Task{Kernel: kFirst, Parent: parent, Affinity: OnThread(1)}) // the runner
+	must(t, err)
+	must(t, m.Run(parent))
+	go runner.RunPinned() // runs first, then hangs in its sibling
+	hung := <-hungID
+	if err := m.Wait(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WaitFor(hung, 20*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("WaitFor the hung child: %v, want ErrTimeout", err)
+	}
+	must(t, s.Abandon(hung, errors.New("watchdog")))
+	if err := m.WaitFor(parent, 2*time.Second); !errors.Is(err, ErrChildFailed) {
+		t.Fatalf("parent after its last open child was abandoned: %v, want ErrChildFailed at once", err)
+	}
+}
