@@ -310,6 +310,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	n := cfg.Workers + cfg.MainThreads
 	s.threads = make([]*Ctx, n)
+	s.idle = make([]*Ctx, 0, n) // never grows: a thread is listed at most once
 	for i := range s.threads {
 		c := &Ctx{s: s, index: i, worker: i < cfg.Workers, wake: make(chan struct{}, 1)}
 		for p := range c.dq {
@@ -1065,8 +1066,11 @@ func (s *Scheduler) wakeWaiters() {
 
 func (s *Scheduler) wakeAll() {
 	s.idleMu.Lock()
-	woken := s.idle
-	s.idle = nil
+	// Copied out, and the list truncated rather than dropped, so that
+	// sleeping again does not grow a new list (no allocation per wake).
+	var buf [16]*Ctx
+	woken := append(buf[:0], s.idle...)
+	s.idle = s.idle[:0]
 	s.nIdle.Store(0)
 	s.activity.Add(uint64(len(woken)))
 	s.idleMu.Unlock()

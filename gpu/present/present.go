@@ -130,13 +130,14 @@ func putRequest(r *request) {
 }
 
 // request is one call for the main thread. The per-frame calls
-// (PollEvents, ShouldClose) are operations without closures, and requests
+// (PollEvents, ShouldClose, SetTitle) are operations without closures, and requests
 // are reused, so a frame's window calls allocate nothing.
 type request struct {
 	fn   func() // opFunc
 	op   int
 	w    *Window
-	b    bool // opShouldClose's result
+	b    bool   // opShouldClose's result
+	s    string // opSetTitle's title
 	done chan struct{}
 }
 
@@ -144,6 +145,7 @@ const (
 	opFunc = iota
 	opPoll
 	opShouldClose
+	opSetTitle
 )
 
 func (r *request) run() {
@@ -152,6 +154,8 @@ func (r *request) run() {
 		glfw.PollEvents()
 	case opShouldClose:
 		r.b = r.w.win.ShouldClose()
+	case opSetTitle:
+		r.w.win.SetTitle(r.s)
 	default:
 		r.fn()
 	}
@@ -354,7 +358,11 @@ func (w *Window) ShouldClose() bool {
 
 // SetTitle sets the window's title (e.g. frame statistics).
 func (w *Window) SetTitle(title string) {
-	onMain(func() { w.win.SetTitle(title) })
+	r := getRequest()
+	r.op, r.w, r.s = opSetTitle, w, title
+	call(r)
+	r.s = ""
+	putRequest(r)
 }
 
 // Close destroys the window (after the gpu.Graphics that draws into it was

@@ -215,8 +215,9 @@ func TestWindowPresentsAndResizes(t *testing.T) {
 			if win.ShouldClose() {
 				t.Error("ShouldClose: true without a close request")
 			}
+			win.SetTitle("vkjobs test")
 		}); a != 0 {
-			t.Errorf("PollEvents + ShouldClose: %v allocations per frame, want 0", a)
+			t.Errorf("PollEvents + ShouldClose + SetTitle: %v allocations per frame, want 0", a)
 		}
 		// Resize, and draw until the new size arrives through the
 		// framebuffer-size callback and the swapchain is recreated.
