@@ -879,6 +879,7 @@ func (s *Scheduler) complete(idx uint32, c *Ctx, deferParent bool) {
 		sl.task.Data.Data = nil
 	}
 	waiters := sl.waiters.Load()
+	sub := sl.sub // read before the slot goes back: another thread may reuse it at once
 	s.putSlot(idx, c)
 	for d := uint32(h); d != 0 && d != depsClosed; {
 		next := s.slots[d-1].depNext
@@ -892,7 +893,7 @@ func (s *Scheduler) complete(idx uint32, c *Ctx, deferParent bool) {
 			if te != nil {
 				ps := &s.slots[parent-1]
 				if ps.err.Load() == nil {
-					if sl.sub {
+					if sub {
 						s.setErr(parent-1, te.Err)
 					} else {
 						s.setErr(parent-1, fmt.Errorf("%w: %w", ErrChildFailed, te))
