@@ -91,9 +91,11 @@
 // per thread that the owner updates with a compare-and-swap on its own
 // cache line (about 5 ns), and Abandon takes and pays every thread's debt
 // (paying early is always correct: those children are done).
-// TestAbandonWithSiblingsDone is that case. Measured (EmptyTask, medians
-// of three in one session): 2 threads 227 -> 122 ns per task (waitgroup
-// about 365 ns: 0.33x); one core 72.6 -> 77.2 ns (the CAS; chanpool 48 ns).
+// TestAbandonWithSiblingsDone is that case. With GOMAXPROCS 1 no line
+// moves between cores and the CAS would be pure cost, so threads then
+// decrement at once. Measured (EmptyTask, medians of three, one session):
+// 2 threads 231 -> 119 ns per task (WaitGroup.Go about 361 ns: 0.33x;
+// chanpool 62 ns: 1.9x); one core 72.6 -> 72.0 ns (chanpool 47.9: 1.5x).
 //
 // Wait helps: a waiting thread runs other tasks until the awaited one
 // completes, and sleeps only when there is nothing to run. WaitEvent does the

@@ -239,12 +239,16 @@ type Scheduler struct {
 	idle   []*Ctx
 	nIdle  atomic.Int32
 
-	extMu     sync.Mutex
-	extCond   *sync.Cond
-	extWait   atomic.Int32
-	poolWait  atomic.Int32
-	closing   atomic.Bool
-	stopping  atomic.Bool
+	extMu    sync.Mutex
+	extCond  *sync.Cond
+	extWait  atomic.Int32
+	poolWait atomic.Int32
+	closing  atomic.Bool
+	stopping atomic.Bool
+	// deferDecs: threads batch their parent decrements (Ctx.deferDec).
+	// Only with more than one P: on one core no cache line moves between
+	// cores, and the batching's compare-and-swap would be pure cost.
+	deferDecs bool
 	workersWG sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -308,6 +312,7 @@ func New(cfg Config) (*Scheduler, error) {
 	for p := range s.inject {
 		s.inject[p].init(cfg.PoolSize)
 	}
+	s.deferDecs = runtime.GOMAXPROCS(0) > 1
 	n := cfg.Workers + cfg.MainThreads
 	s.threads = make([]*Ctx, n)
 	s.idle = make([]*Ctx, 0, n) // never grows: a thread is listed at most once
@@ -846,7 +851,7 @@ func (s *Scheduler) finishRun(idx uint32, err error, c *Ctx) {
 		s.setErr(idx, err)
 	}
 	if atomic.AddInt32(&s.slots[idx].open, -1) == 0 {
-		s.complete(idx, c, true)
+		s.complete(idx, c, s.deferDecs)
 	}
 }
 
