@@ -169,11 +169,22 @@ func (c *Ctx) RunPinned() int {
 	defer c.busy.Add(-1)
 	defer c.flushDec() // before busy drops: no debt outlives the call
 	n := 0
-	for lv := range c.pinned {
-		for x := c.pinned[lv].pop(); x != noItem; x = c.pinned[lv].pop() {
-			c.npinned.Add(-1)
-			c.run(x)
-			n++
+	for {
+		for lv := range c.pinned {
+			for x := c.pinned[lv].pop(); x != noItem; x = c.pinned[lv].pop() {
+				c.npinned.Add(-1)
+				c.run(x)
+				n++
+			}
+		}
+		// Paying the debt may complete a parent whose dependents are
+		// pinned here too: run them in this call, as without the debt.
+		if c.debt.Load() == 0 {
+			break
+		}
+		c.flushDec()
+		if c.npinned.Load() == 0 {
+			break
 		}
 	}
 	return n

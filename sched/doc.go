@@ -82,9 +82,10 @@
 // parent one decrement of its open count per child, and pays the debt with
 // one atomic add when it turns to a task with another parent, finds no work
 // (before it sleeps), leaves Wait, WaitFor, WaitEvent, RunPinned or RunOne,
-// or waits for that very parent. The debt is never held while user code
-// runs, except a kernel of another child of the same parent, which the
-// parent must wait for anyway; so completion is never delayed, while the
+// or waits for that very parent; RunPinned pays it and runs what that
+// readied. The debt is never held while user code runs, except a kernel of
+// another child of the same parent, which the parent must wait for anyway,
+// and an Observer's TaskRan (which must not block); so completion is never delayed, while the
 // parent's counter stops moving between cores once per task. One case
 // needs more: if that kernel hangs and is abandoned, the parent must fail
 // at once, but the stuck thread cannot pay. So the debt is one atomic word

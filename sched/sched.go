@@ -132,6 +132,7 @@ type slotFields struct {
 	sub     bool        // a range piece of a split streaming task
 	held    atomic.Bool // made by Create, not yet Run
 	simple  bool        // task.Data's streams are zero
+	kid     uint32      // task.Kernel, for Abandon: stored with storeUnpublished32, read atomically
 	err     atomic.Pointer[TaskError]
 	kern    *Kernel
 	task    Task
@@ -599,11 +600,15 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	}
 	// Not yet published (a deque push, a queue's lock or the dependency's
 	// CAS does that), so a plain store: no locked instruction.
-	storeRelease32((*uint32)(unsafe.Pointer(&sl.open)), 1)
-	sl.parent = 0
+	storeUnpublished32((*uint32)(unsafe.Pointer(&sl.open)), 1)
+	// parent and kid are read by Abandon, which may race with the slot's
+	// reuse (it then discards them): stored release, loaded atomically.
+	var parent uint32
 	if t.Parent != NoTask {
-		sl.parent = t.Parent.index() + 1
+		parent = t.Parent.index() + 1
 	}
+	storeUnpublished32(&sl.parent, parent)
+	storeUnpublished32(&sl.kid, uint32(t.Kernel))
 	if hold {
 		sl.held.Store(true)
 	}
@@ -791,7 +796,8 @@ func (s *Scheduler) initSub(x, p uint32, begin, end uint32, a Affinity, c *Ctx) 
 		xs.err.Store(nil)
 	}
 	atomic.StoreInt32(&xs.open, 1)
-	xs.parent = p + 1
+	storeUnpublished32(&xs.parent, p+1)
+	storeUnpublished32(&xs.kid, uint32(ps.task.Kernel))
 }
 
 func (s *Scheduler) pushCPU(idx uint32, lv int, c *Ctx) {
@@ -1183,14 +1189,19 @@ func (s *Scheduler) Abandon(id TaskID, err error) error {
 	} else {
 		err = fmt.Errorf("%w: %w", ErrAbandoned, err)
 	}
-	te := &TaskError{Task: id, Err: err}
-	if k := sl.kern; k != nil {
-		te.Kernel, te.Name = sl.task.Kernel, k.Name
-	}
 	for {
 		h := sl.deps.Load()
 		if h&^0xffffffff != want || uint32(h) >= depsAbandoned {
 			return fmt.Errorf("sched: Abandon %v: task already finished or abandoned", id)
+		}
+		// Read before the CAS: once it succeeds the kernel may return and
+		// the slot be reused at once. If the slot was reused before these
+		// loads, the CAS fails (the generation moved) and they are dropped.
+		p := atomic.LoadUint32(&sl.parent)
+		kid := KernelID(atomic.LoadUint32(&sl.kid))
+		te := &TaskError{Task: id, Err: err, Kernel: kid}
+		if k := s.reg.Lookup(kid); k != nil {
+			te.Name = k.Name
 		}
 		sl.err.Store(te) // before the CAS: late dependents read it
 		if sl.deps.CompareAndSwap(h, want|depsAbandoned) {
@@ -1200,7 +1211,7 @@ func (s *Scheduler) Abandon(id TaskID, err error) error {
 				s.depReady(d-1, te, nil)
 				d = next
 			}
-			if p := sl.parent; p != 0 {
+			if p != 0 {
 				s.setErr(p-1, fmt.Errorf("%w: %w", ErrChildFailed, te))
 				// The thread stuck in the kernel may owe P decrements
 				// for siblings it ran before (Ctx.deferDec) and cannot
@@ -1216,6 +1227,7 @@ func (s *Scheduler) Abandon(id TaskID, err error) error {
 			s.wakeWaiters()
 			return nil
 		}
+		sl.err.CompareAndSwap(te, nil) // not ours after all (a dependent came, the task completed, or the slot was reused)
 	}
 }
 

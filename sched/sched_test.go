@@ -1102,3 +1102,86 @@ func TestAbandonWithSiblingsDone(t *testing.T) {
 		t.Fatalf("parent after its last open child was abandoned: %v, want ErrChildFailed at once", err)
 	}
 }
+
+// TestRunPinnedRunsReadiedDependents: P's children and a dependent of P
+// are all pinned to this thread; one RunPinned runs the children, which
+// complete P, and then the dependent (a deferred parent decrement must not
+// leave it for the next call).
+func TestRunPinnedRunsReadiedDependents(t *testing.T) {
+	r := newRecorder(16)
+	s, m := start(t, Config{Workers: 1}, r, nil)
+	p, err := m.Create(&Task{})
+	must(t, err)
+	for i := range 3 {
+		tk := rec(i)
+		tk.Parent = p
+		tk.Affinity = OnThread(0)
+		_, err := m.Add(tk)
+		must(t, err)
+	}
+	d := rec(5)
+	d.Dependency = p
+	d.Affinity = OnThread(0)
+	did, err := m.Add(d)
+	must(t, err)
+	must(t, m.Run(p))
+	// Let the worker run P's own (empty) work: only the pinned children keep it open.
+	for atomic.LoadInt32(&s.slots[p.index()].open) != 3 {
+		time.Sleep(time.Millisecond)
+	}
+	if n := m.RunPinned(); n != 4 || !s.IsFinished(did) {
+		t.Errorf("RunPinned ran %d tasks, want 4 (3 children, then the dependent P's completion readied); dependent finished: %v", n, s.IsFinished(did))
+	}
+}
+
+// TestAbandonParentOfReusedSlot: the abandoned kernel returns while
+// Abandon is still failing its many dependents, so its slot is freed and
+// reused at once by a child of another task Q. Abandon must fail its own
+// task's parent, not Q.
+func TestAbandonParentOfReusedSlot(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	reg := testRegistry(t, nil, nil)
+	const kHang2, kAddChild KernelID = 81, 82
+	var q TaskID
+	must(t, reg.Register(kHang2, Kernel{Name: "hang2", CPU: func(c *Ctx, d *TaskData) error {
+		close(started)
+		<-release
+		return nil
+	}}))
+	must(t, reg.Register(kAddChild, Kernel{Name: "addchild", CPU: func(c *Ctx, d *TaskData) error {
+		_, err := c.Add(&Task{Parent: q})
+		return err
+	}}))
+	s, m := start(t, Config{Workers: 1, PoolSize: 1 << 17, Kernels: reg}, nil, nil)
+	var err error
+	q, err = m.Create(&Task{})
+	must(t, err)
+	p, err := m.Create(&Task{})
+	must(t, err)
+	x, err := m.Add(&Task{Kernel: kHang2, Parent: p})
+	must(t, err)
+	must(t, m.Run(p))
+	<-started
+	const nd = 60000
+	var last TaskID
+	for range nd {
+		last, err = m.Add(&Task{Dependency: x})
+		must(t, err)
+	}
+	_, err = m.Add(&Task{Kernel: kAddChild}) // the worker takes it once x returns
+	must(t, err)
+	done := make(chan struct{})
+	go func() { s.Abandon(x, errors.New("watchdog")); close(done) }()
+	s.Wait(last) // Abandon has begun failing the dependents
+	close(release)
+	<-done
+	if err := m.WaitFor(p, 5*time.Second); !errors.Is(err, ErrChildFailed) {
+		t.Errorf("parent of the abandoned task: %v, want ErrChildFailed", err)
+	}
+	if err := s.slots[q.index()].err.Load(); err != nil {
+		t.Errorf("Q, whose child never failed, got the error %v", err)
+	}
+	must(t, m.Run(q))
+	must(t, m.Wait(q))
+}

@@ -16,3 +16,8 @@ func storeRelease64(p *int64, v int64)
 
 //go:noescape
 func storeRelease32(p *uint32, v uint32)
+
+// storeUnpublished32 stores a field of a slot that is not yet published
+// (a later storeRelease publishes it) but that Abandon may read atomically
+// for a slot being reused, and then discard. A plain store, inlined.
+func storeUnpublished32(p *uint32, v uint32) { *p = v }
