@@ -19,6 +19,7 @@ type Ctx struct {
 	worker  bool
 	name    string
 	wake    chan struct{}
+	timer   *time.Timer // sleep's recheck (owner only)
 	waiting atomic.Bool
 	npinned atomic.Int32
 	running int    // depth of kernels running on this thread (owner only)
@@ -316,11 +317,53 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 		}
 		return
 	}
-	<-c.wake
-	// A token can be stale (a waker took us off the list while we were
-	// re-checking, and signalled after we left): then we are still listed.
-	s.removeIdle(c)
+	// Wait for a token; every recheckSleep look for work once more. A
+	// push publishes its item with a plain store and then reads nIdle
+	// without a fence (a fence per push doubled the cost of a task shared
+	// between two cores), so on x86 its read can pass its own store and
+	// miss a thread that registers as idle at that instant, while that
+	// thread's re-check misses the store still in the pusher's buffer. The
+	// next push wakes it anyway; the recheck bounds the wait when no push
+	// comes (the pusher then blocked outside the scheduler). The race can
+	// only happen as the thread goes to sleep (a push after that reads the
+	// increment), so the rechecks back off, 1, 4, 16 and 64 ms after
+	// falling asleep, and then the thread waits for a token alone: an idle
+	// thread costs no periodic wake-ups.
+	for d := recheckSleep; ; d *= 4 {
+		if d > recheckLast {
+			<-c.wake
+			s.removeIdle(c)
+			return
+		}
+		c.timer.Reset(d)
+		select {
+		case <-c.wake:
+			c.timer.Stop()
+			// A token can be stale (a waker took us off the list while we
+			// were re-checking, and signalled after we left): then we are
+			// still listed.
+			s.removeIdle(c)
+			return
+		case <-c.timer.C:
+			if c.hasWork() {
+				s.removeIdle(c)
+				select { // drop a token a waker may have sent meanwhile
+				case <-c.wake:
+				default:
+				}
+				return
+			}
+		}
+	}
 }
+
+// recheckSleep and recheckLast: the first and last delay after which a
+// sleeping thread looks for work that a push racing with its sleep left
+// unannounced (see sleep); each delay is four times the previous.
+const (
+	recheckSleep = time.Millisecond
+	recheckLast  = 64 * time.Millisecond
+)
 
 // slotCacheSize is the most free slots one thread keeps.
 const slotCacheSize = 64

@@ -318,7 +318,8 @@ func New(cfg Config) (*Scheduler, error) {
 	s.threads = make([]*Ctx, n)
 	s.idle = make([]*Ctx, 0, n) // never grows: a thread is listed at most once
 	for i := range s.threads {
-		c := &Ctx{s: s, index: i, worker: i < cfg.Workers, wake: make(chan struct{}, 1)}
+		c := &Ctx{s: s, index: i, worker: i < cfg.Workers, wake: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+		c.timer.Stop()
 		for p := range c.dq {
 			c.dq[p].init(cfg.DequeSize)
 		}

@@ -1185,3 +1185,37 @@ func TestAbandonParentOfReusedSlot(t *testing.T) {
 	must(t, m.Run(q))
 	must(t, m.Wait(q))
 }
+
+// TestLostWakeUpRecovered: a task reaches a deque without the wake-up a
+// push normally sends (what the unfenced push can cause on x86, forced
+// here), while the only worker sleeps and the registered thread that
+// queued it never helps. The worker's periodic recheck runs it anyway.
+func TestLostWakeUpRecovered(t *testing.T) {
+	r := newRecorder(4)
+	s, m := start(t, Config{Workers: 1}, r, nil)
+	for deadline := time.Now().Add(5 * time.Second); s.nIdle.Load() < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never went to sleep")
+		}
+	}
+	id, err := m.Create(rec(0))
+	must(t, err)
+	sl := &s.slots[id.index()]
+	if !sl.held.CompareAndSwap(true, false) {
+		t.Fatal("task not held")
+	}
+	if !m.dq[1].push(id.index()) { // queued without pushCPU's wake-up
+		t.Fatal("push failed")
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Wait(id) }() // a foreign goroutine: does not help
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a task queued without a wake-up was not run within 5 s by the sleeping worker")
+	}
+	if r.runs[0].Load() != 1 {
+		t.Fatalf("ran %d times", r.runs[0].Load())
+	}
+}
