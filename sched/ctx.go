@@ -317,7 +317,7 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 		}
 		return
 	}
-	// Wait for a token; every recheckSleep look for work once more. A
+	// Wait for a token, looking for work once more at each recheck. A
 	// push publishes its item with a plain store and then reads nIdle
 	// without a fence (a fence per push doubled the cost of a task shared
 	// between two cores), so on x86 its read can pass its own store and
@@ -326,8 +326,8 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 	// next push wakes it anyway; the recheck bounds the wait when no push
 	// comes (the pusher then blocked outside the scheduler). The race can
 	// only happen as the thread goes to sleep (a push after that reads the
-	// increment), so the rechecks back off, 1, 4, 16 and 64 ms after
-	// falling asleep, and then the thread waits for a token alone: an idle
+	// increment), so the rechecks back off (waits of 1, 4, 16 and 64 ms:
+	// 1, 5, 21 and 85 ms after falling asleep), and then the thread waits for a token alone: an idle
 	// thread costs no periodic wake-ups.
 	for d := recheckSleep; ; d *= 4 {
 		if d > recheckLast {

@@ -603,7 +603,8 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	// CAS does that), so a plain store: no locked instruction.
 	storeUnpublished32((*uint32)(unsafe.Pointer(&sl.open)), 1)
 	// parent and kid are read by Abandon, which may race with the slot's
-	// reuse (it then discards them): stored release, loaded atomically.
+	// reuse (it then discards them): loaded atomically, so stored through
+	// storeUnpublished32 (a plain store, atomic under the race detector).
 	var parent uint32
 	if t.Parent != NoTask {
 		parent = t.Parent.index() + 1
@@ -833,9 +834,13 @@ func (s *Scheduler) setErr(idx uint32, err error) {
 	sl.err.CompareAndSwap(nil, te)
 }
 
-func (s *Scheduler) decOpen(idx uint32, c *Ctx) {
+func (s *Scheduler) decOpen(idx uint32, c *Ctx) { s.dec(idx, c, false) }
+
+// dec decrements idx's open count and completes it at zero (deferParent:
+// see complete).
+func (s *Scheduler) dec(idx uint32, c *Ctx, deferParent bool) {
 	if atomic.AddInt32(&s.slots[idx].open, -1) == 0 {
-		s.complete(idx, c, false)
+		s.complete(idx, c, deferParent)
 	}
 }
 
@@ -857,9 +862,7 @@ func (s *Scheduler) finishRun(idx uint32, err error, c *Ctx) {
 	if err != nil {
 		s.setErr(idx, err)
 	}
-	if atomic.AddInt32(&s.slots[idx].open, -1) == 0 {
-		s.complete(idx, c, s.deferDecs)
-	}
+	s.dec(idx, c, s.deferDecs)
 }
 
 // complete runs when a task's own work and all its children are done.
