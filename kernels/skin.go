@@ -51,6 +51,15 @@ func newSkinSetup(d *sched.TaskData) (skinSetup, error) {
 	return s, err
 }
 
+// jointIndices returns a vertex's four palette indices for the instance
+// whose palette starts at inst, and whether all of them are below np.
+func jointIndices(sv *SkinVertex, inst, np uint32) (i0, i1, i2, i3 uint32, ok bool) {
+	base := sv.Palette + inst
+	j := sv.Joints
+	i0, i1, i2, i3 = base+j&0xff, base+j>>8&0xff, base+j>>16&0xff, base+j>>24
+	return i0, i1, i2, i3, i0 < np && i1 < np && i2 < np && i3 < np
+}
+
 func badJoint(item uint32, v *SkinVertex, base uint32, n int) error {
 	return fmt.Errorf("item %d: joints %#08x with palette base %d reach outside the palette of %d bones", item, v.Joints, base, n)
 }
@@ -87,11 +96,9 @@ func lbs(s *skinSetup, pal []Mat4, begin, end, stride uint32) error {
 	v, inst := s.v, s.base
 	for i := range out {
 		sv := &verts[v]
-		base := sv.Palette + inst
-		j := sv.Joints
-		i0, i1, i2, i3 := base+j&0xff, base+j>>8&0xff, base+j>>16&0xff, base+j>>24
-		if i0 >= np || i1 >= np || i2 >= np || i3 >= np {
-			return badJoint(begin+uint32(i), sv, base, len(pal))
+		i0, i1, i2, i3, ok := jointIndices(sv, inst, np)
+		if !ok {
+			return badJoint(begin+uint32(i), sv, sv.Palette+inst, len(pal))
 		}
 		p0, p1, p2, p3 := &pal[i0], &pal[i1], &pal[i2], &pal[i3]
 		w0, w1, w2, w3 := sv.Weights[0], sv.Weights[1], sv.Weights[2], sv.Weights[3]
@@ -172,11 +179,9 @@ func dqs(s *skinSetup, pal []DualQuat, begin, end, stride uint32) error {
 	v, inst := s.v, s.base
 	for i := range out {
 		sv := &verts[v]
-		base := sv.Palette + inst
-		j := sv.Joints
-		i0, i1, i2, i3 := base+j&0xff, base+j>>8&0xff, base+j>>16&0xff, base+j>>24
-		if i0 >= np || i1 >= np || i2 >= np || i3 >= np {
-			return badJoint(begin+uint32(i), sv, base, len(pal))
+		i0, i1, i2, i3, ok := jointIndices(sv, inst, np)
+		if !ok {
+			return badJoint(begin+uint32(i), sv, sv.Palette+inst, len(pal))
 		}
 		q0, q1, q2, q3 := &pal[i0], &pal[i1], &pal[i2], &pal[i3]
 		w0, w1, w2, w3 := sv.Weights[0], sv.Weights[1], sv.Weights[2], sv.Weights[3]
