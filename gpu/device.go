@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -312,10 +313,11 @@ func (d *Device) createInstance() error {
 	// instance extension on Vulkan 1.0.
 	var flags vk.InstanceCreateFlags
 	if hasInstanceExtension(portabilityEnumeration) {
-		exts = append(exts, cstr(portabilityEnumeration))
 		flags |= instanceCreateEnumeratePortability
-		if hasInstanceExtension(physicalDeviceProperties2) {
-			exts = append(exts, cstr(physicalDeviceProperties2))
+		for _, e := range []string{portabilityEnumeration, physicalDeviceProperties2} {
+			if hasInstanceExtension(e) && !slices.Contains(d.opts.InstanceExtensions, e) {
+				exts = append(exts, cstr(e))
+			}
 		}
 	}
 	app := &vk.ApplicationInfo{
@@ -560,7 +562,7 @@ func (d *Device) createDevice() error {
 	}
 	// A device that lists VK_KHR_portability_subset (MoltenVK) must have it
 	// enabled (VUID-VkDeviceCreateInfo-pProperties-04451).
-	if hasDeviceExtension(d.inst, d.phys, portabilitySubset) {
+	if hasDeviceExtension(d.inst, d.phys, portabilitySubset) && !slices.Contains(d.opts.DeviceExtensions, portabilitySubset) {
 		exts = append(exts, cstr(portabilitySubset))
 	}
 	var layers []string
