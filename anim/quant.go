@@ -43,27 +43,10 @@ func ncompOf(kind, mode uint32) int {
 
 // dequant rebuilds a point's value from its stored indices.
 func dequant(kind, mode uint32, step float32, idx *[4]int32) [4]float32 {
-	a0, a1, a2 := float32(idx[0])*step, float32(idx[1])*step, float32(idx[2])*step
-	if kind != uint32(TrackRotation) {
-		return [4]float32{a0, a1, a2, 0}
-	}
-	if mode == modeAll {
-		return [4]float32{a0, a1, a2, float32(idx[3]) * step}
-	}
-	s := 1 - float32(a0*a0) - float32(a1*a1) - float32(a2*a2) // rounded products: see curve.go
-	var big float32
-	if s > 0 {
-		big = float32(math.Sqrt(float64(s)))
-	}
-	switch mode {
-	case 0:
-		return [4]float32{big, a0, a1, a2}
-	case 1:
-		return [4]float32{a0, big, a1, a2}
-	case 2:
-		return [4]float32{a0, a1, big, a2}
-	}
-	return [4]float32{a0, a1, a2, big}
+	var e [ringWords]uint32
+	e[1], e[2], e[3], e[4] = uint32(idx[0]), uint32(idx[1]), uint32(idx[2]), uint32(idx[3])
+	decodePoint(&e, nil, kind, mode, step)
+	return *ringValue(&e)
 }
 
 // quantize returns the stored indices of v for a track segment.

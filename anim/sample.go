@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -196,34 +198,27 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 	// points left) takes its next record, in track order. The stream was
 	// written in exactly this order, so it carries no track ids.
 	reseeked := false
-	if float32(next) <= local && pos < segStop {
-		var br bitBuf
-		br.seek(stream, pos)
-		for float32(next) <= local && br.pos() < segStop {
-			F := next
-			next = noNeed
-			for s := range nslot {
-				cs := slots[s*CursorSlotWords : s*CursorSlotWords+CursorSlotWords]
-				for cs[slT2] == F && cs[slT3] != segEnd && br.pos() < segStop {
-					readRecord(&br, tracks[s*trackDescWords]>>16, cs)
-				}
-				if cs[slT3] != segEnd && cs[slT2] < next {
-					next = cs[slT2]
-				}
+	for float32(next) <= local && pos < segStop {
+		F := next
+		next = noNeed
+		for s := range nslot {
+			cs := slots[s*CursorSlotWords : s*CursorSlotWords+CursorSlotWords]
+			for cs[slT2] == F && cs[slT3] != segEnd && pos < segStop {
+				pos = readRecord(stream, pos, tracks[s*trackDescWords]>>16, cs)
 			}
-			if next <= F {
-				// Only a scribbled cursor gets here (valid data always
-				// moves on): start the segment over, once.
-				if reseeked {
-					break
-				}
-				reseeked = true
-				p, nx := seekSegment(stream, tracks, slots, segStart, segEnd)
-				br.seek(stream, p)
-				next = nx
+			if cs[slT3] != segEnd && cs[slT2] < next {
+				next = cs[slT2]
 			}
 		}
-		pos = br.pos()
+		if next <= F {
+			// Only a scribbled cursor gets here (valid data always
+			// moves on): start the segment over, once.
+			if reseeked {
+				break
+			}
+			reseeked = true
+			pos, next = seekSegment(stream, tracks, slots, segStart, segEnd)
+		}
 	}
 	cur[curPos], cur[curNext] = pos, next
 	cur[curLocal] = math.Float32bits(local)
@@ -301,10 +296,15 @@ func readPoint(br *bitBuf, params, kind, t2, t3 uint32, i2, i3 *[4]int32) (t uin
 	return t, idx
 }
 
-// readRecord reads a track's next point into its window ring (integers
-// only; values are decoded lazily by updateCoeffs). It is readPoint
-// written out with the bit buffer in locals: the sampler's innermost loop.
-func readRecord(br *bitBuf, kind uint32, cs []uint32) {
+// readRecord reads a track's next point, at bit position pos of the
+// stream, into its window ring (integers only; values are decoded lazily
+// by updateCoeffs) and returns the position after it. It is readPoint
+// written for speed, the sampler's innermost loop: the codes are taken
+// from two 64-bit windows of the stream (the time and two components,
+// then the rest) without a branch on the data; a record with an escape
+// code or longer than the windows (never seen in practice; checked once
+// at the end) is read again code by code.
+func readRecord(words []uint32, pos uint32, kind uint32, cs []uint32) uint32 {
 	cs = cs[:CursorSlotWords]
 	head := cs[slHead] & 3
 	e2 := cs[slRing+((head+2)&3)*ringWords:][:5]
@@ -312,44 +312,83 @@ func readRecord(br *bitBuf, kind uint32, cs []uint32) {
 	e := cs[slRing+head*ringWords:][:5]
 	params := cs[slParams]
 	t2, t3 := cs[slT2], cs[slT3]
-	words, buf, n, next := br.words, br.buf, br.n, br.next
-	buf, n, next = fill(words, buf, n, next)
-	k := params >> 4 & 15
-	u, l, ok := riceFast(buf, n, k)
-	if ok {
-		buf >>= l
-		n -= l
-	} else {
-		br.buf, br.n, br.next = buf, n, next
-		u = br.riceSlow(k)
-		buf, n, next = br.buf, br.n, br.next
-	}
-	t := t3 + u + 1 - params>>3&1
 	pm := params >> 28
-	nc := uint32(3)
-	if kind == uint32(TrackRotation) && params&7 == modeAll {
-		nc = 4
+	four := kind == uint32(TrackRotation) && params&7 == modeAll
+
+	// Window 1: time, components 0 and 1. A code past the window's end
+	// reads zeros, which shows as an escape (q >= riceEscape) or as more
+	// than 64 bits used.
+	w := window64(words, pos)
+	u0, l, q := riceWin(w, params>>4&15)
+	w >>= l
+	used, bad := l, q
+	u1, l, q := riceWin(w, params>>8&31)
+	w >>= l
+	used, bad = used+l, max(bad, q)
+	u2, l, q := riceWin(w, params>>13&31)
+	used, bad = used+l, max(bad, q)
+	// Window 2: components 2 and 3 (3 only for four-component rotations).
+	p1 := pos + used
+	w = window64(words, p1)
+	u3, l, q := riceWin(w, params>>18&31)
+	w >>= l
+	used2, bad2 := l, q
+	var u4 uint32
+	if four {
+		var l4, q4 uint32
+		u4, l4, q4 = riceWin(w, params>>23&31)
+		used2, bad2 = used2+l4, max(bad2, q4)
 	}
+	if max(bad, bad2) >= riceEscape || used > 64 || used2 > 64 {
+		return readRecordSlow(words, pos, kind, cs)
+	}
+	t := t3 + u0 + 1 - params>>3&1
+	e[1] = uint32(predict(t2, t3, t, int32(e2[1]), int32(e3[1]), pm) + unzigzag(u1))
+	e[2] = uint32(predict(t2, t3, t, int32(e2[2]), int32(e3[2]), pm) + unzigzag(u2))
+	e[3] = uint32(predict(t2, t3, t, int32(e2[3]), int32(e3[3]), pm) + unzigzag(u3))
 	e[4] = 0
-	for c := uint32(0); c < nc; c++ {
-		buf, n, next = fill(words, buf, n, next)
-		k := params >> (8 + 5*c) & 31
-		u, l, ok := riceFast(buf, n, k)
-		if ok {
-			buf >>= l
-			n -= l
-		} else {
-			br.buf, br.n, br.next = buf, n, next
-			u = br.riceSlow(k)
-			buf, n, next = br.buf, br.n, br.next
-		}
-		e[1+c&3] = uint32(predict(t2, t3, t, int32(e2[1+c&3]), int32(e3[1+c&3]), pm) + unzigzag(u))
+	if four {
+		e[4] = uint32(predict(t2, t3, t, int32(e2[4]), int32(e3[4]), pm) + unzigzag(u4))
 	}
-	br.buf, br.n, br.next = buf, n, next
 	e[0] = t
 	cs[slHead] = (head + 1) & 3
 	cs[slFresh] = min(cs[slFresh]+1, 4)
 	cs[slT2], cs[slT3] = t3, t
+	return p1 + used2
+}
+
+// window64 returns the 64 stream bits from bit position pos (the stream's
+// padding words keep pos>>5+2 inside it for a pos inside the stream).
+func window64(words []uint32, pos uint32) uint64 {
+	i, s := pos>>5, pos&31
+	w := words[i : i+3 : i+3]
+	return (uint64(w[0])|uint64(w[1])<<32)>>s | uint64(w[2])<<(64-s)
+}
+
+// riceWin decodes the Rice code (parameter k) at the start of w: value,
+// length and unary count (>= riceEscape for an escape or bits missing).
+func riceWin(w uint64, k uint32) (u, l, q uint32) {
+	q = uint32(bits.TrailingZeros64(w))
+	return q<<k | uint32(w>>(q+1))&(1<<k-1), q + 1 + k, q
+}
+
+// slowRecords counts readRecordSlow's records (tests check both paths
+// are exercised).
+var slowRecords atomic.Uint64
+
+// readRecordSlow is readRecord code by code, for escapes.
+func readRecordSlow(words []uint32, pos uint32, kind uint32, cs []uint32) uint32 {
+	slowRecords.Add(1)
+	var br bitBuf
+	br.seek(words, pos)
+	head := cs[slHead] & 3
+	e2 := cs[slRing+((head+2)&3)*ringWords:][:5]
+	e3 := cs[slRing+((head+3)&3)*ringWords:][:5]
+	i2 := [4]int32{int32(e2[1]), int32(e2[2]), int32(e2[3]), int32(e2[4])}
+	i3 := [4]int32{int32(e3[1]), int32(e3[2]), int32(e3[3]), int32(e3[4])}
+	t, idx := readPoint(&br, cs[slParams], kind, cs[slT2], cs[slT3], &i2, &i3)
+	shiftIn(cs, t, &idx)
+	return br.pos()
 }
 
 // shiftIn appends point (t, idx) to a track's window ring: (p0..p3)
@@ -413,12 +452,11 @@ func updateCoeffs(cs []uint32, kind uint32, step float32) {
 	// point before it (already decoded, or just now).
 	for k := 4 - fresh; k < 4; k++ {
 		e := &ring[(head+k)&3]
-		idx := [4]int32{int32(e[1]), int32(e[2]), int32(e[3]), int32(e[4])}
-		v := dequant(kind, mode, step, &idx)
+		var prev *[ringWords]uint32
 		if rot && k > 0 {
-			alignTo(&v, ringValue(&ring[(head+k-1)&3]))
+			prev = &ring[(head+k-1)&3]
 		}
-		e[5], e[6], e[7], e[8] = math.Float32bits(v[0]), math.Float32bits(v[1]), math.Float32bits(v[2]), math.Float32bits(v[3])
+		decodePoint(e, prev, kind, mode, step)
 	}
 	r0, r1, r2, r3 := &ring[head], &ring[(head+1)&3], &ring[(head+2)&3], &ring[(head+3)&3]
 	t1 := float32(r1[0])
@@ -427,6 +465,39 @@ func updateCoeffs(cs []uint32, kind uint32, step float32) {
 	cs[slT1] = math.Float32bits(t1)
 	cs[slInvH] = math.Float32bits(invH)
 	cs[slFresh] = 0
+}
+
+// decodePoint decodes ring entry e's indices (words 1..4) to its value
+// (words 5..8): dequant, and a rotation aligned to the hemisphere of prev
+// when prev is not nil.
+func decodePoint(e, prev *[ringWords]uint32, kind, mode uint32, step float32) {
+	a0, a1, a2 := float32(int32(e[1]))*step, float32(int32(e[2]))*step, float32(int32(e[3]))*step
+	v := [4]float32{a0, a1, a2, 0}
+	if kind == uint32(TrackRotation) {
+		if mode == modeAll {
+			v[3] = float32(int32(e[4])) * step
+		} else {
+			s := 1 - float32(a0*a0) - float32(a1*a1) - float32(a2*a2) // rounded products: see curve.go
+			var big float32
+			if s > 0 {
+				big = float32(math.Sqrt(float64(s)))
+			}
+			switch mode {
+			case 0:
+				v = [4]float32{big, a0, a1, a2}
+			case 1:
+				v = [4]float32{a0, big, a1, a2}
+			case 2:
+				v = [4]float32{a0, a1, big, a2}
+			default:
+				v[3] = big
+			}
+		}
+		if prev != nil && dot4(&v, ringValue(prev)) < 0 {
+			v[0], v[1], v[2], v[3] = -v[0], -v[1], -v[2], -v[3]
+		}
+	}
+	e[5], e[6], e[7], e[8] = math.Float32bits(v[0]), math.Float32bits(v[1]), math.Float32bits(v[2]), math.Float32bits(v[3])
 }
 
 // ringValue is the decoded value (words 5..8) of a ring entry.
