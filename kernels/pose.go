@@ -75,8 +75,27 @@ func localToModel(skin bool) sched.KernelFunc {
 // poseChain computes one skeleton: model[b] = model[parents[b]] *
 // local[b].Matrix() (the local matrix for a root), and, when skin is not
 // nil, skin[b] = model[b] * invBind[b]. The slices hold one skeleton
-// (len(local) bones, parents validated: parents[b] < b).
+// (len(local) bones, parents validated: parents[b] < b). On amd64 with
+// AVX2 and FMA it runs poseChainAVX2 (pose_amd64.go), elsewhere
+// poseChainGo.
 func poseChain(local []Transform, parents []int32, model, invBind, skin []Mat4) {
+	if poseFast {
+		// The assembly trusts these lengths: slicing checks them here.
+		n := len(local)
+		parents, model = parents[:n], model[:n]
+		if skin != nil {
+			invBind, skin = invBind[:n], skin[:n]
+		} else {
+			invBind = nil
+		}
+		poseChainAVX2(local, parents, model, invBind, skin)
+		return
+	}
+	poseChainGo(local, parents, model, invBind, skin)
+}
+
+// poseChainGo is poseChain in pure Go, the reference of the assembly.
+func poseChainGo(local []Transform, parents []int32, model, invBind, skin []Mat4) {
 	model = model[:len(local)]
 	for b, p := range parents[:len(local)] {
 		if p >= 0 {
