@@ -46,6 +46,11 @@ type Options struct {
 	// Tolerance is the compression error target in metres, at virtual
 	// vertices 3 cm from each bone (default 0.001 m).
 	Tolerance float64
+	// Rate, when > 0, resamples every clip recorded faster than Rate Hz
+	// to Rate before compressing it, as a game ships animation (120 Hz
+	// motion capture at 30 Hz reads a quarter of the curve points per
+	// second of playback); 0 keeps the source's rate.
+	Rate float64
 	// BVH lists CMU BVH clips that share one skeleton; nil means every
 	// NN_NN.bvh in CMUDir.
 	BVH []string
@@ -365,7 +370,7 @@ func extendClip(sk *anim.Skeleton, c *anim.Clip) {
 // the clips and stores the blob there.
 func (r *Rig) loadOrCompress(opt Options, files []string, sk *anim.Skeleton, clips []*anim.Clip) error {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%d\n%g\n", version, sk.NumBones(), opt.Tolerance)
+	fmt.Fprintf(h, "%s\n%d\n%g\n%g\n", version, sk.NumBones(), opt.Tolerance, opt.Rate)
 	for i, n := range sk.Names {
 		rt := sk.Rest[i]
 		fmt.Fprintf(h, "%s %d %v %v %v\n", n, sk.Parents[i], rt.T, rt.R, rt.S)
@@ -408,6 +413,13 @@ func (r *Rig) loadOrCompress(opt Options, files []string, sk *anim.Skeleton, cli
 		// (3.5 s -> 9.3 s). The default share keeps the error near the
 		// tolerance (calibrating the CMU clips ends at shares of 0.46 to
 		// 0.49); cmd/animc calibrates.
+		if opt.Rate > 0 && c.Rate > opt.Rate {
+			rc, err := c.Resample(opt.Rate)
+			if err != nil {
+				return fmt.Errorf("rig: %w", err)
+			}
+			c = rc
+		}
 		cc, err := anim.Compress(sk, c, anim.CompressOptions{Tolerance: opt.Tolerance, Passes: 1})
 		if err != nil {
 			return fmt.Errorf("rig: compress %s: %w", c.Name, err)
