@@ -25,6 +25,9 @@ import (
 // defaultBones is the skeleton size of the BitSquid test scene (seed 000).
 const defaultBones = 90
 
+// defaultClipRate is the rate (Hz) the demo ships its clips at (-clip-rate).
+const defaultClipRate = 30
+
 // app is one run of the demo.
 type app struct {
 	cfg   *config

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"math"
+	"os"
 	"runtime"
 	"syscall"
 	"testing"
@@ -15,12 +16,13 @@ import (
 )
 
 // benchWorld builds a world of n characters on the 90-bone CMU rig
-// (clips compressed once into the test cache) without a scheduler: the
+// (clips as the demo ships them: at -clip-rate and 0.1 cm, compressed
+// once into the test cache) without a scheduler: the
 // kernels are called directly on one goroutine, so these are single-core
 // costs (the demo splits them over every scheduler thread).
 func benchWorld(b *testing.B, n int) *world {
 	b.Helper()
-	r, err := rig.Build(rig.Options{Bones: defaultBones, Tolerance: 0.001, CacheDir: cacheDir})
+	r, err := rig.Build(rig.Options{Bones: defaultBones, Tolerance: 0.001, Rate: benchClipRate, CacheDir: cacheDir})
 	if err != nil {
 		b.Skip(err)
 	}
@@ -33,6 +35,15 @@ func benchWorld(b *testing.B, n int) *world {
 	w.blobMem = dual{host: w.blob.Bytes()}
 	return w
 }
+
+// benchClipRate is the clips' rate in the benchmarks: the demo's default,
+// or the source's with VKJOBS_CLIP_RATE=0.
+var benchClipRate = func() float64 {
+	if os.Getenv("VKJOBS_CLIP_RATE") == "0" {
+		return 0
+	}
+	return defaultClipRate
+}()
 
 // threadCPU measures the calling thread's CPU time, so that a benchmark
 // can report its cost on a loaded machine (wall time includes the time

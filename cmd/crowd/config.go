@@ -72,7 +72,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&c.headless, "headless", false, "render offscreen even when a display is available")
 	fs.StringVar(&c.model, "model", "", "draw this glTF character (skeleton, clips and mesh) instead of the CMU figure, e.g. cmd/crowd/testdata/cesium_man.gltf")
 	fs.Float64Var(&c.tolerance, "tolerance", 0.1, "animation compression error target, cm at 3 cm from each bone")
-	fs.Float64Var(&c.clipRate, "clip-rate", 30, "resample clips recorded faster than this (Hz) before compressing them, as a game ships animation (CMU motion capture is 120 Hz); 0 keeps the source rate")
+	fs.Float64Var(&c.clipRate, "clip-rate", defaultClipRate, "resample clips recorded faster than this (Hz) before compressing them, as a game ships animation (CMU motion capture is 120 Hz); 0 keeps the source rate")
 	fs.Int64Var(&c.seed, "seed", 1, "random seed of the crowd layout, clips, times and speeds")
 	fs.BoolVar(&c.validate, "validate", false, "enable the Vulkan validation layer and fail on any error message")
 	fs.StringVar(&c.cacheDir, "cache", "", `directory caching compressed clips ("" = user cache dir, "off" = none)`)
