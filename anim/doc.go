@@ -223,30 +223,41 @@
 // never allocates. Output rotations may come out as q or -q.
 //
 // Cost (BenchmarkSample, CPU time of one thread, 64 characters of 31
-// bones, ns per bone per pose): evaluating without new points ("hold") is
-// 6.6 (16 before the default pose became one memmove). Playing forward
-// the CMU clips compressed at 0.01 cm costs 54 at 120 Hz, 91 at 60 Hz and
-// 161 at 30 Hz; at 0.1 cm 74 at 60 Hz; the same clips resampled to 30 Hz
-// (as a game would ship them) at 0.1 cm, 33 at 60 Hz. A seek decodes from
-// its segment's start, so its cost grows with SegmentSeconds.
+// bones, ns per bone per pose; the machine's other core busy, which costs
+// this figure some 20%: "hold" measured 6.6 on a quiet machine and 8.5
+// here): evaluating without new points ("hold") is 8.5. Playing forward
+// the CMU clips compressed at 0.01 cm costs 47 at 120 Hz, 75 at 60 Hz and
+// 126 at 30 Hz (56, 93 and 162 before the record reader below); at 0.1
+// cm 38, 61 and 102 (43, 72, 123); at 1 cm 19, 29 and 46; the clips
+// resampled to 30 Hz (as a game would ship them, and as cmd/crowd does)
+// at 0.1 cm, 28 at 60 Hz (32). A seek decodes from its segment's start,
+// so its cost grows with SegmentSeconds (1351 at 0.01 cm, 1598 before).
 //
 // Why forward playback is no cheaper: the stream is read once, in order,
 // so a pose costs what the clip's data rate delivered since the last pose.
 // CMU motion capture at 0.01 cm keeps 91-96% of its samples as points:
-// about 25 points per character per source frame, 100 per pose at 30 Hz
-// playback. Each point is five Rice codes (time and three or four
-// components), decoded one after another because each code's length
-// decides where the next starts (about 4 ns each here, a dependency chain
-// no reordering removes), plus the new cubic of its track (about 15 ns):
-// some 35 ns per point at best, 59 ns measured with the loops around it.
-// At 120 Hz motion capture, 0.01 cm and 30-60 Hz playback that is 55-110
-// ns per bone before any evaluation, so the 20 ns per bone that ACL's
-// uniformly sampled format reaches (its pose reads two samples per track
-// whatever the playback rate) is out of reach for this format on such
-// data; it is within reach where the data rate is low (30 Hz sources, or
-// coarser tolerances: 33 ns at 60 Hz from a 30 Hz source at 0.1 cm).
-// Tried and not kept: a float reciprocal for the predictor's integer
-// division (3%, within noise).
+// counted at 60 Hz playback, a character's pose reads 47.5 records and
+// recomputes 25.7 cubics (26 animated tracks; at 0.1 cm 31.4 and 21.3;
+// from the 30 Hz resampling 10.1 and 11.0). A record is four or five
+// Rice codes decoded one after another, because each code's length
+// decides where the next starts: a chain no reordering removes. The
+// reader takes them from two 64-bit windows of the stream without a
+// branch on the data (one check at the end sends escapes and overlong
+// records to a code-by-code reader), 24 ns per record measured, against
+// some 40 with a refill branch per code. A cubic costs decoding its fresh
+// points (smallest-three square root, hemisphere alignment) and the
+// Hermite coefficients, some 20 ns; skipping them altogether measured 35
+// of 88 ns per bone before the point decode was written without its two
+// calls per point (now one, decodePoint). So at 120 Hz motion capture,
+// 0.01 cm and 30-60 Hz playback a pose costs 60-120 ns per bone, while
+// the 20 ns per bone that ACL's uniformly sampled format reaches (its pose
+// reads two samples per track whatever the playback rate) is in reach
+// only where the data rate is low: 19 ns at 1 cm and 120 Hz playback, 28
+// from a 30 Hz source at 0.1 cm. Reaching it at 0.01 cm needs a format
+// whose pose cost does not grow with the points passed: fixed-width
+// records addressable by frame (ACL's way), at some cost in ratio. Tried
+// and not kept: a float reciprocal for the predictor's integer division
+// (twice; within noise: the divisions are off the critical path).
 //
 // For the GLSL port: every read is a bit field of at most 32 bits from
 // uint words (readBits), Rice codes need findLSB, and predict's integer
