@@ -327,15 +327,21 @@ func TestPipelineDepths(t *testing.T) {
 // TestZeroAllocs measures the steady state's heap allocations per frame
 // (runtime.MemStats over the timed frames) with rendering off, as the
 // summary prints them. The demo's own code allocates nothing per frame;
-// the scheduler occasionally does when a thread goes to sleep, hence the
-// bound of 0.5 rather than 0.
+// the Go runtime does, a bounded number of times, not per frame: a
+// sleeping thread's channel wait takes sudogs from caches that every GC
+// empties (the timed frames start with one), and a loaded machine makes
+// the runtime start OS threads it had not needed before (memory profile:
+// sched's sleep and runtime.newm). Those one-off allocations, 30-50 on a
+// loaded machine, are spread over 200 timed frames against the bound of
+// 0.5 per frame; a per-frame allocation anywhere would show as >= 1.
 func TestZeroAllocs(t *testing.T) {
 	needCMU(t)
-	a, out := demo(t, "-count", "200", "-frames", "80", "-warmup", "20", "-render=false", "-pipeline", "3", "-offload", "cpu")
+	a, out := demo(t, "-count", "200", "-frames", "240", "-warmup", "40", "-render=false", "-pipeline", "3", "-offload", "cpu")
 	per := float64(a.m1.Mallocs-a.m0.Mallocs) / float64(a.timedFrames)
 	if per > 0.5 {
 		t.Errorf("%.2f allocations per frame in steady state\n%s", per, out)
 	}
+	t.Logf("%.2f allocations per frame over %d timed frames", per, a.timedFrames)
 	if !strings.Contains(out, "allocations: ") {
 		t.Errorf("the summary does not report allocations:\n%s", out)
 	}
