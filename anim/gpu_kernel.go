@@ -187,19 +187,11 @@ func sampleKernelCPU(_ *sched.Ctx, d *sched.TaskData) error {
 	if hi > lo && &cin[lo] != &cout[lo] {
 		copy(cout[lo:hi], cin[lo:hi])
 	}
-	job := SampleJob{Blob: bl, Inputs: inputs, Cursors: cout, CursorStride: int(stride), Poses: poses, Bones: int(bones)}
-	if err := job.RunRange(int(d.Begin), int(d.End)); err != nil {
-		return err
-	}
-	if flags&SampleTRS == 0 {
-		// anim's layout to kernels.Transform's: swap translation and rotation.
-		p := poses[int(d.Begin)*int(bones)*PoseFloats : int(d.End)*int(bones)*PoseFloats]
-		for k := 0; k+PoseFloats <= len(p); k += PoseFloats {
-			b := (*[PoseFloats]float32)(p[k : k+PoseFloats])
-			b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7] = b[4], b[5], b[6], b[7], b[0], b[1], b[2], b[3]
-		}
-	}
-	return nil
+	// Without SampleTRS the poses are kernels.Transform's layout, written
+	// so by the sampler itself (no second pass over the poses).
+	job := SampleJob{Blob: bl, Inputs: inputs, Cursors: cout, CursorStride: int(stride), Poses: poses, Bones: int(bones),
+		RotFirst: flags&SampleTRS == 0}
+	return job.RunRange(int(d.Begin), int(d.End))
 }
 
 // hostView returns stream s as []T (Count elements of stride bytes, each a

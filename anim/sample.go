@@ -45,6 +45,11 @@ type SampleJob struct {
 	CursorStride int // words per character, >= CursorWords of every clip used
 	Poses        []float32
 	Bones        int // pose stride in bones, >= bones of every clip used
+	// RotFirst writes each bone's rotation before its translation (the
+	// layout of kernels.Transform: rotation, translation, scale) instead
+	// of PoseFloats' translation, rotation, scale: the local-to-model
+	// kernel's input without a conversion pass.
+	RotFirst bool
 }
 
 // Validate checks the job's slices and every character's clip.
@@ -90,16 +95,16 @@ func (j *SampleJob) RunRange(begin, end int) error {
 	if err := j.validate(begin, end); err != nil {
 		return err
 	}
-	sampleRange(j.Blob.words, j.Inputs, j.Cursors, j.CursorStride, j.Poses, j.Bones, begin, end)
+	sampleRange(j.Blob.words, j.Inputs, j.Cursors, j.CursorStride, j.Poses, j.Bones, j.RotFirst, begin, end)
 	return nil
 }
 
 // sampleRange is the kernel: it reads only blob words and the flat arrays,
 // exactly what a compute shader gets. Its inputs must be validated.
-func sampleRange(words []uint32, in []SampleInput, cursors []uint32, stride int, poses []float32, bones, begin, end int) {
+func sampleRange(words []uint32, in []SampleInput, cursors []uint32, stride int, poses []float32, bones int, rotFirst bool, begin, end int) {
 	ps := bones * PoseFloats
 	for i := begin; i < end; i++ {
-		sampleOne(words, in[i].Clip, in[i].Time, cursors[i*stride:(i+1)*stride], poses[i*ps:(i+1)*ps])
+		sampleOne(words, in[i].Clip, in[i].Time, cursors[i*stride:(i+1)*stride], poses[i*ps:(i+1)*ps], rotFirst)
 	}
 }
 
@@ -140,7 +145,7 @@ const (
 const noNeed = math.MaxUint32
 
 // sampleOne samples one character. clip is a validated clip offset.
-func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []float32) {
+func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []float32, rotFirst bool) {
 	h := words[clip/4 : clip/4+clipHeaderSize/4]
 	nb := int(h[chBones])
 	rate := f32(h[chRate])
@@ -171,12 +176,28 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 	// Constant tracks: copy the default pose; identity for extra bones.
 	def := words[clip/4+h[chDefault]/4:]
 	def = def[:nb*PoseFloats]
-	copy(pose[:len(def)], unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(def))), len(def)))
-	for k := nb * PoseFloats; k+PoseFloats <= len(pose); k += PoseFloats {
-		pose[k+0], pose[k+1], pose[k+2], pose[k+3] = 0, 0, 0, 0
-		pose[k+4], pose[k+5], pose[k+6], pose[k+7] = 0, 0, 0, 1
-		pose[k+8], pose[k+9], pose[k+10], pose[k+11] = 1, 1, 1, 0
+	// With rotFirst, a bone's words 0-3 and 4-7 trade places.
+	tOff, rOff := 0, 4
+	if rotFirst {
+		tOff, rOff = 4, 0
+		for k := 0; k < len(def); k += PoseFloats {
+			src := (*[PoseFloats]uint32)(def[k : k+PoseFloats])
+			dst := (*[PoseFloats]float32)(pose[k : k+PoseFloats])
+			*(*[4]uint32)(unsafe.Pointer(&dst[0])) = [4]uint32(src[4:8])
+			*(*[4]uint32)(unsafe.Pointer(&dst[4])) = [4]uint32(src[0:4])
+			*(*[4]uint32)(unsafe.Pointer(&dst[8])) = [4]uint32(src[8:12])
+		}
+	} else {
+		copy(pose[:len(def)], unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(def))), len(def)))
 	}
+	for k := nb * PoseFloats; k+PoseFloats <= len(pose); k += PoseFloats {
+		b := (*[PoseFloats]float32)(pose[k : k+PoseFloats])
+		*(*[4]float32)(b[tOff:]) = [4]float32{0, 0, 0, 0}
+		*(*[4]float32)(b[rOff:]) = [4]float32{0, 0, 0, 1}
+		*(*[4]float32)(b[8:]) = [4]float32{1, 1, 1, 0}
+	}
+	// Pose offset of each track kind (translation, rotation, scale).
+	kindOff := [4]int{tOff, rOff, 8, 8}
 	if nslot == 0 {
 		return
 	}
@@ -251,7 +272,7 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 		x := horner(f32(c[0]), f32(c[4]), f32(c[8]), f32(c[12]), u)
 		y := horner(f32(c[1]), f32(c[5]), f32(c[9]), f32(c[13]), u)
 		z := horner(f32(c[2]), f32(c[6]), f32(c[10]), f32(c[14]), u)
-		o := int(d[0]&0xffff)*PoseFloats + int(kind)*4
+		o := int(d[0]&0xffff)*PoseFloats + kindOff[kind&3]
 		p := pose[o : o+4]
 		if kind != uint32(TrackRotation) {
 			p[0], p[1], p[2] = x, y, z

@@ -123,6 +123,47 @@ func TestSamplePoseLayout(t *testing.T) {
 	}
 }
 
+// TestSampleRotFirst samples the same characters in both layouts (with
+// bones beyond the clip's, which get the identity): each bone's first two
+// vec4 trade places and nothing else differs.
+func TestSampleRotFirst(t *testing.T) {
+	bl := cmuBlob(t)
+	const n, bones = 6, 40
+	mk := func(rotFirst bool) *SampleJob {
+		bc := newBenchCrowd(t, bl, n)
+		bc.job.Bones = bones
+		bc.job.Poses = make([]float32, n*bones*PoseFloats)
+		for i := range bc.job.Poses {
+			bc.job.Poses[i] = float32(math.NaN()) // every word must be written
+		}
+		bc.job.RotFirst = rotFirst
+		return &bc.job
+	}
+	a, b := mk(false), mk(true)
+	for f := range 50 {
+		for _, j := range []*SampleJob{a, b} {
+			for i := range j.Inputs {
+				j.Inputs[i].Time = float32(f)*0.07 + float32(i)
+			}
+			if err := j.Run(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for k := 0; k < len(a.Poses); k += PoseFloats {
+			x, y := a.Poses[k:k+PoseFloats], b.Poses[k:k+PoseFloats]
+			swapped := append(append(append([]float32{}, y[4:8]...), y[0:4]...), y[8:12]...)
+			for w := range PoseFloats {
+				if math.Float32bits(x[w]) != math.Float32bits(swapped[w]) {
+					t.Fatalf("frame %d character %d bone %d: TRS %v, RotFirst %v", f, k/PoseFloats/bones, k/PoseFloats%bones, x, y)
+				}
+			}
+		}
+	}
+	if id := b.Poses[35*PoseFloats : 36*PoseFloats]; id[3] != 1 || id[4] != 0 || id[8] != 1 {
+		t.Errorf("extra bone in RotFirst layout: %v", id)
+	}
+}
+
 // Times outside the clip clamp; NaN reads as 0.
 func TestSampleTimeClamp(t *testing.T) {
 	bl := cmuBlob(t)
