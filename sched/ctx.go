@@ -2,7 +2,6 @@ package sched
 
 import (
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -25,18 +24,24 @@ type Ctx struct {
 	running int    // depth of kernels running on this thread (owner only)
 	current TaskID // task whose kernel runs now (owner only)
 	rng     uint32
+	misses  int      // runOne's misses in a row (owner only)
 	ev      RunEvent // scratch for the Observer (owner only)
 	ncache  int
-	// debt: decrements of one parent's open count that tasks this thread
-	// ran still owe it, as parent index+1 << 32 | count (see deferDec).
-	// Only the owner adds to it; the owner or Abandon pays it (Swap).
-	debt   atomic.Uint64
-	cache  [slotCacheSize]uint32 // free slots kept by this thread (owner only)
-	_      [cacheLine]byte
-	busy   atomic.Int32 // inside Wait, WaitFor, WaitEvent, RunPinned, RunOne: may run tasks
-	_      [cacheLine - 4]byte
-	dq     [numPriorities]deque
-	pinned [numPriorities]ring // registered threads only
+	// The debt (see deferDec): owed counts every decrement of a parent's
+	// open count that this thread ever deferred, paid every one paid; the
+	// owed-paid not yet paid are owed to debtParent (index+1). The owner
+	// writes owed and debtParent with plain stores (storeRelease), so
+	// deferring costs no locked instruction; paid moves only by CAS, by
+	// the owner (flushDec) or by Abandon, so no decrement is paid twice.
+	owed       int64  // atomic: written by storeRelease64 (owner), read atomically by Abandon
+	debtParent uint32 // atomic: written by storeRelease32 (owner), read atomically by Abandon
+	paid       atomic.Int64
+	cache      [slotCacheSize]uint32 // free slots kept by this thread (owner only)
+	_          [cacheLine]byte
+	busy       atomic.Int32 // inside Wait, WaitFor, WaitEvent, RunPinned, RunOne: may run tasks
+	_          [cacheLine - 4]byte
+	dq         [numPriorities]deque
+	pinned     [numPriorities]ring // registered threads only
 }
 
 // Scheduler returns the scheduler this thread belongs to.
@@ -86,8 +91,8 @@ func (c *Ctx) Wait(id TaskID) error {
 	for spins := 0; !s.IsFinished(id); {
 		if c.runOne() {
 			spins = 0
-			if d := c.debt.Load(); d != 0 && uint32(d>>32) == id.index()+1 &&
-				atomic.LoadInt32(&s.slots[id.index()].open) == int32(uint32(d)) {
+			if p, n := c.debt(); n != 0 && p == id.index()+1 &&
+				atomic.LoadInt32(&s.slots[id.index()].open) == int32(n) {
 				// Only this thread's debt keeps the awaited task
 				// open: pay it. (Paying it after every child would
 				// cost a locked add per task; runOne pays it anyway
@@ -96,9 +101,14 @@ func (c *Ctx) Wait(id TaskID) error {
 			}
 			continue
 		}
+		// No work (runOne paid this thread's debt): pay what the other
+		// threads owe the awaited task.
+		s.payDebtsTo(id, c)
+		if s.IsFinished(id) {
+			break
+		}
 		if spins++; spins < s.cfg.SpinRounds {
-			runtime.Gosched()
-			continue
+			continue // no Gosched: see Config.SpinRounds
 		}
 		spins = 0
 		sl := &s.slots[id.index()]
@@ -131,8 +141,12 @@ func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 			return fmt.Errorf("sched: WaitFor %v: %w after %v", id, ErrTimeout, d)
 		}
 		if !c.runOne() {
+			s.payDebtsTo(id, c)
+			if s.IsFinished(id) {
+				break
+			}
 			time.Sleep(min(50*time.Microsecond, time.Until(deadline)))
-		} else if d := c.debt.Load(); d != 0 && uint32(d>>32) == id.index()+1 {
+		} else if p, n := c.debt(); n != 0 && p == id.index()+1 {
 			c.flushDec()
 		}
 	}
@@ -152,8 +166,7 @@ func (c *Ctx) WaitEvent(e *Event) {
 			continue
 		}
 		if spins++; spins < s.cfg.SpinRounds {
-			runtime.Gosched()
-			continue
+			continue // no Gosched: see Config.SpinRounds
 		}
 		spins = 0
 		c.waiting.Store(true)
@@ -180,7 +193,7 @@ func (c *Ctx) RunPinned() int {
 		}
 		// Paying the debt may complete a parent whose dependents are
 		// pinned here too: run them in this call, as without the debt.
-		if c.debt.Load() == 0 {
+		if _, n := c.debt(); n == 0 {
 			break
 		}
 		c.flushDec()
@@ -205,9 +218,11 @@ func (c *Ctx) helpOne() bool {
 func (c *Ctx) runOne() bool {
 	x := c.find()
 	if x == noItem {
+		c.misses++
 		c.flushDec()
 		return false
 	}
+	c.misses = 0
 	c.run(x)
 	return true
 }
@@ -241,9 +256,13 @@ func (c *Ctx) find() uint32 {
 				if t == c {
 					continue
 				}
-				if x := t.dq[lv].steal(); x != noItem {
+				d := &t.dq[lv]
+				size := atomic.LoadInt64(&d.bottom) - d.top.Load()
+				if size <= 0 || (c.worker && size < batchMin && c.misses < lazyMisses) {
+					continue
+				}
+				if x := c.stealFrom(t, lv, size); x != noItem {
 					c.took(lv)
-					c.stealMore(t, lv)
 					return x
 				}
 			}
@@ -252,25 +271,53 @@ func (c *Ctx) find() uint32 {
 	return noItem
 }
 
-// stealBatch is the most extra tasks a thief takes in one visit.
-const stealBatch = 8
+// stealBatch is the most tasks a thief takes in one visit.
+const stealBatch = 16
 
-// stealMore takes up to half of what is left in victim's deque (at most
-// stealBatch) into this thread's own deque, one steal at a time: the
-// victim's top line stays in this core's cache between the steals, so a
-// producer/consumer pair does not pay a cache-line transfer per task.
-func (c *Ctx) stealMore(victim *Ctx, lv int) {
-	d := &victim.dq[lv]
-	n := min(int(atomic.LoadInt64(&d.bottom)-d.top.Load())/2, stealBatch)
-	for ; n > 0; n-- {
-		x := d.steal()
-		if x == noItem {
-			return
-		}
-		if !c.dq[lv].push(x) {
-			// Own deque full: hand it to the shared queue.
-			c.s.inject[lv].push(x)
-		}
+// batchMin: a thief takes a batch (half, up to stealBatch) only from a
+// victim with at least this many tasks, and one task from a shallower one.
+// lazyMisses: a worker leaves a victim with fewer than batchMin tasks to
+// their owner until it has found no work that many times in a row (it
+// then takes one; sleep's re-check sees any task, so nothing is left
+// behind). A producer whose every push a thief answers at once moves its
+// deque's lines, and the slot's, to the thief's core and back for every
+// task; left a few rounds, the tasks pile up and go in batches. 64 misses
+// are about 2 µs of the idle spin (33 ns a round, no yield: see
+// Config.SpinRounds); with 3, the count chosen while the spin still
+// yielded, EmptyTask went from 105 back to 125 ns. Registered threads
+// steal at once: they are waiting for a result (WaitFor sleeps between its
+// rounds).
+const (
+	batchMin   = 8
+	lazyMisses = 64
+)
+
+// stealFrom takes work from victim's deque at level lv, which held size
+// tasks: half of it, up to stealBatch tasks, with one CAS
+// (deque.stealBatch), or a single task. It returns the first and pushes
+// the rest onto this thread's own deque, where others may steal them in
+// turn. Taking a batch at once, the thief reads the victim's bottom and
+// top lines once per batch instead of once per task.
+func (c *Ctx) stealFrom(victim *Ctx, lv int, size int64) uint32 {
+	if size < batchMin {
+		return victim.dq[lv].steal()
+	}
+	var got [stealBatch]uint32
+	n := victim.dq[lv].stealBatch(got[:])
+	if n == 0 {
+		return victim.dq[lv].steal()
+	}
+	for _, x := range got[1:n] {
+		c.pushOwn(x, lv)
+	}
+	return got[0]
+}
+
+// pushOwn puts a stolen task on this thread's deque, or the shared queue
+// if the deque is full.
+func (c *Ctx) pushOwn(x uint32, lv int) {
+	if !c.dq[lv].push(x) {
+		c.s.inject[lv].push(x)
 	}
 }
 
@@ -304,6 +351,7 @@ func (c *Ctx) hasWork() bool {
 // that raced with it is never missed.
 func (c *Ctx) sleep(id TaskID, e *Event) {
 	s := c.s
+	c.flushDec() // no debt is held asleep
 	c.flushSlots()
 	s.idleMu.Lock()
 	s.idle = append(s.idle, c)
@@ -397,8 +445,7 @@ func (c *Ctx) workerLoop() {
 			continue
 		}
 		if spins++; spins < s.cfg.SpinRounds {
-			runtime.Gosched()
-			continue
+			continue // no Gosched: see Config.SpinRounds
 		}
 		spins = 0
 		c.sleep(NoTask, nil)
@@ -410,7 +457,7 @@ func (c *Ctx) workerLoop() {
 func (c *Ctx) run(idx uint32) {
 	s := c.s
 	sl := &s.slots[idx]
-	if d := c.debt.Load(); d != 0 && sl.parent != uint32(d>>32) {
+	if sl.parent != c.debtParent {
 		c.flushDec()
 	}
 	k := sl.kern
@@ -463,25 +510,63 @@ func (c *Ctx) run(idx uint32) {
 // waits for that parent. So it is only held while this thread keeps
 // running children of the same parent, which cannot complete before those
 // children anyway: no completion is delayed beyond that.
+//
+// Abandon must be able to pay the debt of a thread stuck in a kernel, so
+// the debt is readable by other threads, yet deferring must not cost a
+// locked instruction per task (a locked instruction waits for the
+// thread's earlier stores to drain: a compare-and-swap here cost about
+// 10 ns per task between two cores). So the owner only ever adds, with
+// plain stores, to the counter owed, and whoever pays (flushDec, Abandon)
+// advances paid to the owed it read with a CAS and pays the difference
+// to debtParent. debtParent changes only when nothing is owed (after a
+// flush); it is stored before owed, and Abandon loads paid, then owed,
+// then debtParent: if its CAS from that paid succeeds, no flush came
+// between, so every decrement it pays was deferred for that parent.
 func (c *Ctx) deferDec(parent uint32) {
-	for {
-		d := c.debt.Load()
-		if d != 0 && uint32(d>>32) != parent {
+	o := c.owed
+	if c.debtParent != parent {
+		if o != c.paid.Load() {
 			c.flushDec()
-			continue
 		}
-		// A CAS, not a store: Abandon may take the debt meanwhile. The
-		// line is this thread's own, so it costs no transfer.
-		if c.debt.CompareAndSwap(d, uint64(parent)<<32|uint64(uint32(d)+1)) {
+		storeRelease32(&c.debtParent, parent)
+	}
+	storeRelease64(&c.owed, o+1)
+}
+
+// debt returns the parent (index+1) this thread owes decrements and how
+// many (0 if none). Owner only.
+func (c *Ctx) debt() (uint32, int64) {
+	n := c.owed - c.paid.Load()
+	if n == 0 {
+		return 0, 0
+	}
+	return c.debtParent, n
+}
+
+// flushDec pays the pending parent decrements (see deferDec). Owner only.
+func (c *Ctx) flushDec() {
+	o := c.owed
+	p := c.paid.Load()
+	for p != o {
+		if c.paid.CompareAndSwap(p, o) {
+			c.s.payDebt(c.debtParent, o-p, c)
 			return
 		}
+		p = c.paid.Load() // Abandon paid some of it
 	}
 }
 
-// flushDec pays the pending parent decrements (see deferDec).
-func (c *Ctx) flushDec() {
-	if c.debt.Load() != 0 {
-		c.s.payDebt(c.debt.Swap(0), c)
+// takeDebt pays, from another thread (by, nil if none), what c owes (see
+// deferDec).
+func (c *Ctx) takeDebt(by *Ctx) {
+	p := c.paid.Load()
+	o := atomic.LoadInt64(&c.owed)
+	if o == p {
+		return
+	}
+	parent := atomic.LoadUint32(&c.debtParent)
+	if c.paid.CompareAndSwap(p, o) {
+		c.s.payDebt(parent, o-p, by)
 	}
 }
 

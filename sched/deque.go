@@ -18,12 +18,15 @@ const noItem = ^uint32(0)
 // overflow queue instead of growing (enkiTS's rule: never allocate on the
 // hot path).
 type deque struct {
-	top    atomic.Int64
-	_      [cacheLine - 8]byte
-	bottom int64 // atomic: written by storeRelease64 or atomic.StoreInt64
-	_      [cacheLine - 8]byte
-	mask   int64
-	buf    []uint32 // atomic: written by storeRelease32, read atomically
+	top atomic.Int64
+	// batching is set while a thief takes several items with one CAS of
+	// top (stealBatch); it shares top's line, which pop reads anyway.
+	batching atomic.Int32
+	_        [cacheLine - 12]byte
+	bottom   int64 // atomic: written by storeRelease64 or atomic.StoreInt64
+	_        [cacheLine - 8]byte
+	mask     int64
+	buf      []uint32 // atomic: written by storeRelease32, read atomically
 	// topSeen is the owner's last read of top: top only grows, so while
 	// bottom-topSeen < capacity the deque cannot be full and the owner
 	// need not touch the line thieves write.
@@ -52,11 +55,19 @@ func (d *deque) push(x uint32) bool {
 // pop removes the newest item. Owner only.
 func (d *deque) pop() uint32 {
 	b := d.bottom - 1
-	atomic.StoreInt64(&d.bottom, b) // full fence: the top load must follow
+	atomic.StoreInt64(&d.bottom, b)    // full fence: the top load must follow
+	batching := d.batching.Load() != 0 // before top: see stealBatch
 	t := d.top.Load()
 	if t > b {
 		storeRelease64(&d.bottom, b+1)
 		return noItem
+	}
+	if batching && b-t < maxStealBatch {
+		// A thief taking a batch may have read bottom before our
+		// decrement, and its range may reach item b: leave b in place
+		// and take the oldest item with a CAS, as a thief would.
+		storeRelease64(&d.bottom, b+1)
+		return d.steal()
 	}
 	x := atomic.LoadUint32(&d.buf[b&d.mask])
 	if t == b {
@@ -82,6 +93,55 @@ func (d *deque) steal() uint32 {
 		}
 	}
 }
+
+// maxStealBatch is the most items one stealBatch takes.
+const maxStealBatch = 32
+
+// stealBatch takes up to half of the items, at most len(dst) and
+// maxStealBatch, the oldest first, with one CAS of top, and returns how
+// many. It returns 0 when it cannot take two or more (fewer than four
+// items, another thief is batching, or the CAS failed): use steal then.
+// Any thread.
+//
+// Why one CAS of several items is safe: pop takes item b without a CAS
+// when it read top t < b after storing bottom = b with a full fence. The
+// thief sets batching with a locked instruction before it loads bottom,
+// and pop loads batching between its fence and its load of top. So either
+// the thief's load of bottom sees the pop's store (its range, at most half
+// of what it saw, stays below b), or the pop sees batching set (unless the
+// thief already cleared it, and then the pop's later load of top sees the
+// thief's CAS). A pop that sees batching set with b-t < maxStealBatch,
+// where a range taken from t could reach b, leaves b and takes the oldest
+// item with a CAS instead, like a thief; with b-t >= maxStealBatch no
+// range can reach b. TestDequeBatchStealRacesPop forces the race.
+func (d *deque) stealBatch(dst []uint32) int {
+	if !d.batching.CompareAndSwap(0, 1) {
+		return 0
+	}
+	t := d.top.Load()
+	b := atomic.LoadInt64(&d.bottom)
+	n := min((b-t)/2, int64(len(dst)), maxStealBatch)
+	if n < 2 {
+		d.batching.Store(0)
+		return 0
+	}
+	for i := int64(0); i < n; i++ {
+		dst[i] = atomic.LoadUint32(&d.buf[(t+i)&d.mask])
+	}
+	if stealBatchHook != nil {
+		stealBatchHook()
+	}
+	ok := d.top.CompareAndSwap(t, t+n)
+	d.batching.Store(0)
+	if !ok {
+		return 0
+	}
+	return int(n)
+}
+
+// stealBatchHook, when set (tests only), runs between a batch thief's
+// reads and its CAS, to force interleavings.
+var stealBatchHook func()
 
 func (d *deque) empty() bool { return d.top.Load() >= atomic.LoadInt64(&d.bottom) }
 

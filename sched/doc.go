@@ -72,8 +72,22 @@
 // affinity OnThread(i) go to that registered thread's own queue and run only
 // there, when it calls Wait, WaitEvent or RunPinned.
 //
-// An idle thread looks for work for a short while, yielding between rounds,
-// then sleeps on its own channel. A thread that goes to sleep first registers
+// An idle thread looks for work for a short while (Config.SpinRounds,
+// about 70 µs here) without yielding its P, then sleeps on its own
+// channel. Two measurements set this. Waking a sleeping thread costs
+// 0.1-2 ms on this VM (futex, M hand-off), so a thread that sleeps between
+// the dependent stages of a frame joins the next stage late: in the crowd
+// demo both threads then took part in only some stages (CPU use 75%).
+// And runtime.Gosched between rounds, as first written, made it worse: it
+// puts the goroutine on the global run queue without waking an idle P, so
+// a worker that had just woken another goroutine (queued on its own P)
+// stood runnable for up to 2 ms while the other core idled (runtime
+// trace). Without it and with the longer spin, the demo's sampling +
+// local-to-model went from 2.7 to 1.75 ms per frame and its CPU use from
+// 75% to 98%; ParallelFor at the kernel's grain from 1.12x to 0.98x the
+// hand-split goroutines at 1M elements and from 1.2-1.5x to 0.89x at 64K;
+// EmptyTask, Fib and Graph did not change beyond noise (with lazyMisses
+// below raised to match). A thread that goes to sleep first registers
 // as idle and then re-checks every queue, and a thread that queues work first
 // publishes it and then looks for sleepers: whichever comes second sees the
 // other. That needs a store-load fence on both sides; the sleeper has one
@@ -94,17 +108,50 @@
 // readied. The debt is never held while user code runs, except a kernel of
 // another child of the same parent, which the parent must wait for anyway,
 // and an Observer's TaskRan (which must not block); so completion is never delayed, while the
-// parent's counter stops moving between cores once per task. One case
-// needs more: if that kernel hangs and is abandoned, the parent must fail
-// at once, but the stuck thread cannot pay. So the debt is one atomic word
-// per thread that the owner updates with a compare-and-swap on its own
-// cache line (about 5 ns), and Abandon takes and pays every thread's debt
-// (paying early is always correct: those children are done).
-// TestAbandonWithSiblingsDone is that case. With GOMAXPROCS 1 no line
-// moves between cores and the CAS would be pure cost, so threads then
-// decrement at once. Measured (EmptyTask, medians of three, one session):
-// 2 threads 231 -> 119 ns per task (WaitGroup.Go about 361 ns: 0.33x;
-// chanpool 62 ns: 1.9x); one core 72.6 -> 72.0 ns (chanpool 47.9: 1.5x).
+// parent's counter stops moving between cores once per task. A thread in
+// Wait that finds nothing to run also pays what other threads owe the
+// awaited task (paying early is always correct: those children are done).
+// One case needs more: if that kernel hangs and is abandoned, the parent
+// must fail at once, but the stuck thread cannot pay, so Abandon pays every
+// thread's debt. Deferring must still cost no locked instruction per task
+// (one waits for the thread's earlier stores to drain: a compare-and-swap
+// on the thread's own line cost about 12% of a task handed between two
+// cores). So the owner only adds, with plain stores, to a counter owed
+// (and names the parent in debtParent, changed only when nothing is owed),
+// and whoever pays, the owner or another thread, advances a second
+// counter paid to the owed it read with a compare-and-swap and pays the
+// difference: no decrement is paid twice (TestDebtPaidOnce), and one that
+// is deferred after a payer read owed is left to the next payer.
+// TestAbandonWithSiblingsDone is the abandoned case. With GOMAXPROCS 1 no
+// line moves between cores, so threads then decrement at once. Measured
+// (EmptyTask, medians of three, one session): 2 threads 231 -> 119 ns per
+// task (WaitGroup.Go about 361 ns: 0.33x; chanpool 62 ns: 1.9x); one core
+// 72.6 -> 72.0 ns (chanpool 47.9: 1.5x).
+//
+// Stealing moves work in batches, not per task. A thief that finds at
+// least batchMin (8) tasks in a victim's deque takes half of them, up to
+// 16, with one compare-and-swap of top (deque.stealBatch), runs the first
+// and pushes the rest onto its own deque, where they can be stolen again.
+// A pop that races with a batch could take an item inside the thief's
+// range without a CAS, so a batching thief raises a flag on top's line
+// before it reads bottom, and a pop that sees it while within
+// maxStealBatch of top takes the oldest item with a CAS instead
+// (TestDequeBatchStealRacesPop forces that race). A worker leaves a
+// victim with fewer tasks to its owner until it has found no work
+// lazyMisses (64, some 2 µs) times in a row, then it takes one: a thief that answered every push at
+// once moved the producer's deque and slot lines to its core and back for
+// every task (registered threads, which wait for a result, steal at
+// once). Nothing is left behind: a thread re-checks every deque before it
+// sleeps. Measured with the debt above (medians of the old and new
+// builds run interleaved, five runs for EmptyTask and three for the
+// others, on cores shared with another engineer's benchmarks, which made
+// every figure slower than in a quiet hour): EmptyTask at 2 threads 0.89x
+// (118.4 -> 105.3 ns; chanpool 1.84x -> 1.61x, WaitGroup.Go 0.29x ->
+// 0.26x), on one core 1.01x (chanpool 1.49x -> 1.51x); Graph 0.88x; Fib
+// 1.03x (probably the workers' patience with shallow deques); ParallelFor
+// 1M 0.99x, 64K 1.03x (at grain n/16, before the spin change above). The
+// plain-store debt alone gave 0.87x on EmptyTask in a quiet hour (87.8 ->
+// 76.1 ns, 16 runs each).
 //
 // Wait helps: a waiting thread runs other tasks until the awaited one
 // completes, and sleeps only when there is nothing to run. WaitEvent does the
@@ -143,8 +190,9 @@
 //     with generations make stale handles safe without reference counts.
 //   - Several dependencies per task: a list per task makes every task
 //     larger; a join task expresses the same thing (Molecule, seed 003).
-//   - Spinning idle workers: they would steal the cores that a GPU driver
-//     (lavapipe here) or the rest of the program needs.
+//   - Spinning idle workers (beyond the bounded spin above): they would
+//     steal the cores that a GPU driver (lavapipe here) or the rest of the
+//     program needs.
 //   - A static task graph built ahead of time: engines create work on the
 //     fly (immediate mode), so tasks, children and dependencies are added
 //     from any thread and from running kernels.
