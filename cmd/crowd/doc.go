@@ -188,7 +188,8 @@
 // Summaries of go run ./cmd/crowd -q with the flags shown, medians:
 //
 //	-render=false -pipeline 1                  sampling + local-to-model 1.88 ms, simulation 6.76 ms, CPU 98%
-//	-render=false -pipeline 1 -offload auto    1.87 ms, 6.76 ms (the placer keeps everything on the CPU)
+//	-render=false -pipeline 1 -offload auto    1.87 ms, 6.76 ms (the placer tries the GPU 3 times per
+//	                                           kernel, then keeps everything on the CPU)
 //	-render=false -pipeline 1 -clip-rate 0     2.39 ms, 7.28 ms (the 120 Hz capture: 3x the curve points)
 //	-render=false -pipeline 3                  frame 7.15 ms against 6.77 (pipeline 1); a stage's
 //	                                           span then includes the cores' turns on the
