@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -197,24 +196,6 @@ func parseSizes(s string) ([]int, error) {
 	return sizes, nil
 }
 
-// msgLog collects Vulkan debug-report messages (-validate).
-type msgLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *msgLog) add(m gpu.Message) {
-	l.mu.Lock()
-	l.msgs = append(l.msgs, m.String())
-	l.mu.Unlock()
-}
-
-func (l *msgLog) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.msgs)
-}
-
 // run is the whole program; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	o, code := parseFlags(args, stderr)
@@ -238,12 +219,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	// The GPU, unless -cpu-only; no Vulkan device is not an error.
 	var dev *gpu.Device
-	msgs := &msgLog{}
 	if o.cpuOnly {
 		rep.Machine.GPUNote = "not measured: -cpu-only"
 	} else {
 		var err error
-		dev, err = gpu.Open(gpu.Options{Validation: o.validate, Device: o.device, OnMessage: msgs.add, AppName: "kbench"})
+		dev, err = gpu.Open(gpu.Options{Validation: o.validate, Device: o.device, AppName: "kbench"})
 		switch {
 		case errors.Is(err, gpu.ErrNoDevice):
 			fmt.Fprintf(stderr, "kbench: no Vulkan device, so only the CPU columns are measured (-cpu-only skips this check): %v\n", err)
@@ -322,9 +302,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err := dev.Close(); err != nil {
 			return fail(err)
 		}
-	}
-	if m := msgs.all(); len(m) > 0 {
-		return fail(fmt.Errorf("%d Vulkan validation message(s):\n\t%s", len(m), strings.Join(m, "\n\t")))
+		// The device keeps its debug-report messages (the first 256).
+		if m, _ := dev.Messages(); len(m) > 0 {
+			lines := make([]string, len(m))
+			for i, x := range m {
+				lines[i] = x.String()
+			}
+			return fail(fmt.Errorf("%d Vulkan validation message(s):\n\t%s", len(m), strings.Join(lines, "\n\t")))
+		}
 	}
 	return exitOK
 }
