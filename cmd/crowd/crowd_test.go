@@ -408,13 +408,14 @@ func TestFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-count", "0"}, {"-bones", "300"}, {"-pipeline", "0"}, {"-pipeline", "5"},
 		{"-offload", "tpu"}, {"-size", "12x12"}, {"-size", "big"}, {"extra"},
+		{"-clip-rate", "-30"}, {"-clip-rate", "NaN"}, {"-clip-rate", "5000"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q: no error", args)
 		}
 	}
 	c, err := parseFlags([]string{"-size", "320x200", "-offload", "GPU"}, &bytes.Buffer{})
-	if err != nil || c.width != 320 || c.height != 200 || c.offload != "gpu" || c.count != 1000 || c.bones != 90 {
+	if err != nil || c.width != 320 || c.height != 200 || c.offload != "gpu" || c.count != 1000 || c.bones != 90 || c.clipRate != defaultClipRate {
 		t.Errorf("parse: %+v, %v", c, err)
 	}
 	var out bytes.Buffer

@@ -167,6 +167,37 @@ func TestBuildCMU(t *testing.T) {
 	}
 }
 
+// TestBuildRate: Options.Rate resamples the 120 Hz capture before
+// compression (the blob's clip plays at 30 Hz, same duration), and the
+// rate is part of the cache key.
+func TestBuildRate(t *testing.T) {
+	needCMU(t)
+	dir := t.TempDir()
+	opt := Options{Bones: 31, CacheDir: dir, BVH: []string{filepath.Join(CMUDir, "01_01.bvh")}}
+	full, err := Build(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Rate = 30
+	r, err := Build(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Cached {
+		t.Error("the 30 Hz build came from the 120 Hz build's cache entry")
+	}
+	a, b := full.Blob.Clip(0), r.Blob.Clip(0)
+	if a.Rate() != 120 || b.Rate() != 30 {
+		t.Errorf("clip rates %v and %v, want 120 and 30", a.Rate(), b.Rate())
+	}
+	if d := a.Duration() - b.Duration(); d < -0.05 || d > 0.05 {
+		t.Errorf("durations %v and %v", a.Duration(), b.Duration())
+	}
+	if b.Bytes() >= a.Bytes() {
+		t.Errorf("30 Hz clip %d bytes, 120 Hz %d", b.Bytes(), a.Bytes())
+	}
+}
+
 func TestBoneCounts(t *testing.T) {
 	needCMU(t)
 	dir := t.TempDir()
