@@ -232,21 +232,17 @@ type Scheduler struct {
 	// with the slots' slice header, which every Add reads for its bounds
 	// check, so each time a worker returned slots, the next Add missed.
 	// TestSchedulerLayout checks the padding.
-	id uint8
-	// deferDecs: threads batch their parent decrements (Ctx.deferDec).
-	// Only with more than one P: on one core no cache line moves between
-	// cores, and the batching's compare-and-swap would be pure cost.
-	deferDecs bool
-	closing   atomic.Bool
-	stopping  atomic.Bool
-	cfg       Config
-	reg       *Registry
-	slots     []slot
-	cacheCap  int
-	threads   []*Ctx // workers first, then registered threads
-	nwork     int
-	execs     [2]Executor
-	_         [cacheLine]byte
+	id       uint8
+	closing  atomic.Bool
+	stopping atomic.Bool
+	cfg      Config
+	reg      *Registry
+	slots    []slot
+	cacheCap int
+	threads  []*Ctx // workers first, then registered threads
+	nwork    int
+	execs    [2]Executor
+	_        [cacheLine]byte
 
 	// The shared free list: written when a thread's slot cache spills or
 	// refills (every cacheCap/2 tasks).
@@ -334,7 +330,6 @@ func New(cfg Config) (*Scheduler, error) {
 	for p := range s.inject {
 		s.inject[p].init(cfg.PoolSize)
 	}
-	s.deferDecs = runtime.GOMAXPROCS(0) > 1
 	n := cfg.Workers + cfg.MainThreads
 	s.threads = make([]*Ctx, n)
 	s.idle = make([]*Ctx, 0, n) // never grows: a thread is listed at most once
@@ -895,7 +890,7 @@ func (s *Scheduler) finishRun(idx uint32, err error, c *Ctx) {
 	if err != nil {
 		s.setErr(idx, err)
 	}
-	s.dec(idx, c, s.deferDecs)
+	s.dec(idx, c, true)
 }
 
 // complete runs when a task's own work and all its children are done.
