@@ -8,13 +8,15 @@ import (
 	"unsafe"
 )
 
-// KERNELS_POSE_GO=1 forces poseChain onto its pure-Go path for the whole
-// test binary, so that every LocalToModel test also covers the fallback:
+// KERNELS_GO=1 forces the assembly kernels, poseChain and lbs, onto their
+// pure-Go paths for the whole test binary, so that every LocalToModel and
+// skinning test also covers the fallbacks:
 //
-//	KERNELS_POSE_GO=1 go test ./kernels/
+//	KERNELS_GO=1 go test ./kernels/
 func init() {
-	if os.Getenv("KERNELS_POSE_GO") == "1" {
+	if os.Getenv("KERNELS_GO") == "1" {
 		poseFast = false
+		lbsFast = false
 	}
 }
 
@@ -286,7 +288,7 @@ func TestPoseChainAsm(t *testing.T) {
 	if differ == 0 {
 		t.Fatalf("assembly and Go results are bit-identical everywhere: is the assembly running?")
 	}
-	t.Logf("poseFast %v (KERNELS_POSE_GO=1 clears it); %d skeletons: max |asm-go| / magnitude: model %.3g, skin %.3g (tolerance %g); %d model elements differ in bits",
+	t.Logf("poseFast %v (KERNELS_GO=1 clears it); %d skeletons: max |asm-go| / magnitude: model %.3g, skin %.3g (tolerance %g); %d model elements differ in bits",
 		poseFast, len(sizes), worst, worstSkin, poseTol, differ)
 }
 

@@ -89,8 +89,41 @@ func skinKernel[P any](maxBones int, run func(s *skinSetup, pal []P, begin, end,
 
 // lbs skins items [begin, end): the blended 3x4 matrix is w0*P0 + w1*P1 +
 // w2*P2 + w3*P3, positions get its full transform, normals its 3x3 part and
-// are then normalised (a zero normal gives NaN, as on the GPU).
+// are then normalised (a zero normal gives NaN, as on the GPU). On amd64
+// with AVX2 and FMA it runs lbsAVX2 (skin_amd64.go) over runs of vertices
+// that stay within one instance, elsewhere lbsGo.
 func lbs(s *skinSetup, pal []Mat4, begin, end, stride uint32) error {
+	if !lbsFast {
+		return lbsGo(s, pal, begin, end, stride)
+	}
+	out := s.out[begin:end]
+	// lbsGo compares indices with uint32(len(pal)); so does the assembly
+	// with this slice.
+	apal := pal[:uint32(len(pal))]
+	v, inst := s.v, s.base
+	for i := 0; i < len(out); {
+		// A run: vertices v.. of instance inst, up to the instance's end
+		// (with Params[0] = 0 there are no instances: the whole range).
+		n := len(out) - i
+		if s.nv != 0 {
+			n = min(n, int(s.nv-v))
+		}
+		// The slicing checks the lengths the assembly trusts.
+		k := lbsAVX2(s.verts[v:int(v)+n], apal, out[i:i+n], inst)
+		if k < n {
+			sv := &s.verts[int(v)+k]
+			return badJoint(begin+uint32(i+k), sv, sv.Palette+inst, len(pal))
+		}
+		i += n
+		if v += uint32(n); v == s.nv {
+			v, inst = 0, inst+stride
+		}
+	}
+	return nil
+}
+
+// lbsGo is lbs in pure Go, the reference of the assembly.
+func lbsGo(s *skinSetup, pal []Mat4, begin, end, stride uint32) error {
 	verts, out := s.verts, s.out[begin:end]
 	np := uint32(len(pal))
 	v, inst := s.v, s.base

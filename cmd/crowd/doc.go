@@ -187,16 +187,17 @@
 //
 // Summaries of go run ./cmd/crowd -q with the flags shown, medians:
 //
-//	-render=false -pipeline 1                  sampling + local-to-model 1.88 ms, simulation 6.76 ms, CPU 98%
-//	-render=false -pipeline 1 -offload auto    1.87 ms, 6.76 ms (the placer tries the GPU 3 times per
+//	-render=false -pipeline 1                  sampling + local-to-model 1.53 ms, simulation 3.30 ms, CPU 98%
+//	-render=false -pipeline 1 -offload auto    1.52 ms, 3.33 ms (the placer tries the GPU 3 times per
 //	                                           kernel, then keeps everything on the CPU)
-//	-render=false -pipeline 1 -clip-rate 0     2.39 ms, 7.28 ms (the 120 Hz capture: 3x the curve points)
-//	-render=false -pipeline 3                  frame 7.15 ms against 6.77 (pipeline 1); a stage's
+//	-render=false -pipeline 1 -clip-rate 0     2.06 ms, 3.92 ms (the 120 Hz capture: 3x the curve points)
+//	-render=false -pipeline 3                  frame 3.9 ms against 3.3 (pipeline 1); a stage's
 //	                                           span then includes the cores' turns on the
-//	                                           neighbouring frames' stages (4.05 ms)
+//	                                           neighbouring frames' stages (3.6 ms)
 //	-render=false -pipeline 1 -offload gpu     12.9 ms, 39.5 ms: lavapipe runs the shaders on the
 //	                                           same two cores, slower than the Go kernels
-//	default (rendering on), -pipeline 1 / 3    frame 94 / 80 ms
+//	                                           (measured before the CPU skinning assembly)
+//	default (rendering on), -pipeline 1 / 3    frame 77 / 78-82 ms, simulation 10.4 ms
 //
 // The simulation goals (sampling + local-to-model <= 2 ms, simulation <=
 // 16.6 ms) are met with rendering off, where the simulation has the two
@@ -204,13 +205,14 @@
 // the same two cores: rasterizing and shading 720 000 skinned vertices
 // and 1000 draws of 1080 triangles at 1280x720 on the CPU is what limits
 // the frame rate (about 80 ms per frame), and the simulation's stages
-// stretch to about 20 ms because they share the cores with it; on a GPU
+// stretch to about 10 ms because they share the cores with it; on a GPU
 // the rasterization leaves the CPU. The CPU costs behind these figures
 // (one thread, thread CPU time): sampling 1.5 ms per frame (anim's
 // sampler, 30 Hz clips at 0.1 cm, plus the procedural bones 0.3 ms),
 // local-to-model 0.73 ms (AVX2 assembly, kernels); skinning the 720 000
-// vertices is the biggest stage: 9.8 ms of thread time per frame (the
-// kernels' busy time in the summary), 4.9 ms on the two cores.
+// vertices is the biggest stage: 3.7 ms of thread time per frame (the
+// kernels' busy time in the summary; AVX2 assembly, 9.8 ms with the Go
+// loop, when the simulation took 6.8 ms), about 1.8 ms on the two cores.
 //
 // # Without a display, without Vulkan
 //
