@@ -62,10 +62,15 @@ loop:
 	ADDQ BX, AX                        // &pal[base]
 	MOVBLZX 24(SI), R9
 	MOVBLZX 25(SI), R10
+	MOVBLZX 26(SI), R11
+	MOVBLZX 27(SI), R12
 	SHLQ $6, R9
 	SHLQ $6, R10
 
-	// Blend: Y2 = [col0 | col1], Y3 = [col2 | col3] = w0*P0 + w1*P1.
+	// Blend (both paths; AX + R9..R12 address the joints, R11 and R12 as
+	// indices, scaled only when used): Y2 = [col0 | col1], Y3 = [col2 |
+	// col3] = w0*P0 + w1*P1.
+blend:
 	VBROADCASTSS 32(SI), Y0
 	VBROADCASTSS 36(SI), Y1
 	VMULPS       (AX)(R9*1), Y0, Y2
@@ -80,8 +85,6 @@ loop:
 	ORL  44(SI), DX
 	ADDL DX, DX
 	JZ   transform
-	MOVBLZX 26(SI), R11
-	MOVBLZX 27(SI), R12
 	SHLQ $6, R11
 	SHLQ $6, R12
 	VBROADCASTSS 40(SI), Y0
@@ -144,8 +147,8 @@ transform:
 	JMP  done
 
 	// Exact check (near the end of the palette, or uint32 wrap-around):
-	// the four indices i = AX + joint mod 2^32, then the blend as above
-	// with pal[i].
+	// the four indices i = AX + joint mod 2^32, then the blend above with
+	// pal[i].
 exact:
 	MOVBLZX 24(SI), R9
 	MOVBLZX 25(SI), R10
@@ -165,31 +168,8 @@ exact:
 	JAE     done
 	SHLQ    $6, R9
 	SHLQ    $6, R10
-	VBROADCASTSS 32(SI), Y0
-	VBROADCASTSS 36(SI), Y1
-	VMULPS       (BX)(R9*1), Y0, Y2
-	VMULPS       32(BX)(R9*1), Y0, Y3
-	VMULPS       (BX)(R10*1), Y1, Y4
-	VADDPS       Y4, Y2, Y2
-	VMULPS       32(BX)(R10*1), Y1, Y5
-	VADDPS       Y5, Y3, Y3
-	MOVL 40(SI), DX
-	ORL  44(SI), DX
-	ADDL DX, DX
-	JZ   transform
-	SHLQ $6, R11
-	SHLQ $6, R12
-	VBROADCASTSS 40(SI), Y0
-	VBROADCASTSS 44(SI), Y1
-	VMULPS       (BX)(R11*1), Y0, Y4
-	VADDPS       Y4, Y2, Y2
-	VMULPS       32(BX)(R11*1), Y0, Y5
-	VADDPS       Y5, Y3, Y3
-	VMULPS       (BX)(R12*1), Y1, Y4
-	VADDPS       Y4, Y2, Y2
-	VMULPS       32(BX)(R12*1), Y1, Y5
-	VADDPS       Y5, Y3, Y3
-	JMP transform
+	MOVQ    BX, AX                     // the indices are from pal[0]
+	JMP     blend
 
 done:
 	VZEROUPPER
