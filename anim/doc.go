@@ -274,9 +274,10 @@
 // 14.3:1, decoded in 40-50 ns); compensating each rotation for its
 // ancestors' decoded error and a greedy rate search reached 14.9:1; and
 // the residuals' entropy is only 3-5% below their fixed width, so coding
-// them would not close the gap. This format reaches its ratio by storing
-// fewer control points than frames and coding each against its
-// predecessors, which a pose must then read in order. So at 0.01 cm the
+// them would not close the gap. This format reaches its ratio by
+// predicting each point from the two before it (residuals of a few bits,
+// Rice coded), and that is why a pose must read the points in order. So
+// at 0.01 cm the
 // two goals pull apart: the ratio needs sequential entropy coding, the
 // pose cost frame addressing. Tried and not kept: a float reciprocal for the predictor's integer division
 // (twice; within noise: the divisions are off the critical path).
