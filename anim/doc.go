@@ -277,10 +277,10 @@
 // them would not close the gap. This format reaches its ratio by
 // predicting each point from the two before it (residuals of a few bits,
 // Rice coded), and that is why a pose must read the points in order. So
-// at 0.01 cm the
-// two goals pull apart: the ratio needs sequential entropy coding, the
-// pose cost frame addressing. Tried and not kept: a float reciprocal for the predictor's integer division
-// (twice; within noise: the divisions are off the critical path).
+// at 0.01 cm the two goals pull apart: the ratio needs sequential
+// entropy coding, the pose cost frame addressing. Tried and not kept: a
+// float reciprocal for the predictor's integer division (twice; within
+// noise: the divisions are off the critical path).
 //
 // For the GLSL port: every read is a bit field of at most 32 bits from
 // uint words (readBits), Rice codes need findLSB, and predict's integer
