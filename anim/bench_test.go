@@ -55,14 +55,18 @@ func (bc *benchCrowd) setTime(t float32) {
 // pose. "hold" re-samples the same time (evaluation and the default pose
 // only); "seek" jumps to a random time every pose. With one goroutine it
 // also reports cpu-ns/bone, the thread's CPU time (wall time on a loaded
-// machine includes other processes' turns on the core).
+// machine includes other processes' turns on the core). The uniform-...
+// configurations are the same clips compressed with CodecUniform, so the
+// two codecs compare in one process.
 func BenchmarkSample(b *testing.B) {
 	type config struct {
-		name string
-		cm   string
-		hz   float64
+		name  string
+		cm    string
+		hz    float64
+		codec Codec
 	}
-	configs := []config{{"cm=0.01", "0.01", 0}, {"cm=0.1", "0.1", 0}, {"cm=1", "1", 0}, {"cm=0.1/src=30Hz", "0.1", 30}}
+	configs := []config{{"cm=0.01", "0.01", 0, CodecCurve}, {"cm=0.1", "0.1", 0, CodecCurve}, {"cm=1", "1", 0, CodecCurve}, {"cm=0.1/src=30Hz", "0.1", 30, CodecCurve},
+		{"uniform-cm=0.01", "0.01", 0, CodecUniform}, {"uniform-cm=0.1", "0.1", 0, CodecUniform}}
 	const n = 64
 	for _, cf := range configs {
 		var bl *Blob
@@ -80,10 +84,10 @@ func BenchmarkSample(b *testing.B) {
 				}
 				b.Run(name, func(b *testing.B) {
 					if bl == nil {
-						if cf.cm == "0.01" && cf.hz == 0 {
+						if cf.cm == "0.01" && cf.hz == 0 && cf.codec == CodecCurve {
 							bl = cmuBlob(b)
 						} else {
-							bl = cmuBlobAt(b, cf.cm, cf.hz)
+							bl = cmuBlobCodec(b, cf.cm, cf.hz, cf.codec)
 						}
 					}
 					bc := newBenchCrowd(b, bl, n)

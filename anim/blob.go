@@ -24,11 +24,12 @@ import (
 //	clip record (24 words), offsets from the record start
 //	  0 "CLIP" 1 record size 2 skeleton (signed offset to its record)
 //	  3 bones 4 rate (float32 Hz) 5 frames 6 segment frames 7 segments
-//	  8 animated tracks 9 flags (0)
+//	  8 animated tracks 9 flags (0 curve, 1 uniform)
 //	  10 default pose (12 float32 × bones) 11 track table (8 words each)
 //	  12 segment table (segments+1 bit offsets) 13 stream 14 stream words
 //	  15 events 16 event table (2 words each) 17 name 18 name length
-//	  19 cursor words 20 tolerance (float32 m) 21..23 zero
+//	  19 cursor words 20 tolerance (float32 m)
+//	  21 uniform: clip range table (8 float32 per track), curve: zero  22..23 zero
 //	track descriptor (4 words)
 //	  0 bone | kind<<16   1 bits of a segment's first indices   2 grid step (float32)   3 zero
 //	event (2 words): time (float32 s), type | bone<<16
@@ -67,6 +68,7 @@ const (
 	chNameLen
 	chCursorWords
 	chTolerance
+	chRanges // uniform clips: clip range table (zero for curve clips)
 )
 
 // Cursor layout: CursorHeaderWords, then CursorSlotWords per animated track.
@@ -164,14 +166,29 @@ func (cc *CompressedClip) encodeClip(skelRel int32) []uint32 {
 	b.set(chFrames, uint32(cc.Frames))
 	b.set(chSegFrames, uint32(cc.SegFrames))
 	b.set(chSegments, uint32(cc.numSegments()))
-	b.set(chSlots, uint32(len(cc.slots)))
-	b.set(chCursorWords, uint32(CursorHeaderWords+CursorSlotWords*len(cc.slots)))
 	b.set(chTolerance, math.Float32bits(float32(cc.Tolerance)))
+	if cc.Codec == CodecUniform {
+		b.set(chFlags, clipUniform)
+		b.set(chSlots, uint32(len(cc.uniTracks)))
+		b.set(chCursorWords, CursorHeaderWords)
+	} else {
+		b.set(chSlots, uint32(len(cc.slots)))
+		b.set(chCursorWords, uint32(CursorHeaderWords+CursorSlotWords*len(cc.slots)))
+	}
 	b.set(chDefault, b.pos())
 	for _, v := range cc.Default {
 		b.f32(v)
 	}
 	b.set(chTracks, b.pos())
+	if cc.Codec == CodecUniform {
+		for _, t := range cc.uniTracks {
+			b.add(t, 0, 0, 0)
+		}
+		b.set(chRanges, b.pos())
+		for _, v := range cc.uniRanges {
+			b.f32(v)
+		}
+	}
 	for _, sl := range cc.slots {
 		b.add(uint32(sl.bone)|uint32(sl.kind)<<16, uint32(sl.absBits), math.Float32bits(sl.step), 0)
 	}
@@ -547,8 +564,12 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 	if size < clipHeaderSize || size > blobEnd-rec || size%4 != 0 {
 		return bad(rec+4*chSize, "record size %d", size)
 	}
-	for i := chTolerance + 1; i < clipHeaderSize/4; i++ {
-		if w[i] != 0 {
+	flags := w[chFlags]
+	if flags > clipUniform {
+		return bad(rec+4*chFlags, "flags %#x (0 curve, 1 uniform)", flags)
+	}
+	for i := chRanges; i < clipHeaderSize/4; i++ {
+		if w[i] != 0 && (i != chRanges || flags != clipUniform) {
 			return bad(rec+4*i, "reserved word %d is %d", i, w[i])
 		}
 	}
@@ -568,6 +589,9 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 	if frames < 1 || frames > MaxFrames {
 		return bad(rec+4*chFrames, "%d frames", frames)
 	}
+	if flags == clipUniform {
+		return b.validateUniformClip(rec, size, nb, frames, rate)
+	}
 	L := int(w[chSegFrames])
 	if L < 1 || L > 1<<16-1 {
 		return bad(rec+4*chSegFrames, "segment frames %d", L)
@@ -585,9 +609,6 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 	}
 	if nslot > 0 && frames < 2 {
 		return bad(rec+4*chSlots, "animated tracks in a one-frame clip")
-	}
-	if w[chFlags] != 0 {
-		return bad(rec+4*chFlags, "flags %#x", w[chFlags])
 	}
 	if int(w[chCursorWords]) != CursorHeaderWords+CursorSlotWords*nslot {
 		return bad(rec+4*chCursorWords, "cursor words %d", w[chCursorWords])
@@ -642,6 +663,18 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 		}
 		prev = v
 	}
+	if err := b.validateEventsName(rec, size, nb, frames, rate); err != nil {
+		return err
+	}
+	return b.validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames, L)
+}
+
+// validateEventsName checks a clip record's event table and name.
+func (b *Blob) validateEventsName(rec, size, nb, frames int, rate float64) error {
+	bad := func(at int, format string, args ...any) error {
+		return &BlobError{at, "clip: " + fmt.Sprintf(format, args...)}
+	}
+	w := b.words[rec/4:]
 	nev := int(w[chEvents])
 	evt, ok := table(rec, size, w[chEventTable], nev, 2)
 	if !ok {
@@ -663,7 +696,136 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 	if _, ok := table(rec, size, w[chName], int(w[chNameLen]), 0); !ok || int(w[chName])+int(w[chNameLen]) > size {
 		return bad(rec+4*chName, "name outside the record")
 	}
-	return b.validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames, L)
+	return nil
+}
+
+// validateUniformClip checks the rest of a uniform clip record (flags 1;
+// the common header fields are checked): segment length and count, track
+// and range tables, the segment table and every segment's header, so that
+// sampling any frame reads only inside the record's stream and padding.
+func (b *Blob) validateUniformClip(rec, size, nb, frames int, rate float64) error {
+	bad := func(at int, format string, args ...any) error {
+		return &BlobError{at, "uniform clip: " + fmt.Sprintf(format, args...)}
+	}
+	w := b.words[rec/4:]
+	L := int(w[chSegFrames])
+	if L < 2 || L > 256 || L&(L-1) != 0 {
+		return bad(rec+4*chSegFrames, "segment frames %d (a power of two in 2..256)", L)
+	}
+	nseg := int(w[chSegments])
+	if want := (frames + L - 1) / L; nseg != want {
+		return bad(rec+4*chSegments, "%d segments, %d frames of %d need %d", nseg, frames, L, want)
+	}
+	nt := int(w[chSlots])
+	if nt > 3*nb {
+		return bad(rec+4*chSlots, "%d animated tracks for %d bones", nt, nb)
+	}
+	if int(w[chCursorWords]) != CursorHeaderWords {
+		return bad(rec+4*chCursorWords, "cursor words %d, want %d", w[chCursorWords], CursorHeaderWords)
+	}
+	def, ok := table(rec, size, w[chDefault], nb, 12)
+	if !ok {
+		return bad(rec+4*chDefault, "default pose outside the record")
+	}
+	if !b.finiteRange(def, 12*nb) {
+		return bad(def, "default pose not finite")
+	}
+	tracks, ok := table(rec, size, w[chTracks], nt, trackDescWords)
+	if !ok {
+		return bad(rec+4*chTracks, "track table outside the record")
+	}
+	used := map[uint32]bool{}
+	for i := range nt {
+		at := tracks + 4*trackDescWords*i
+		d := b.words[at/4 : at/4+trackDescWords]
+		bone, kind := d[0]&0xffff, d[0]>>16
+		if int(bone) >= nb || kind > 2 {
+			return bad(at, "track %d: bone %d kind %d", i, bone, kind)
+		}
+		if used[d[0]] {
+			return bad(at, "track %d: bone %d kind %d twice", i, bone, kind)
+		}
+		used[d[0]] = true
+		for k := 1; k < trackDescWords; k++ {
+			if d[k] != 0 {
+				return bad(at+4*k, "track %d: reserved word %d is %d", i, k, d[k])
+			}
+		}
+	}
+	ranges, ok := table(rec, size, w[chRanges], nt, 8)
+	if !ok || (nt > 0 && w[chRanges] < clipHeaderSize) {
+		return bad(rec+4*chRanges, "range table outside the record")
+	}
+	for i := range nt {
+		at := ranges + 32*i
+		kind := b.words[tracks/4+trackDescWords*i] >> 16
+		r := b.words[at/4 : at/4+8]
+		for k := range 4 {
+			lo, ext := float64(f32(r[k])), float64(f32(r[4+k]))
+			if !finite(lo) || !finite(ext) || !(ext >= 0) {
+				return bad(at+4*k, "track %d: range component %d: min %v extent %v", i, k, lo, ext)
+			}
+			if k == 3 && kind != uint32(TrackRotation) && (r[3] != 0 || r[7] != 0) {
+				return bad(at+12, "track %d: range component 3 of a %v track is not zero", i, TrackKind(kind))
+			}
+		}
+	}
+	segt, ok := table(rec, size, w[chSegTable], nseg+1, 1)
+	if !ok {
+		return bad(rec+4*chSegTable, "segment table outside the record")
+	}
+	nw := int(w[chStreamWords])
+	stream, ok := table(rec, size, w[chStream], nw, 1)
+	if !ok || nw < streamPadWords {
+		return bad(rec+4*chStream, "stream of %d words outside the record (or shorter than its padding)", nw)
+	}
+	dataBits := uint64(nw-streamPadWords) * 32
+	prev := uint32(0)
+	for s := 0; s <= nseg; s++ {
+		v := b.words[segt/4+s]
+		if (s == 0 && v != 0) || v%32 != 0 || v < prev || uint64(v) > dataBits || (s == nseg && uint64(v) != dataBits) {
+			return bad(segt+4*s, "segment table entry %d is bit %d (stream data has %d bits)", s, v, dataBits)
+		}
+		prev = v
+	}
+	if err := b.validateEventsName(rec, size, nb, frames, rate); err != nil {
+		return err
+	}
+	// Every segment: FB, rate bytes, size.
+	words := b.words[stream/4 : stream/4+nw]
+	D := uint64(uniformHeaderBytes(nt))
+	for s := range nseg {
+		start, end := b.words[segt/4+s], b.words[segt/4+s+1]
+		sbad := func(at uint32, format string, args ...any) error {
+			return &BlobError{stream + int(at/8), fmt.Sprintf("uniform clip at %d: segment %d: ", rec, s) + fmt.Sprintf(format, args...)}
+		}
+		if uint64(end-start) < 8*D {
+			return sbad(start, "%d bits, the header of %d tracks needs %d", end-start, nt, 8*D)
+		}
+		sw := words[start/32:]
+		fb := uint64(0)
+		for i := range nt {
+			byteAt := 4 + i
+			rb := sw[byteAt/4] >> (8 * (byteAt % 4)) & 0xff
+			drop := rb >> 4 & 3
+			kind := b.words[tracks/4+trackDescWords*i] >> 16
+			if rb>>6 != 0 {
+				return sbad(start+uint32(8*byteAt), "track %d: rate byte %#x has reserved bits set", i, rb)
+			}
+			if kind != uint32(TrackRotation) && drop != 3 {
+				return sbad(start+uint32(8*byteAt), "track %d: rate byte %#x drops component %d of a %v track", i, rb, drop, TrackKind(kind))
+			}
+			fb += 3 * uint64(uniformLadder[rb&15])
+		}
+		if uint64(sw[0]) != fb {
+			return sbad(start, "frame bits FB %d, the rate codes sum to %d", sw[0], fb)
+		}
+		sf := uint64(min(L, frames-s*L))
+		if need := 8*D + sf*fb; uint64(end-start) < need {
+			return sbad(start, "%d bits, %d frames of %d bits need %d", end-start, sf, fb, need)
+		}
+	}
+	return nil
 }
 
 // validateStream decodes every segment exactly as the sampler does,
@@ -813,10 +975,19 @@ func (c ClipView) Duration() float32 {
 	return float32(c.Frames()-1) / c.Rate()
 }
 
+// Codec returns the codec the clip was compressed with (its record's flags).
+func (c ClipView) Codec() Codec {
+	if c.w(chFlags) == clipUniform {
+		return CodecUniform
+	}
+	return CodecCurve
+}
+
 // CursorWords is the cursor size (uint32 words) this clip needs per character.
 func (c ClipView) CursorWords() int { return int(c.w(chCursorWords)) }
 
-// AnimatedTracks returns the number of tracks with curve data.
+// AnimatedTracks returns the number of tracks stored in the stream (the
+// others are constant, in the default pose).
 func (c ClipView) AnimatedTracks() int { return int(c.w(chSlots)) }
 
 // Bytes returns the size of the clip record.

@@ -171,7 +171,9 @@ func TestBlobInvalid(t *testing.T) {
 		{"segment frames", "segment frames", set(C+4*chSegFrames, 0), false},
 		{"segment count", "segments", set(C+4*chSegments, 9), false},
 		{"animated tracks", "animated tracks", set(C+4*chSlots, 13), false},
-		{"flags", "flags", set(C+4*chFlags, 1), false},
+		{"flags", "flags", set(C+4*chFlags, 2), false},
+		{"flags uniform on a curve record", "uniform clip", set(C+4*chFlags, clipUniform), false},
+		{"range table word of a curve clip", "reserved word 21", set(C+4*chRanges, 96), false},
 		{"cursor words", "cursor words", set(C+4*chCursorWords, 5), false},
 		{"reserved clip word", "reserved word", set(C+4*23, 1), false},
 		{"default pose outside", "default pose outside", set(C+4*chDefault, 1<<20), false},
@@ -275,6 +277,10 @@ func FuzzBlob(f *testing.F) {
 	f.Add(good)
 	_, other := synthBlob(f, synthClip(31, 30, 0), CompressOptions{})
 	f.Add(append(append([]byte(nil), good...), other...))
+	// Uniform clips: alone, and after a curve blob.
+	uni := richUniformBlob(f)
+	f.Add(uni)
+	f.Add(append(append([]byte(nil), other...), uni...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Give mutations a valid checksum half of the time, so the
 		// fuzzer reaches the field checks.

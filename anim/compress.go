@@ -46,8 +46,21 @@ type CompressOptions struct {
 	// pass it measures the 99th percentile of the error through the
 	// sampler (as Measure does) and rescales ChainShare toward Tolerance,
 	// keeping the smallest result within it (or, when none is, the most
-	// accurate). Default 4; 1 compresses once at ChainShare.
+	// accurate). Default 4; 1 compresses once at ChainShare. With
+	// CodecUniform the passes calibrate the rate search's per-segment
+	// error target instead.
 	Passes int
+	// Codec selects the clip codec: CodecCurve (the zero value: Hermite
+	// curves, the best ratio) or CodecUniform (every frame stored at a
+	// per-track, per-segment bit rate: frame-addressable, the same cost
+	// at any playback rate and on seeks; see Codec). With CodecUniform,
+	// ChainShare, SegmentSeconds and OpenLoop do not apply.
+	Codec Codec
+	// UniformSegmentFrames is the segment length of CodecUniform in
+	// frames: a power of two in 2..256, default 16 (the rate search picks
+	// each track's bit rate and range per segment: shorter segments adapt
+	// better but spend more on per-segment headers).
+	UniformSegmentFrames int
 }
 
 func (o *CompressOptions) defaults() {
@@ -66,19 +79,22 @@ func (o *CompressOptions) defaults() {
 	if o.Passes == 0 {
 		o.Passes = 4
 	}
+	if o.UniformSegmentFrames == 0 {
+		o.UniformSegmentFrames = uniformDefaultSegFrames
+	}
 }
 
 // CompressStats describes a compressed clip.
 type CompressStats struct {
 	RawBytes       int // ACL's count: (4+3+3) float32 per bone per sample
 	Bytes          int // the clip record in the blob (tables, stream, events, name)
-	StreamBytes    int // curve points only
-	Points         int // curve points stored, all tracks
+	StreamBytes    int // curve points only (uniform: the segments, without padding)
+	Points         int // curve points stored, all tracks (uniform: (track, frame) samples with frame bits)
 	Samples        int // source samples of the animated tracks
 	AnimatedTracks int
 	ConstantTracks int
 	QuantLimited   int     // tracks whose quantisation alone misses Tolerance
-	ChainShare     float64 // the share of Tolerance the tracks were given
+	ChainShare     float64 // the share of Tolerance the tracks were given (uniform: the per-segment error target / Tolerance)
 	P99            float64 // measured 99th percentile at VertexDistance (0 with Passes 1)
 	Passes         int     // compressions run to get here
 	Duration       time.Duration
@@ -122,8 +138,11 @@ type CompressedClip struct {
 	Bones     int
 	SegFrames int
 	Tolerance float64
+	Codec     Codec     // how the animated tracks are stored
 	Default   []float32 // PoseFloats per bone: every constant track's value
 	Events    []Event
+	uniTracks []uint32  // CodecUniform: bone | kind<<16 per animated track
+	uniRanges []float32 // CodecUniform: clip range table, 8 per animated track
 	slots     []slotTrack
 	stream    []uint32  // bit stream plus streamPadWords zero words
 	tols      []float64 // per track: the fit's threshold (0: constant)
@@ -158,11 +177,20 @@ func Compress(sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, erro
 	if !(opt.Tolerance > 0) || !(opt.ChainShare > 0) || !(opt.VertexDistance >= 0) || !(opt.SegmentSeconds > 0) || !finite(opt.Tolerance*opt.SegmentSeconds*opt.ChainShare) || opt.Passes < 0 {
 		return nil, fmt.Errorf("compress %q: bad options %+v", c.Name, opt)
 	}
+	if opt.Codec > CodecUniform {
+		return nil, fmt.Errorf("compress %q: bad option Codec %v", c.Name, opt.Codec)
+	}
+	if L := opt.UniformSegmentFrames; L < 2 || L > 256 || L&(L-1) != 0 {
+		return nil, fmt.Errorf("compress %q: bad option UniformSegmentFrames %d (a power of two in 2..256)", c.Name, L)
+	}
 	if err := sk.Validate(); err != nil {
 		return nil, fmt.Errorf("compress %q: %w", c.Name, err)
 	}
 	if err := c.Validate(sk); err != nil {
 		return nil, fmt.Errorf("compress: %w", err)
+	}
+	if opt.Codec == CodecUniform {
+		return compressUniform(sk, c, &opt, start)
 	}
 	lv := leverArms(sk, c, opt.VertexDistance)
 	share := opt.ChainShare

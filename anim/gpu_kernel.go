@@ -14,8 +14,12 @@ import (
 // The sampling kernel: SampleJob as a registered sched kernel with a CPU
 // implementation (SampleJob.RunRange) and a GPU one (shaders/anim_sample.comp,
 // a line-by-line GLSL port of sampleOne that decodes the same blob words).
-// See doc.go, "Sampling on the GPU", for the layouts, the cursors and the
-// measured figures.
+// The shader handles both clip codecs, per character by the clip's header
+// flags: curve clips (cursor-driven) and uniform clips (CodecUniform:
+// frame-addressable, the cursor neither read nor written, but copied from
+// input 2 to output 1 like any other without SampleInPlace), so one dispatch
+// may mix them. See doc.go, "Sampling on the GPU", for the layouts, the
+// cursors and the measured figures.
 
 // SampleKernelID is the ID RegisterSampleKernel registers the sampling
 // kernel under: kernels.FirstFree (32), the first ID package kernels leaves
@@ -34,7 +38,8 @@ const (
 	// updates the cursors where they are and copies nothing, so they live
 	// on the device from frame to frame. Without it, the shader first
 	// copies each character's cursor from input 2 to output 1 (host
-	// cursors: uploaded, copied, read back). Set it only when the two
+	// cursors: uploaded, copied, read back), for characters on uniform
+	// clips too (whose sampling does not use the cursor). Set it only when the two
 	// streams are the same device memory: otherwise the shader takes
 	// output 1's undefined bytes for the cursors (no crash or hang, but the
 	// pose is right only if they happen to hold a valid cursor or one that

@@ -78,13 +78,18 @@ func cmuBlob(tb testing.TB) *Blob {
 	return bl
 }
 
-var cmuAt sync.Map // "cm@Hz" -> []byte
+var cmuAt sync.Map // "codec:cm@Hz" -> []byte
 
 // cmuBlobAt compresses the CMU clips at another error target (cm),
 // resampled to hz first when hz > 0.
 func cmuBlobAt(tb testing.TB, cm string, hz float64) *Blob {
+	return cmuBlobCodec(tb, cm, hz, CodecCurve)
+}
+
+// cmuBlobCodec is cmuBlobAt with the given codec.
+func cmuBlobCodec(tb testing.TB, cm string, hz float64, codec Codec) *Blob {
 	ims, _, _ := cmuData(tb)
-	key := fmt.Sprintf("%s@%g", cm, hz)
+	key := fmt.Sprintf("%v:%s@%g", codec, cm, hz)
 	data, ok := cmuAt.Load(key)
 	if !ok {
 		var tol float64
@@ -100,7 +105,7 @@ func cmuBlobAt(tb testing.TB, cm string, hz float64) *Blob {
 					tb.Fatal(err)
 				}
 			}
-			cc, err := Compress(im.Skeleton, c, CompressOptions{Tolerance: tol / 100})
+			cc, err := Compress(im.Skeleton, c, CompressOptions{Tolerance: tol / 100, Codec: codec})
 			if err != nil {
 				tb.Fatal(err)
 			}

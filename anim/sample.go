@@ -147,7 +147,6 @@ const noNeed = math.MaxUint32
 // sampleOne samples one character. clip is a validated clip offset.
 func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []float32, rotFirst bool) {
 	h := words[clip/4 : clip/4+clipHeaderSize/4]
-	nb := int(h[chBones])
 	rate := f32(h[chRate])
 	frames := h[chFrames]
 	L := h[chSegFrames]
@@ -166,41 +165,23 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 	if r := float32(math.Round(float64(f))); f-r < 1e-3 && r-f < 1e-3 {
 		f = r
 	}
+
+	// Constant tracks: copy the default pose; identity for extra bones.
+	// Pose offset of each track kind (translation, rotation, scale).
+	kindOff := writeDefaultPose(words, clip, h, pose, rotFirst)
+	if nslot == 0 {
+		return
+	}
+	if h[chFlags] == clipUniform {
+		sampleUniform(words, clip, h, f, pose, &kindOff)
+		return
+	}
 	seg := uint32(f) / L
 	if seg >= nseg {
 		seg = nseg - 1
 	}
 	local := f - float32(seg*L)
 	segEnd := min(L, frames-1-seg*L)
-
-	// Constant tracks: copy the default pose; identity for extra bones.
-	def := words[clip/4+h[chDefault]/4:]
-	def = def[:nb*PoseFloats]
-	// With rotFirst, a bone's words 0-3 and 4-7 trade places.
-	tOff, rOff := 0, 4
-	if rotFirst {
-		tOff, rOff = 4, 0
-		for k := 0; k < len(def); k += PoseFloats {
-			src := (*[PoseFloats]uint32)(def[k : k+PoseFloats])
-			dst := (*[PoseFloats]float32)(pose[k : k+PoseFloats])
-			*(*[4]uint32)(unsafe.Pointer(&dst[0])) = [4]uint32(src[4:8])
-			*(*[4]uint32)(unsafe.Pointer(&dst[4])) = [4]uint32(src[0:4])
-			*(*[4]uint32)(unsafe.Pointer(&dst[8])) = [4]uint32(src[8:12])
-		}
-	} else {
-		copy(pose[:len(def)], unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(def))), len(def)))
-	}
-	for k := nb * PoseFloats; k+PoseFloats <= len(pose); k += PoseFloats {
-		b := (*[PoseFloats]float32)(pose[k : k+PoseFloats])
-		*(*[4]float32)(b[tOff:]) = [4]float32{0, 0, 0, 0}
-		*(*[4]float32)(b[rOff:]) = [4]float32{0, 0, 0, 1}
-		*(*[4]float32)(b[8:]) = [4]float32{1, 1, 1, 0}
-	}
-	// Pose offset of each track kind (translation, rotation, scale).
-	kindOff := [4]int{tOff, rOff, 8, 8}
-	if nslot == 0 {
-		return
-	}
 	tracks := words[clip/4+h[chTracks]/4:]
 	tracks = tracks[:nslot*trackDescWords]
 	segt := words[clip/4+h[chSegTable]/4:]
@@ -287,6 +268,37 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 			p[0], p[1], p[2], p[3] = 0, 0, 0, 1
 		}
 	}
+}
+
+// writeDefaultPose copies a clip's default pose (every constant track's
+// value) into the character's pose, in the RotFirst layout if asked, and
+// the identity into the bones beyond the clip's. It returns the pose
+// offset of each track kind (translation, rotation, scale).
+func writeDefaultPose(words []uint32, clip uint32, h []uint32, pose []float32, rotFirst bool) [4]int {
+	nb := int(h[chBones])
+	def := words[clip/4+h[chDefault]/4:]
+	def = def[:nb*PoseFloats]
+	// With rotFirst, a bone's words 0-3 and 4-7 trade places.
+	tOff, rOff := 0, 4
+	if rotFirst {
+		tOff, rOff = 4, 0
+		for k := 0; k < len(def); k += PoseFloats {
+			src := (*[PoseFloats]uint32)(def[k : k+PoseFloats])
+			dst := (*[PoseFloats]float32)(pose[k : k+PoseFloats])
+			*(*[4]uint32)(unsafe.Pointer(&dst[0])) = [4]uint32(src[4:8])
+			*(*[4]uint32)(unsafe.Pointer(&dst[4])) = [4]uint32(src[0:4])
+			*(*[4]uint32)(unsafe.Pointer(&dst[8])) = [4]uint32(src[8:12])
+		}
+	} else {
+		copy(pose[:len(def)], unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(def))), len(def)))
+	}
+	for k := nb * PoseFloats; k+PoseFloats <= len(pose); k += PoseFloats {
+		b := (*[PoseFloats]float32)(pose[k : k+PoseFloats])
+		*(*[4]float32)(b[tOff:]) = [4]float32{0, 0, 0, 0}
+		*(*[4]float32)(b[rOff:]) = [4]float32{0, 0, 0, 1}
+		*(*[4]float32)(b[8:]) = [4]float32{1, 1, 1, 0}
+	}
+	return [4]int{tOff, rOff, 8, 8}
 }
 
 // readParams reads a track's segment coding parameters and packs them.

@@ -1,10 +1,18 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // anim_sample.comp: anim.SampleKernelID, the GLSL port of anim's sampler
-// (anim/sample.go: sampleOne and the functions it calls). It decodes the
+// (anim/sample.go: sampleOne and the functions it calls;
+// anim/uniform_sample.go: sampleUniform for uniform clips). It decodes the
 // same blob words and keeps the same cursor words as the Go code, with the
 // same float32 operations in the same order (`precise`: no fused
 // multiply-add, no reassociation), so its poses match the CPU's.
+//
+// Both clip codecs, chosen per character by the clip header's flags word
+// (chFlags, word 9): 0 = curve (cursor-driven sequential decode), 1 =
+// uniform (frame-addressable: frames floor(t*rate) and the next are read
+// directly from their segments and interpolated; the uniform path neither
+// reads nor writes the cursor, which is still copied in 2 -> out 1 unless
+// flag 1). Any other flags value gives the identity pose.
 //
 // Work item i = character i.
 //   in 0   blob words (uint, Whole): anim.Blob.Words()
@@ -22,9 +30,13 @@
 // cursor content can read outside the buffers or hang. The host validates
 // clip offsets (anim.SampleJob.Validate); here a character whose clip
 // record does not start with "CLIP", or needs more bones or cursor words
-// than the strides, gets the identity pose. lavapipe ends any loop after
-// 65535 iterations: the longest here runs once per need frame of a
-// segment (< 2^16 frames, validated by anim.Load).
+// than the strides (a uniform clip: more than 3 animated tracks per bone),
+// gets the identity pose. lavapipe ends any loop after 65535 iterations:
+// the longest here runs once per need frame of a segment (< 2^16 frames,
+// validated by anim.Load), or once per bone or animated track (<= 3 per
+// bone). Uniform reads: a track's <= 57 bits are three stream words read
+// through the same clamp, so a bad rate byte, segment table entry or bits
+// per frame reads wrong words of the clip's stream, never outside it.
 #include "common.glsl"
 
 layout(std430, set = 0, binding = 0) readonly buffer BlobWords { uint words[]; };
@@ -39,7 +51,11 @@ const uint NO_NEED = 0xffffffffu;
 // Clip header words (anim/blob.go ch*).
 const uint CH_BONES = 3u, CH_RATE = 4u, CH_FRAMES = 5u, CH_SEGFRAMES = 6u, CH_SEGMENTS = 7u,
            CH_SLOTS = 8u, CH_DEFAULT = 10u, CH_TRACKS = 11u, CH_SEGTABLE = 12u, CH_STREAM = 13u,
-           CH_STREAMWORDS = 14u, CH_CURSORWORDS = 19u, CLIP_HEADER_WORDS = 24u;
+           CH_STREAMWORDS = 14u, CH_CURSORWORDS = 19u, CLIP_HEADER_WORDS = 24u, CH_FLAGS = 9u,
+           CH_RANGES = 21u;
+
+// Clip codecs (chFlags).
+const uint CLIP_CURVE = 0u, CLIP_UNIFORM = 1u;
 
 // Cursor words (anim/sample.go cur*, sl*).
 const uint CUR_CLIP = 0u, CUR_SEG = 1u, CUR_POS = 2u, CUR_LOCAL = 3u, CUR_NEXT = 4u, CUR_HEADER = 8u;
@@ -320,6 +336,90 @@ void updateCoeffs(uint cs, uint kind, float step) {
     cur[cs + SL_FRESH] = 0u;
 }
 
+// The uniform codec: anim/uniform_sample.go (sampleUniform and the
+// functions it calls), the record format in anim/uniform.go.
+// ACL's bit-rate ladder (bits per component), and 1/float32(2^n - 1) for
+// each entry as bits (the correctly rounded float32 the CPU's table holds).
+const uint LADDER[16] = uint[16](0u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u, 19u);
+const uint INV_LADDER[16] = uint[16](0x00000000u, 0x3e124925u, 0x3d888889u, 0x3d042108u, 0x3c820821u,
+    0x3c010204u, 0x3b808081u, 0x3b004020u, 0x3a802008u, 0x3a001002u, 0x39800801u, 0x39000400u,
+    0x38800200u, 0x38000100u, 0x37800080u, 0x36000010u);
+const uint K255_BITS = 0x3b808081u;   // float32(1.0/255)
+const uint K65535_BITS = 0x37800080u; // float32(1.0/65535)
+
+// segByte reads byte k of the segment that starts at stream word segW.
+uint segByte(uint segW, uint k) { return S(segW + (k >> 2u)) >> ((k & 3u) * 8u) & 0xffu; }
+
+// bits96 extracts n <= 32 bits at bit o (o + n <= 96) of three stream
+// words, LSB first.
+uint bits96(uvec3 win, uint o, uint n) {
+    uint j = min(o >> 5u, 2u), sh = o & 31u;
+    uint v = win[j] >> sh;
+    if (sh != 0u && j < 2u) {
+        v |= win[j + 1u] << (32u - sh);
+    }
+    return n >= 32u ? v : v & ((1u << n) - 1u);
+}
+
+// uniDecode decodes animated track i (kind, clip range table at word rng)
+// of one frame: segW is the segment's first stream word, nt the clip's
+// animated tracks, pos the track's stream bit position in the frame
+// (advanced past its bits). Rotations get their dropped component rebuilt;
+// translations and scales have w = 0.
+vec4 uniDecode(uint segW, uint nt, uint i, uint kind, uint rng, inout uint pos) {
+    uint rb = segByte(segW, 4u + i);
+    uint code = rb & 15u;
+    uint n = LADDER[code];
+    uint drop = rb >> 4u & 3u;
+    uint r0 = 4u + nt + 6u * i; // the track's 6 range (or constant) bytes
+    float k255 = uintBitsToFloat(K255_BITS);
+    vec4 v = vec4(0.0);
+    vec3 st;
+    if (n == 0u) {
+        float k65535 = uintBitsToFloat(K65535_BITS);
+        for (uint k = 0u; k < 3u; k++) {
+            uint j = k + (k >= drop ? 1u : 0u);
+            uint u16 = segByte(segW, r0 + 2u * k) | segByte(segW, r0 + 2u * k + 1u) << 8u;
+            precise float x = WF(rng + j) + WF(rng + 4u + j) * (float(u16) * k65535);
+            st[k] = x;
+            v[j] = x;
+        }
+    } else {
+        // The track's 3n <= 57 bits lie in three words from pos's.
+        uint w = pos >> 5u, sh = pos & 31u;
+        uvec3 win = uvec3(S(w), S(w + 1u), S(w + 2u));
+        float inv = uintBitsToFloat(INV_LADDER[code]);
+        for (uint k = 0u; k < 3u; k++) {
+            uint j = k + (k >= drop ? 1u : 0u);
+            float cm = WF(rng + j), ce = WF(rng + 4u + j);
+            precise float a = cm + ce * (float(segByte(segW, r0 + k)) * k255);
+            precise float b = ce * (float(segByte(segW, r0 + 3u + k)) * k255) * inv;
+            precise float x = a + b * float(bits96(win, sh + k * n, n));
+            st[k] = x;
+            v[j] = x;
+        }
+        pos += 3u * n;
+    }
+    if (kind == TRACK_ROT) {
+        precise float s = st.x * st.x + st.y * st.y + st.z * st.z;
+        precise float d = sqrt(max(1.0 - s, 0.0));
+        v[drop] = d;
+    }
+    return v;
+}
+
+// uniFrame returns frame f's segment start word and its data's first
+// stream bit (the frame's first track).
+uint uniFrame(uint segt, uint nseg, uint L, uint nt, uint f, out uint segW) {
+    uint s = min(f / L, nseg - 1u);
+    uint l = f - s * L;
+    uint segBits = W(segt + s) & ~31u;
+    segW = segBits >> 5u;
+    uint fb = S(segW);
+    uint d = (4u + 7u * nt + 3u) & ~3u;
+    return segBits + d * 8u + l * fb;
+}
+
 // Pose output: bone b's rotation, translation and scale vec4 indices.
 uint gPose;            // first vec4 of the character's pose
 uvec3 gSlot;           // vec4 offsets of (translation, rotation, scale) in a bone
@@ -355,14 +455,18 @@ void main() {
     uint clip = inp.x;
     uint c4 = clip >> 2u;
     bool ok = gNW >= CLIP_HEADER_WORDS && (clip & 3u) == 0u && c4 <= gNW - CLIP_HEADER_WORDS && words[c4] == CLIP_TAG;
-    uint nb = 0u, nslot = 0u, frames = 0u, L = 0u, nseg = 0u;
+    uint nb = 0u, nslot = 0u, frames = 0u, L = 0u, nseg = 0u, codec = 0u;
     if (ok) {
         nb = W(c4 + CH_BONES);
         nslot = W(c4 + CH_SLOTS);
         frames = W(c4 + CH_FRAMES);
         L = W(c4 + CH_SEGFRAMES);
         nseg = W(c4 + CH_SEGMENTS);
-        ok = nb <= bones && stride >= CUR_HEADER && nslot <= (stride - CUR_HEADER) / SLOT_WORDS &&
+        codec = W(c4 + CH_FLAGS);
+        // Curve clips keep a cursor slot per animated track; uniform clips
+        // keep none, and a valid one has at most 3 tracks per bone.
+        ok = nb <= bones && stride >= CUR_HEADER &&
+             (codec == CLIP_UNIFORM ? nslot <= 3u * nb : codec == CLIP_CURVE && nslot <= (stride - CUR_HEADER) / SLOT_WORDS) &&
              frames >= 1u && L >= 1u && nseg >= 1u && W(c4 + CH_STREAMWORDS) >= 1u;
     }
     if (!ok) {
@@ -411,6 +515,48 @@ void main() {
     gSB = c4 + W(c4 + CH_STREAM) / 4u;
     gSN = W(c4 + CH_STREAMWORDS);
     uint segt = c4 + W(c4 + CH_SEGTABLE) / 4u;
+
+    if (codec == CLIP_UNIFORM) {
+        // Frame-addressable: decode frames f0 and f1 (each from its own
+        // segment) and interpolate; the cursor is neither read nor written.
+        uint f0 = min(uint(f), frames - 1u);
+        precise float alpha = f - float(f0);
+        uint f1 = min(f0 + 1u, frames - 1u);
+        uint seg0, seg1;
+        uint pos0 = uniFrame(segt, nseg, L, nslot, f0, seg0);
+        uint pos1 = uniFrame(segt, nseg, L, nslot, f1, seg1);
+        uint rng = c4 + W(c4 + CH_RANGES) / 4u;
+        for (uint s = 0u; s < nslot; s++) {
+            uint d0 = W(gTracks + 4u * s);
+            uint kind = d0 >> 16u;
+            vec4 q0 = uniDecode(seg0, nslot, s, kind, rng + 8u * s, pos0);
+            vec4 q1 = uniDecode(seg1, nslot, s, kind, rng + 8u * s, pos1);
+            uint bone = d0 & 0xffffu;
+            if (bone >= nb || kind > 2u) {
+                continue;
+            }
+            uint o = gPose + 3u * bone;
+            if (kind != TRACK_ROT) {
+                precise vec4 v = q0 + (q1 - q0) * alpha;
+                poses[o + (kind == 0u ? gSlot.x : gSlot.z)].xyz = v.xyz;
+                continue;
+            }
+            precise float dot4 = q0.x * q1.x + q0.y * q1.y + q0.z * q1.z + q0.w * q1.w;
+            if (dot4 < 0.0) {
+                q1 = -q1;
+            }
+            precise vec4 v = q0 + (q1 - q0) * alpha;
+            precise float n = v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+            vec4 q = vec4(0.0, 0.0, 0.0, 1.0);
+            if (n > 0.0) {
+                precise float inv = 1.0 / sqrt(n);
+                q = v * inv;
+            }
+            poses[o + gSlot.y] = q;
+        }
+        return;
+    }
+
     uint segStart = W(segt + min(seg, nseg)), segStop = W(segt + min(seg + 1u, nseg));
 
     uint pos = cur[cb + CUR_POS], next = cur[cb + CUR_NEXT];

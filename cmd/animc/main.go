@@ -13,7 +13,9 @@
 // displacement of virtual vertices 3 cm (and 1 m) from each bone in model
 // space, over every bone and every source sample, between the source and
 // what the sampler decodes from the blob. "kept" is the share of the
-// animated tracks' samples that remain as curve points. "time" is
+// animated tracks' samples that remain as curve points (with -codec
+// uniform: that are stored with frame bits rather than as a value
+// constant over their segment). "time" is
 // Compress's (every pass and its measurement); "share" is the share of
 // the error target the tracks were given after calibration and "passes"
 // the compressions it took (see anim.CompressOptions.Passes).
@@ -71,6 +73,8 @@ func run() error {
 	resample := flag.Float64("resample", 0, "resample every clip to this rate in Hz before compressing (0: keep)")
 	events := flag.Bool("events", true, "detect foot contacts (bones named toe/foot) and store them as events")
 	bitsquid := flag.Bool("bitsquid", false, "also measure the error floor of the seed's 10-bit/16-bit quantisation")
+	codecName := flag.String("codec", "curve", "clip codec: curve (Hermite curves, the best ratio) or uniform (every frame at a searched bit rate: frame-addressable, the same sampling cost at any playback rate and on seeks)")
+	segFrames := flag.Int("uniform-segment", 16, "uniform codec: segment length in frames (a power of two, 2..256)")
 	verbose := flag.Bool("v", false, "print every import note")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: animc [flags] [FILE.bvh|FILE.gltf|FILE.glb ...]\n\nWith no FILE, compresses the CMU clips in %s.\n\n", cmuDir)
@@ -78,6 +82,10 @@ func run() error {
 	}
 	flag.Parse()
 	unit, err := anim.ParseUnit(*unitName)
+	if err != nil {
+		return err
+	}
+	codec, err := anim.ParseCodec(*codecName)
 	if err != nil {
 		return err
 	}
@@ -103,7 +111,8 @@ func run() error {
 		}
 		sort.Strings(files)
 	}
-	opt := anim.CompressOptions{Tolerance: *errCM / 100, ChainShare: *share, SegmentSeconds: *segment, Passes: *passes, OpenLoop: *openLoop}
+	opt := anim.CompressOptions{Tolerance: *errCM / 100, ChainShare: *share, SegmentSeconds: *segment, Passes: *passes, OpenLoop: *openLoop,
+		Codec: codec, UniformSegmentFrames: *segFrames}
 	imp := anim.ImportOptions{BVH: anim.BVHOptions{Unit: unit}, GLTF: anim.GLTFOptions{Rate: *rate}}
 
 	var bar *progressbar.ProgressBar
@@ -186,6 +195,7 @@ func run() error {
 		fmt.Println(u)
 	}
 	fmt.Println()
+	fmt.Printf("codec: %s\n", codec)
 	report(rows, *errCM, *bitsquid)
 	fmt.Printf("\nblob: %d bytes, %d clips", len(data), len(rows))
 	if *out != "" {

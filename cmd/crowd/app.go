@@ -122,7 +122,7 @@ func runApp(args []string, stdout io.Writer) (a *app, err error) {
 func (a *app) setup() error {
 	cfg := a.cfg
 	t := time.Now()
-	r, err := rig.Build(rig.Options{Bones: cfg.bones, Tolerance: cfg.tolerance / 100, Rate: cfg.clipRate, Model: cfg.model, CacheDir: cfg.cacheDir})
+	r, err := rig.Build(rig.Options{Bones: cfg.bones, Tolerance: cfg.tolerance / 100, Codec: cfg.codec, Rate: cfg.clipRate, Model: cfg.model, CacheDir: cfg.cacheDir})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/vkjobs/vkjobs/anim"
 )
 
 // config is the demo's command line.
@@ -26,6 +28,7 @@ type config struct {
 	headless  bool
 	model     string
 	tolerance float64 // cm
+	codec     anim.Codec
 	clipRate  float64 // Hz; 0 = the source's
 	seed      int64
 	validate  bool
@@ -72,6 +75,11 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&c.headless, "headless", false, "render offscreen even when a display is available")
 	fs.StringVar(&c.model, "model", "", "draw this glTF character (skeleton, clips and mesh) instead of the CMU figure, e.g. cmd/crowd/testdata/cesium_man.gltf")
 	fs.Float64Var(&c.tolerance, "tolerance", 0.1, "animation compression error target, cm at 3 cm from each bone")
+	fs.Func("codec", "animation clip codec: curve (Hermite curves, the best ratio) or uniform (frame-addressable: the same sampling cost at any playback rate and on seeks, a lower ratio)", func(v string) error {
+		var err error
+		c.codec, err = anim.ParseCodec(v)
+		return err
+	})
 	fs.Float64Var(&c.clipRate, "clip-rate", defaultClipRate, "resample clips recorded faster than this (Hz) before compressing them, as a game ships animation (CMU motion capture is 120 Hz); 0 keeps the source rate")
 	fs.Int64Var(&c.seed, "seed", 1, "random seed of the crowd layout, clips, times and speeds")
 	fs.BoolVar(&c.validate, "validate", false, "enable the Vulkan validation layer and fail on any error message")

@@ -22,7 +22,8 @@
 // (120 headless; 0 runs until the window closes), -size WxH, -offload
 // cpu|gpu|auto|spu, -out FILE.png, -pipeline N (1-4), -trace FILE.json,
 // -timeline FILE.svg, -headless, -model FILE.gltf, -tolerance cm (the
-// clips' compression target, 0.1), -clip-rate Hz (30), -seed, -validate (Vulkan validation
+// clips' compression target, 0.1), -codec curve|uniform (the clips' codec,
+// curve; see anim.Codec), -clip-rate Hz (30), -seed, -validate (Vulkan validation
 // layer; any error message fails the run), -dt, -warmup, -workers,
 // -vsync, -q. go run ./cmd/crowd -h lists them all.
 //

@@ -51,6 +51,9 @@ type Options struct {
 	// motion capture at 30 Hz reads a quarter of the curve points per
 	// second of playback); 0 keeps the source's rate.
 	Rate float64
+	// Codec is the clip codec (anim.CodecCurve by default; see
+	// anim.Codec for the trade-off).
+	Codec anim.Codec
 	// BVH lists CMU BVH clips that share one skeleton; nil means every
 	// NN_NN.bvh in CMUDir.
 	BVH []string
@@ -370,7 +373,7 @@ func extendClip(sk *anim.Skeleton, c *anim.Clip) {
 // the clips and stores the blob there.
 func (r *Rig) loadOrCompress(opt Options, files []string, sk *anim.Skeleton, clips []*anim.Clip) error {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%d\n%g\n%g\n", version, sk.NumBones(), opt.Tolerance, opt.Rate)
+	fmt.Fprintf(h, "%s\n%d\n%g\n%g\n%s\n", version, sk.NumBones(), opt.Tolerance, opt.Rate, opt.Codec)
 	for i, n := range sk.Names {
 		rt := sk.Rest[i]
 		fmt.Fprintf(h, "%s %d %v %v %v\n", n, sk.Parents[i], rt.T, rt.R, rt.S)
@@ -420,7 +423,7 @@ func (r *Rig) loadOrCompress(opt Options, files []string, sk *anim.Skeleton, cli
 			}
 			c = rc
 		}
-		cc, err := anim.Compress(sk, c, anim.CompressOptions{Tolerance: opt.Tolerance, Passes: 1})
+		cc, err := anim.Compress(sk, c, anim.CompressOptions{Tolerance: opt.Tolerance, Passes: 1, Codec: opt.Codec})
 		if err != nil {
 			return fmt.Errorf("rig: compress %s: %w", c.Name, err)
 		}
