@@ -762,7 +762,15 @@ func (b *Blob) validateUniformClip(rec, size, nb, frames int, rate float64) erro
 		r := b.words[at/4 : at/4+8]
 		for k := range 4 {
 			lo, ext := float64(f32(r[k])), float64(f32(r[4+k]))
-			if !finite(lo) || !finite(ext) || !(ext >= 0) {
+			// Bounded so that decoding stays finite: a rotation's
+			// components lie in [-1, 1] (with room for rounding), and
+			// translations and scales far beyond any world stay far below
+			// float32 overflow.
+			ok := finite(lo) && finite(ext) && ext >= 0 && math.Abs(lo) <= 1e18 && ext <= 1e18
+			if kind == uint32(TrackRotation) {
+				ok = ok && lo >= -1.001 && lo+ext <= 1.001
+			}
+			if !ok {
 				return bad(at+4*k, "track %d: range component %d: min %v extent %v", i, k, lo, ext)
 			}
 			if k == 3 && kind != uint32(TrackRotation) && (r[3] != 0 || r[7] != 0) {

@@ -103,6 +103,16 @@ const (
 	uniformDefaultSegFrames = 16
 )
 
+// uniformByte[r] = float32(r)*(1/255) rounded to float32: a segment range
+// byte as the decoders use it (a load instead of a conversion and a
+// multiply; the same bits).
+var uniformByte = func() (t [256]float32) {
+	for r := range t {
+		t[r] = float32(r) * u255
+	}
+	return
+}()
+
 // uniformHeaderBytes is the byte offset D of a segment's frame data for
 // nt animated tracks: FB, nt rate bytes and 6 range bytes per track,
 // rounded up to a word.

@@ -3,6 +3,7 @@ package anim
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"slices"
@@ -553,6 +554,10 @@ func TestBlobInvalidUniform(t *testing.T) {
 		{"range extent negative", "range component 0", setF(ranges+16, -1)},
 		{"range component 3 of a translation", "range component 3", setF(ranges+12, 1)},
 		{"range extent 3 of a translation", "range component 3", setF(ranges+28, 1)},
+		{"range min of a translation huge", "range component 0", setF(ranges, -1e20)},
+		{"range extent of a translation huge", "range component 1", setF(ranges+20, 1e20)},
+		{"range min of a rotation below -1", fmt.Sprintf("track %d: range component 2", rot), setF(ranges+32*rot+8, -1.5)},
+		{"range of a rotation beyond 1", fmt.Sprintf("track %d: range component 3", rot), setF(ranges+32*rot+28, 2.5)},
 		{"segment table outside", "segment table outside", set(C+4*chSegTable, 1<<20)},
 		{"segment table entry 0", "segment table entry 0", set(segt, 32)},
 		{"segment table not a multiple of 32", "segment table entry 1", set(segt+4, w(good, segt+4)+8)},
