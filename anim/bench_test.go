@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -132,42 +133,94 @@ func BenchmarkSample(b *testing.B) {
 
 // splitter runs a job's range split over par goroutines that live for
 // the whole benchmark (as a scheduler's workers do), so the harness itself
-// allocates nothing per pose.
+// allocates nothing per pose. The helpers spin on a generation counter
+// for a while before they sleep on a channel (as a scheduler's workers
+// spin before they park): a pose of the crowd is tens of microseconds of
+// work, about what waking a parked thread costs on a virtual machine, and
+// the benchmark measures the kernel's scaling, not the wake-up; on a
+// loaded machine, where a spinning helper may have no core, they sleep.
 type splitter struct {
-	job  *SampleJob
-	par  int
-	work chan [2]int
-	done chan error
+	job      *SampleJob
+	par      int
+	gen      atomic.Uint64 // pose number; helpers start a range when it moves
+	left     atomic.Int64  // helpers still running this pose
+	sleeping []atomic.Bool
+	wake     []chan struct{}
+	quit     atomic.Bool
+	errs     []error
 }
 
 func newSplitter(job *SampleJob, par int) *splitter {
-	s := &splitter{job: job, par: par, work: make(chan [2]int), done: make(chan error)}
-	for range par - 1 {
-		go func() {
-			for r := range s.work {
-				s.done <- s.job.RunRange(r[0], r[1])
-			}
-		}()
+	s := &splitter{job: job, par: par, errs: make([]error, par), sleeping: make([]atomic.Bool, par), wake: make([]chan struct{}, par)}
+	for p := 1; p < par; p++ {
+		s.wake[p] = make(chan struct{}, 1)
+		go s.helper(p)
 	}
 	return s
 }
 
+func (s *splitter) helper(p int) {
+	seen := uint64(0)
+	for spins := 0; ; {
+		if g := s.gen.Load(); g != seen {
+			seen, spins = g, 0
+			n := len(s.job.Inputs)
+			s.errs[p] = s.job.RunRange(p*n/s.par, (p+1)*n/s.par)
+			s.left.Add(-1)
+			continue
+		}
+		if s.quit.Load() {
+			return
+		}
+		if spins++; spins < 1<<12 {
+			if spins%64 == 0 {
+				runtime.Gosched()
+			}
+			continue
+		}
+		s.sleeping[p].Store(true)
+		if s.gen.Load() != seen || s.quit.Load() {
+			s.sleeping[p].Store(false)
+			continue
+		}
+		<-s.wake[p] // a stale token only costs a loop
+		spins = 0
+	}
+}
+
+func (s *splitter) kick() {
+	for p := 1; p < s.par; p++ {
+		if s.sleeping[p].Swap(false) {
+			select {
+			case s.wake[p] <- struct{}{}:
+			default: // a token is already waiting
+			}
+		}
+	}
+}
+
 func (s *splitter) run(b *testing.B) {
 	n := len(s.job.Inputs)
-	for p := 1; p < s.par; p++ {
-		s.work <- [2]int{p * n / s.par, (p + 1) * n / s.par}
-	}
+	s.left.Store(int64(s.par - 1))
+	s.gen.Add(1)
+	s.kick()
 	if err := s.job.RunRange(0, n/s.par); err != nil {
 		b.Fatal(err)
 	}
-	for p := 1; p < s.par; p++ {
-		if err := <-s.done; err != nil {
+	for s.left.Load() != 0 {
+		runtime.Gosched()
+	}
+	for _, err := range s.errs[1:] {
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-func (s *splitter) stop() { close(s.work) }
+func (s *splitter) stop() {
+	s.quit.Store(true)
+	s.kick()
+}
 
 // threadCPU returns the calling thread's CPU time in nanoseconds
 // (RUSAGE_THREAD), 0 where unavailable.
