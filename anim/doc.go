@@ -179,12 +179,13 @@
 //	clip record, 24 words (offsets from the record start)
 //	  0 "CLIP"  1 record size  2 skeleton (signed offset to its record)
 //	  3 bones  4 rate (float32 Hz)  5 frames  6 frames per segment
-//	  7 segments  8 animated tracks  9 flags (0)
+//	  7 segments  8 animated tracks  9 flags (0 curve, 1 uniform)
 //	  10 default pose (12 float32 per bone)  11 track table
 //	  12 segment table (segments+1 bit offsets into the stream)
 //	  13 stream  14 stream words (ends with 12 zero words of padding)
 //	  15 event count  16 event table  17 name  18 name length
-//	  19 cursor words per character  20 tolerance (float32 m)  21..23 zero
+//	  19 cursor words per character  20 tolerance (float32 m)
+//	  21 uniform clips: range table (8 float32 per track), else 0  22, 23 zero
 //	track descriptor, 4 words
 //	  0 bone | kind<<16 (0 translation, 1 rotation, 2 scale)
 //	  1 bit width of a segment's first indices  2 grid step (float32)  3 0
@@ -199,6 +200,70 @@
 //	  then per component Rice(zigzag(index - prediction))
 //	Rice(u, k): q = u>>k zero bits, a one, k low bits; q >= 24: 24 zeros,
 //	  then u in 32 bits
+//
+// # The uniform codec
+//
+// CompressOptions{Codec: CodecUniform} stores a clip the way ACL does:
+// every frame of every animated track, at a bit rate chosen per track and
+// per segment, so a pose reads two frames wherever they are and costs the
+// same at any playback rate, on seeks and with no cursor. Segments are
+// UniformSegmentFrames (16) frames, not shared. Each track has a clip
+// range (min, extent per component, float32); each segment re-ranges it
+// in 8+8 bits per component and picks a code from ACL's ladder {0 (the
+// track is constant over the segment: three 16-bit values), 3..16, 19}
+// bits per component; rotations store three components, the one dropped
+// (per segment, the largest, made non-negative) rebuilt as
+// sqrt(1-a²-b²-c²). The rate search is greedy: starting from 19 bits
+// everywhere it lowers, one step at a time, the track whose step saves the
+// most bits per unit of added error, while the worst virtual-vertex error
+// of every bone in the segment (the track's bone and descendants, in model
+// space) stays within a target; Compress calibrates that target until the
+// measured 99th percentile meets Tolerance (Passes), as for curves.
+//
+//	uniform clip record: the clip record above with flags 1; frames per
+//	  segment a power of two in 2..256; segments = ceil(frames / L);
+//	  track descriptor words 1..3 zero; cursor words CursorHeaderWords
+//	  (unused); word 21 the range table; the segment table in bits,
+//	  multiples of 32, the last the stream's data size
+//	segment (bytes): uint32 bits per frame FB; per track a rate byte
+//	  (code | dropped component<<4; 3 for translations and scales); per
+//	  track 6 range bytes (min then extent, 8 bits each per stored
+//	  component; for code 0 three uint16 values); frame data from the next
+//	  word boundary, frame l at bit l*FB: per track 3 components of
+//	  ladder[code] bits, LSB first
+//	value = min + ext*(r_min/255) + ext*(r_ext/255)/(2^n - 1) * q
+//	  (float32, in this order; code 0: min + ext*(u16/65535))
+//
+// Sampling decodes floor(t*rate) and the next frame and interpolates
+// (rotations: the second aligned to the first's hemisphere, lerped,
+// normalised). The loader validates every table, every segment's rates,
+// bits per frame and size, and bounds the ranges (rotations within ±1) so
+// that any frame decodes inside the stream to finite values. The CPU
+// sampler decodes a chunk of tracks (range bytes through a table, one
+// unaligned 8-byte load per frame and track) and then interpolates them.
+//
+// Measured on the two CMU clips (animc -codec uniform, p99 at 3 cm on
+// target; BenchmarkSample, CPU ns per bone per pose, one thread, medians
+// of 3):
+//
+//	                 ratio   p99 / max at 3 cm   forward 30/60/120 Hz   seek
+//	curve, 0.01 cm   22.01   0.0100 / 0.0168     133 / 75 / 48          1368
+//	uniform, 0.01    14.11   0.0099 / 0.0107     19.4 / 19.3 / 19.3     19.1
+//	curve, 0.1 cm    42.95   0.0995 / 0.174      103 / 62 / 39          1059
+//	uniform, 0.1     21.69   0.0994 / 0.109      19.4 / 19.0 / 19.0     19.0
+//
+// Uniform compression is slower (the rate search evaluates every step
+// over the segment's bones): 4-16 s per clip on 2 cores against 2-6 s.
+// At 0.01 cm its maximum error is close to its 99th percentile (the search
+// bounds the worst vertex of every segment), where the curve codec's
+// maximum is 1.7 times it. Other settings measured with the prototype
+// that preceded it: segment range reduction 10.6 -> 14.0:1; segments of 8
+// or 32 frames 13.7 and 13.5; dropping w instead of the largest component
+// 13.5 (with 0.18 cm errors where the hips turn through w = 0); samples
+// predicted from keys at the segment boundaries 14.2-14.3 at 40-50 ns;
+// rotations compensated for their ancestors' decoded error 14.9 at 50 ns.
+// The samples' entropy is only 3-5% below their fixed width, so entropy
+// coding them would not close the gap to the curve codec.
 //
 // # Sampling: the kernel
 //
@@ -255,32 +320,15 @@
 // only where the data rate is low: 19 ns at 1 cm and 120 Hz playback, 28
 // from a 30 Hz source at 0.1 cm. Reaching it at 0.01 cm needs a format
 // whose pose cost does not grow with the points passed: fixed-width
-// samples addressable by frame (ACL's way). A prototype of that format
-// measured what it costs in ratio (outside this package; the same two
-// CMU clips, the same error metric, the same crowd benchmark): segments
-// of 16 frames, clip and per-segment range reduction, a bit rate per
-// track and segment from ACL's ladder searched leaves first against the
-// vertex error, rotations without their largest component per segment.
-// It decodes a pose in 19 ns per bone in plain Go at any playback rate
-// and on seeks, but reaches only 14.0:1 at 0.01 cm (p99; 21.5:1 at 0.1
-// cm, 42.4:1 at 1 cm), against 22.0:1 here (43.0:1 at 0.1 cm, animc
-// -error 0.1): fixed-width samples cannot
-// use the frame-to-frame correlation that the predictors and Rice codes
-// here exploit, and cost some 8 bits per component at 0.01 cm (knobs:
-// segment range reduction 10.6 -> 14.0; segments of 8 or 32 frames 13.7
-// and 13.5; dropping w instead of the largest component 13.5, with max
-// errors of 0.18 cm where the hips turn through w = 0). Predicting the
-// samples from keys at the segment boundaries (linear or Catmull-Rom)
-// shrank the residuals by a quarter, but the keys cost it back (14.2 and
-// 14.3:1, decoded in 40-50 ns); compensating each rotation for its
-// ancestors' decoded error reached 14.9:1, a greedy rate search adds
-// 1.5-2%; and
-// the residuals' entropy is only 3-5% below their fixed width, so coding
-// them would not close the gap. This format reaches its ratio by
-// predicting each point from the two before it (residuals of a few bits,
-// Rice coded), and that is why a pose must read the points in order. So
-// at 0.01 cm the two goals pull apart: the ratio needs sequential
-// entropy coding, the pose cost frame addressing. Tried and not kept: a
+// samples addressable by frame (ACL's way). That is CodecUniform (below):
+// 19 ns per bone at any playback rate and on seeks, but 14.1:1 at 0.01 cm.
+// Fixed-width samples cannot use the frame-to-frame correlation that the
+// predictors and Rice codes here exploit. This format reaches its ratio
+// by predicting each point from the two before it (residuals of a few
+// bits, Rice coded), and that is why a pose must read the points in
+// order. So at 0.01 cm the two goals pull apart: the ratio needs
+// sequential entropy coding, the pose cost frame addressing; a clip
+// chooses (CompressOptions.Codec). Tried and not kept: a
 // float reciprocal for the predictor's integer division (twice; within
 // noise: the divisions are off the critical path).
 //

@@ -192,6 +192,10 @@
 //	-render=false -pipeline 1 -offload auto    1.52 ms, 3.33 ms (the placer tries the GPU 3 times per
 //	                                           kernel, then keeps everything on the CPU)
 //	-render=false -pipeline 1 -clip-rate 0     2.06 ms, 3.92 ms (the 120 Hz capture: 3x the curve points)
+//	-render=false -pipeline 1 -codec uniform   1.20 ms, 2.98 ms against 1.40-1.48 and 3.16-3.26 in
+//	                                           the same session: the sampling kernel's busy
+//	                                           time 113-116 ms against 193-208 (0.56x; see
+//	                                           anim.Codec for its lower ratio)
 //	-render=false -pipeline 3                  frame 3.9 ms against 3.3 (pipeline 1); a stage's
 //	                                           span then includes the cores' turns on the
 //	                                           neighbouring frames' stages (3.6 ms)
