@@ -767,6 +767,13 @@ func (p *uniformPrep) pass(c *Clip, opt *CompressOptions, target float64) *Compr
 // percentile is at or just below Tolerance.
 func compressUniform(sk *Skeleton, c *Clip, opt *CompressOptions, start time.Time) (*CompressedClip, error) {
 	p := newUniformPrep(sk, c, opt.VertexDistance, opt.UniformSegmentFrames)
+	for i, tr := range p.tracks {
+		for j := range 4 {
+			if lo, ext := math.Abs(float64(p.cmin[4*i+j])), float64(p.cext[4*i+j]); lo > 1e18 || ext > 1e18 {
+				return nil, fmt.Errorf("compress %q: bone %d %v: values beyond ±1e18, which a uniform clip cannot store", c.Name, tr.bone, tr.kind)
+			}
+		}
+	}
 	// The search bounds every vertex of a segment by the target, so the
 	// 99th percentile lands a little below it: start just above Tolerance
 	// (the prototype calibrated to 1.05-1.14 × Tolerance on CMU).

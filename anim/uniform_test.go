@@ -460,6 +460,15 @@ func TestUniformOptions(t *testing.T) {
 			t.Errorf("%+v: error %v, want one naming %q", tc.o, err, tc.want)
 		}
 	}
+	// Values a uniform clip's ranges cannot hold are refused up front.
+	huge := synthClip(31, 30, 0)
+	tr := &huge.Tracks[0] // bone 0's translation
+	for f := range tr.Values {
+		tr.Values[f][0] = float64(f) * 1e19
+	}
+	if _, err := Compress(sk, huge, CompressOptions{Codec: CodecUniform, Passes: 1}); err == nil || !strings.Contains(err.Error(), "1e18") {
+		t.Errorf("huge translation: error %v, want one naming the bound", err)
+	}
 	for _, s := range []string{"curve", "uniform"} {
 		if c, err := ParseCodec(s); err != nil || c.String() != s {
 			t.Errorf("ParseCodec(%q) = %v, %v", s, c, err)
