@@ -193,17 +193,39 @@ func Compress(sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, erro
 		return compressUniform(sk, c, &opt, start)
 	}
 	lv := leverArms(sk, c, opt.VertexDistance)
-	share := opt.ChainShare
-	var best *CompressedClip
-	bestP99, bestOK := 0.0, false
-	var tried [][2]float64 // (ln share, ln p99)
-	for pass := range opt.Passes {
+	// The 99th percentile grows about as share^1.2.
+	best, err := calibrate(sk, c, &opt, opt.ChainShare, 1.2, maxChainShare, func(share float64) *CompressedClip {
 		cc := compressPass(sk, c, &opt, lv, share)
 		cc.Stats.ChainShare = share
-		cc.Stats.Passes = pass + 1
+		return cc
+	})
+	if err != nil {
+		return nil, err
+	}
+	best.Stats.Duration = time.Since(start)
+	return best, nil
+}
+
+// calibrate compresses with pass(x), starting at x = x0, at most
+// opt.Passes times: after each pass it measures the 99th percentile of
+// the error through the sampler and rescales x toward opt.Tolerance (p99
+// grows about as x^slope; after two passes, the secant through the two
+// closest to the target; x stays within [x/3, 3x] per step and below
+// xmax), keeping the smallest result within Tolerance (or, when none is,
+// the most accurate). It stops once p99 is within 1.5% below Tolerance,
+// or when nothing can change (no error, no animated tracks, x at a
+// bound). x is the curve codec's ChainShare or the uniform codec's
+// per-segment error target.
+func calibrate(sk *Skeleton, c *Clip, opt *CompressOptions, x0, slope0, xmax float64, pass func(x float64) *CompressedClip) (*CompressedClip, error) {
+	x := x0
+	var best *CompressedClip
+	bestP99, bestOK := 0.0, false
+	var tried [][2]float64 // (ln x, ln p99)
+	for n := range opt.Passes {
+		cc := pass(x)
+		cc.Stats.Passes = n + 1
 		if opt.Passes == 1 {
-			best = cc
-			break
+			return cc, nil
 		}
 		p99, err := measureP99(sk, c, cc, opt.VertexDistance)
 		if err != nil {
@@ -214,14 +236,12 @@ func Compress(sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, erro
 		if best == nil || (ok && (!bestOK || cc.Stats.Bytes < best.Stats.Bytes)) || (!ok && !bestOK && p99 < bestP99) {
 			best, bestP99, bestOK = cc, p99, ok
 		}
-		if (ok && p99 >= 0.985*opt.Tolerance) || p99 == 0 {
+		if (ok && p99 >= 0.985*opt.Tolerance) || p99 == 0 || cc.Stats.AnimatedTracks == 0 {
 			break
 		}
-		tried = append(tried, [2]float64{math.Log(share), math.Log(p99)})
-		// The 99th percentile grows about as share^1.2; after two passes,
-		// the secant through the two closest to the target.
-		slope := 1.2
-		if n := len(tried); n >= 2 {
+		tried = append(tried, [2]float64{math.Log(x), math.Log(p99)})
+		slope := slope0
+		if len(tried) >= 2 {
 			pts := append([][2]float64(nil), tried...)
 			lt := math.Log(opt.Tolerance)
 			sort.Slice(pts, func(i, j int) bool { return math.Abs(pts[i][1]-lt) < math.Abs(pts[j][1]-lt) })
@@ -231,14 +251,13 @@ func Compress(sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, erro
 				}
 			}
 		}
-		next := share * math.Pow(0.993*opt.Tolerance/p99, 1/slope)
-		next = math.Max(share/3, math.Min(math.Min(share*3, maxChainShare), next))
-		if next == share {
-			break // at the bound
+		next := x * math.Pow(0.993*opt.Tolerance/p99, 1/slope)
+		next = math.Max(x/3, math.Min(math.Min(x*3, xmax), next))
+		if next == x {
+			break // at a bound
 		}
-		share = next
+		x = next
 	}
-	best.Stats.Duration = time.Since(start)
 	return best, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sort"
 	"sync"
 	"time"
 )
@@ -777,49 +776,12 @@ func compressUniform(sk *Skeleton, c *Clip, opt *CompressOptions, start time.Tim
 	// The search bounds every vertex of a segment by the target, so the
 	// 99th percentile lands a little below it: start just above Tolerance
 	// (the prototype calibrated to 1.05-1.14 × Tolerance on CMU).
-	target := 1.05 * opt.Tolerance
-	var best *CompressedClip
-	bestP99, bestOK := 0.0, false
-	var tried [][2]float64 // (ln target, ln p99)
-	for pass := range opt.Passes {
-		cc := p.pass(c, opt, target)
-		cc.Stats.Passes = pass + 1
-		if opt.Passes == 1 {
-			best = cc
-			break
-		}
-		p99, err := measureP99(sk, c, cc, opt.VertexDistance)
-		if err != nil {
-			return nil, fmt.Errorf("compress %q: measuring: %w", c.Name, err)
-		}
-		cc.Stats.P99 = p99
-		ok := p99 <= opt.Tolerance
-		if best == nil || (ok && (!bestOK || cc.Stats.Bytes < best.Stats.Bytes)) || (!ok && !bestOK && p99 < bestP99) {
-			best, bestP99, bestOK = cc, p99, ok
-		}
-		if (ok && p99 >= 0.985*opt.Tolerance) || p99 == 0 || p.nt == 0 {
-			break
-		}
-		tried = append(tried, [2]float64{math.Log(target), math.Log(p99)})
-		// p99 grows about in proportion to the target; after two
-		// passes, the secant through the two closest to Tolerance.
-		slope := 1.0
-		if n := len(tried); n >= 2 {
-			pts := append([][2]float64(nil), tried...)
-			lt := math.Log(opt.Tolerance)
-			sort.Slice(pts, func(i, j int) bool { return math.Abs(pts[i][1]-lt) < math.Abs(pts[j][1]-lt) })
-			if d := pts[0][0] - pts[1][0]; d != 0 {
-				if sl := (pts[0][1] - pts[1][1]) / d; sl > 0.3 && sl < 3 {
-					slope = sl
-				}
-			}
-		}
-		next := target * math.Pow(0.993*opt.Tolerance/p99, 1/slope)
-		next = math.Max(target/3, math.Min(target*3, next))
-		if next == target {
-			break
-		}
-		target = next
+	// p99 grows about in proportion to the target.
+	best, err := calibrate(sk, c, opt, 1.05*opt.Tolerance, 1, math.Inf(1), func(target float64) *CompressedClip {
+		return p.pass(c, opt, target)
+	})
+	if err != nil {
+		return nil, err
 	}
 	best.Stats.Duration = time.Since(start)
 	return best, nil
