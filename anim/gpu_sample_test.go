@@ -754,8 +754,9 @@ func TestSampleGPUToLocalToModel(t *testing.T) {
 	t.Logf("model matrices: largest |gpu-cpu|/max(1,|cpu|) = %.3g", worst)
 }
 
-// BenchmarkSampleGPU samples a crowd of CMU characters (31 bones) each at
-// its own time on lavapipe, and reports the GPU dispatch time alone
+// BenchmarkSampleGPU samples a crowd of CMU characters (31 bones; the
+// clips compressed at 0.01 cm with each codec) each at its own time on
+// lavapipe, and reports the GPU dispatch time alone
 // (ns/bone: per bone per pose, from the executor's timestamps) and the
 // whole round trip per frame (wall-ns/bone: submit, dispatch, fence,
 // copies). The CPU figure of the same crowd on one goroutine (the kernel's
@@ -770,7 +771,6 @@ func TestSampleGPUToLocalToModel(t *testing.T) {
 //
 // local=N is the workgroup size (the registered one is SampleLocalSize).
 func BenchmarkSampleGPU(b *testing.B) {
-	bl := cmuBlob(b)
 	k, err := SampleKernel()
 	if err != nil {
 		b.Fatal(err)
@@ -788,80 +788,90 @@ func BenchmarkSampleGPU(b *testing.B) {
 	}
 	e := newGPUEnvWith(b, reg)
 	const bones = 31
-	for _, n := range []int{64, 1024} {
-		for _, mode := range []string{"forward60Hz", "seek"} {
-			b.Run(fmt.Sprintf("chars=%d/%s/cpu", n, mode), func(b *testing.B) {
-				c := newCrowd(b, bl, n, bones, 1)
-				d, err := c.cpu.TaskData(0)
-				if err != nil {
-					b.Fatal(err)
-				}
-				d.Begin, d.End = 0, uint32(n)
-				frame := 0
-				for b.Loop() {
-					frame++
-					if mode == "seek" {
-						c.seek()
-					} else {
-						c.play(float32(frame) / 60)
-					}
-					if err := sampleKernelCPU(nil, &d); err != nil {
+	for _, codec := range []Codec{CodecCurve, CodecUniform} {
+		var bl *Blob
+		blob := func(b *testing.B) *Blob {
+			if bl == nil {
+				bl = cmuBlobCodec(b, "0.01", 0, codec)
+			}
+			return bl
+		}
+		for _, n := range []int{64, 1024} {
+			for _, mode := range []string{"forward60Hz", "seek"} {
+				b.Run(fmt.Sprintf("%v/chars=%d/%s/cpu", codec, n, mode), func(b *testing.B) {
+					c := newCrowd(b, blob(b), n, bones, 1)
+					d, err := c.cpu.TaskData(0)
+					if err != nil {
 						b.Fatal(err)
 					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/(float64(b.N)*float64(n*bones)), "ns/bone")
-			})
-			for _, curs := range []string{"device", "copy", "host"} {
-				for i, ls := range locals {
-					if ls != SampleLocalSize && curs != "device" {
-						continue
+					d.Begin, d.End = 0, uint32(n)
+					frame := 0
+					for b.Loop() {
+						frame++
+						if mode == "seek" {
+							c.seek()
+						} else {
+							c.play(float32(frame) / 60)
+						}
+						if err := sampleKernelCPU(nil, &d); err != nil {
+							b.Fatal(err)
+						}
 					}
-					b.Run(fmt.Sprintf("chars=%d/%s/gpu/cursors=%s/local=%d", n, mode, curs, ls), func(b *testing.B) {
-						c := newCrowd(b, bl, n, bones, 1)
-						stride := c.cpu.CursorStride
-						blobBuf := newBuffer(b, e.dev, len(bl.Bytes()), bl.Bytes())
-						curBuf := newBuffer(b, e.dev, 4*n*stride, nil)
-						poseBuf := newBuffer(b, e.dev, n*bones*48, nil)
-						task := c.gpuTask(b)
-						task.Kernel = SampleKernelID + 1 + sched.KernelID(i)
-						task.Data.In[0] = blobBuf.Stream(4, uint32(len(bl.Words())), 0)
-						task.Data.Out[0] = poseBuf.Stream(bones*48, uint32(n), 0)
-						switch curs {
-						case "device":
-							task.Data.In[2] = curBuf.Stream(uint32(4*stride), uint32(n), 0)
-							task.Data.Out[1] = task.Data.In[2]
-							task.Data.Params[2] |= SampleInPlace
-						case "copy":
-							task.Data.In[2] = curBuf.Stream(uint32(4*stride), uint32(n), 0)
-							task.Data.Out[1] = task.Data.In[2]
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/(float64(b.N)*float64(n*bones)), "ns/bone")
+				})
+				for _, curs := range []string{"device", "copy", "host"} {
+					for i, ls := range locals {
+						if ls != SampleLocalSize && curs != "device" {
+							continue
 						}
-						// Warm up (the first dispatch of a pipeline compiles
-						// it: 150 ms here) and wait for its report.
-						e.obs.mu.Lock()
-						n0 := e.obs.n
-						e.obs.mu.Unlock()
-						c.play(0)
-						e.run(b, task)
-						e.obs.wait(b, n0+1)
-						e.obs.mu.Lock()
-						n0, ns0 := e.obs.n, e.obs.ns
-						e.obs.mu.Unlock()
-						frame := 0
-						for b.Loop() {
-							frame++
-							if mode == "seek" {
-								c.seek()
-							} else {
-								c.play(float32(frame) / 60)
+						b.Run(fmt.Sprintf("%v/chars=%d/%s/gpu/cursors=%s/local=%d", codec, n, mode, curs, ls), func(b *testing.B) {
+							bl := blob(b)
+							c := newCrowd(b, bl, n, bones, 1)
+							stride := c.cpu.CursorStride
+							blobBuf := newBuffer(b, e.dev, len(bl.Bytes()), bl.Bytes())
+							curBuf := newBuffer(b, e.dev, 4*n*stride, nil)
+							poseBuf := newBuffer(b, e.dev, n*bones*48, nil)
+							task := c.gpuTask(b)
+							task.Kernel = SampleKernelID + 1 + sched.KernelID(i)
+							task.Data.In[0] = blobBuf.Stream(4, uint32(len(bl.Words())), 0)
+							task.Data.Out[0] = poseBuf.Stream(bones*48, uint32(n), 0)
+							switch curs {
+							case "device":
+								task.Data.In[2] = curBuf.Stream(uint32(4*stride), uint32(n), 0)
+								task.Data.Out[1] = task.Data.In[2]
+								task.Data.Params[2] |= SampleInPlace
+							case "copy":
+								task.Data.In[2] = curBuf.Stream(uint32(4*stride), uint32(n), 0)
+								task.Data.Out[1] = task.Data.In[2]
 							}
+							// Warm up (the first dispatch of a pipeline compiles
+							// it: 150 ms here) and wait for its report.
+							e.obs.mu.Lock()
+							n0 := e.obs.n
+							e.obs.mu.Unlock()
+							c.play(0)
 							e.run(b, task)
-						}
-						wall := b.Elapsed()
-						disp := e.obs.wait(b, n0+b.N) - time.Duration(ns0)
-						poses := float64(b.N) * float64(n*bones)
-						b.ReportMetric(float64(disp.Nanoseconds())/poses, "ns/bone")
-						b.ReportMetric(float64(wall.Nanoseconds())/poses, "wall-ns/bone")
-					})
+							e.obs.wait(b, n0+1)
+							e.obs.mu.Lock()
+							n0, ns0 := e.obs.n, e.obs.ns
+							e.obs.mu.Unlock()
+							frame := 0
+							for b.Loop() {
+								frame++
+								if mode == "seek" {
+									c.seek()
+								} else {
+									c.play(float32(frame) / 60)
+								}
+								e.run(b, task)
+							}
+							wall := b.Elapsed()
+							disp := e.obs.wait(b, n0+b.N) - time.Duration(ns0)
+							poses := float64(b.N) * float64(n*bones)
+							b.ReportMetric(float64(disp.Nanoseconds())/poses, "ns/bone")
+							b.ReportMetric(float64(wall.Nanoseconds())/poses, "wall-ns/bone")
+						})
+					}
 				}
 			}
 		}
