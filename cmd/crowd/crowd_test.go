@@ -154,6 +154,40 @@ func checkNotBlank(t *testing.T, img *image.RGBA) {
 	}
 }
 
+// TestCodecUniform runs the demo on clips compressed with the uniform
+// codec (-codec uniform): the blob holds uniform clips, and the CPU and
+// GPU samplers draw the same crowd (validation layer on), within the
+// tolerance of TestHeadlessCPUvsGPU.
+func TestCodecUniform(t *testing.T) {
+	needCMU(t)
+	needVulkan(t)
+	dir := t.TempDir()
+	cpuPNG, gpuPNG := filepath.Join(dir, "cpu.png"), filepath.Join(dir, "gpu.png")
+	common := []string{"-codec", "uniform", "-count", "16", "-frames", "4", "-size", "256x192", "-validate"}
+	a, _ := demo(t, append(common, "-offload", "cpu", "-out", cpuPNG)...)
+	for i := range a.w.blob.NumClips() {
+		if c := a.w.blob.Clip(i); c.Codec() != anim.CodecUniform {
+			t.Fatalf("clip %d (%s) is %v", i, c.Name(), c.Codec())
+		}
+	}
+	if a.st.kernels[anim.SampleKernelID][devCPU].calls.Load() == 0 {
+		t.Error("no sampling ran on the CPU")
+	}
+	g, _ := demo(t, append(common, "-offload", "gpu", "-out", gpuPNG)...)
+	if n := g.st.kernels[anim.SampleKernelID][devGPU].calls.Load(); n < 4 {
+		t.Errorf("-offload gpu: sampling ran %d times on the GPU, want at least 4", n)
+	}
+	ci, gi := readPNG(t, cpuPNG), readPNG(t, gpuPNG)
+	checkNotBlank(t, ci)
+	checkNotBlank(t, gi)
+	if bad, total := imageDiff(ci, gi, 8); bad*100 > total {
+		t.Errorf("cpu and gpu images differ: %d of %d pixels by more than 8 (tolerance 1%%)", bad, total)
+	}
+	if _, err := parseFlags([]string{"-codec", "acl"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "acl") {
+		t.Errorf("-codec acl: error %v, want one naming the codec", err)
+	}
+}
+
 // TestHeadlessCPUvsGPU renders a small crowd offscreen on lavapipe with
 // local-to-model and skinning on the CPU workers, then on the GPU, with
 // the validation layer on: both images show the crowd and agree within
