@@ -15,6 +15,12 @@ import (
 // bind matrices, skin joints, a discontinuity.
 func richBlob(tb testing.TB) []byte {
 	tb.Helper()
+	return richSynthBlob(tb, CompressOptions{SegmentSeconds: 0.5})
+}
+
+// richSynthBlob is richBlob's skeleton and clip compressed with opt.
+func richSynthBlob(tb testing.TB, opt CompressOptions) []byte {
+	tb.Helper()
 	sk := synthSkeleton()
 	sk.InverseBind = make([][16]float32, 4)
 	for b := range sk.InverseBind {
@@ -23,18 +29,7 @@ func richBlob(tb testing.TB) []byte {
 	sk.SkinJoint = []int32{3, 2, 1, 0}
 	c := synthClip(61, 30, 40)
 	c.Events = []Event{{0.5, EventFootDown, 3}, {1.0, EventFootUp, 3}, {1.5, EventFootDown, 2}}
-	cc, err := Compress(sk, c, CompressOptions{SegmentSeconds: 0.5})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var b Builder
-	if err := b.AddClip(b.AddSkeleton(sk), cc); err != nil {
-		tb.Fatal(err)
-	}
-	data, err := b.Bytes()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	_, data := compressBlob(tb, sk, c, opt)
 	return data
 }
 
@@ -43,6 +38,66 @@ func fixChecksum(data []byte) {
 	if int(size) <= len(data) && size >= 16 {
 		binary.LittleEndian.PutUint32(data[12:], crc32.Checksum(data[16:size], castagnoli))
 	}
+}
+
+// mutWord, mutFloat and mutByte are blob mutations for wantBlobError:
+// they store v at byte offset off.
+func mutWord(off, v uint32) func([]byte) []byte {
+	return func(d []byte) []byte { binary.LittleEndian.PutUint32(d[off:], v); return d }
+}
+
+func mutFloat(off uint32, v float32) func([]byte) []byte { return mutWord(off, math.Float32bits(v)) }
+
+func mutByte(off uint32, v byte) func([]byte) []byte {
+	return func(d []byte) []byte { d[off] = v; return d }
+}
+
+// wantBlobError loads a copy of good changed by mut (its checksum
+// recomputed unless keepSum, so that the field check itself is reached)
+// and fails the test unless that gives a *BlobError containing want.
+func wantBlobError(t *testing.T, good []byte, name, want string, mut func([]byte) []byte, keepSum bool) {
+	t.Helper()
+	d := mut(append([]byte(nil), good...))
+	if !keepSum && len(d) >= 16 {
+		fixChecksum(d)
+	}
+	_, err := Load(d)
+	var be *BlobError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: error %v, want a BlobError containing %q", name, err, want)
+	}
+}
+
+// checkTruncations fails the test when a truncation of good loads.
+func checkTruncations(t *testing.T, good []byte) {
+	t.Helper()
+	for n := 0; n < len(good); n++ {
+		if _, err := Load(good[:n]); err == nil {
+			t.Fatalf("truncated to %d of %d bytes: loaded", n, len(good))
+		}
+	}
+}
+
+// checkCorruption flips 1 to 3 random bits (rng seeded with seed) of 3000
+// copies of good and recomputes their checksums: Load must not panic, and
+// whatever loads must sample without panicking (exercise).
+func checkCorruption(t *testing.T, good []byte, seed int64) {
+	t.Helper()
+	rng := rand.New(rand.NewSource(seed))
+	loaded := 0
+	for range 3000 {
+		d := append([]byte(nil), good...)
+		for range 1 + rng.Intn(3) {
+			i := rng.Intn(len(d))
+			d[i] ^= byte(1 << rng.Intn(8))
+		}
+		fixChecksum(d)
+		if bl, err := Load(d); err == nil {
+			loaded++
+			exercise(bl)
+		}
+	}
+	t.Logf("%d of 3000 corrupted blobs still valid", loaded)
 }
 
 func TestBlobRoundTrip(t *testing.T) {
@@ -126,10 +181,7 @@ func TestBlobInvalid(t *testing.T) {
 	segt := C + w(good, C+4*chSegTable) // segment table
 	stream := C + w(good, C+4*chStream) // stream
 	events := C + w(good, C+4*chEventTable)
-	set := func(off, v uint32) func([]byte) []byte {
-		return func(d []byte) []byte { le.PutUint32(d[off:], v); return d }
-	}
-	setF := func(off uint32, v float32) func([]byte) []byte { return set(off, math.Float32bits(v)) }
+	set, setF := mutWord, mutFloat
 	nan := float32(math.NaN())
 	cases := []struct {
 		name, want string
@@ -206,47 +258,19 @@ func TestBlobInvalid(t *testing.T) {
 		{"name outside", "name outside", set(C+4*chNameLen, 1<<20), false},
 	}
 	for _, tc := range cases {
-		d := tc.mut(append([]byte(nil), good...))
-		if !tc.keepSum && len(d) >= 16 {
-			fixChecksum(d)
-		}
-		_, err := Load(d)
-		var be *BlobError
-		if !errors.As(err, &be) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want a BlobError containing %q", tc.name, err, tc.want)
-		}
+		wantBlobError(t, good, tc.name, tc.want, tc.mut, tc.keepSum)
 	}
 }
 
 // Every truncation is an error, never a panic.
 func TestBlobTruncations(t *testing.T) {
-	good := richBlob(t)
-	for n := 0; n < len(good); n++ {
-		if _, err := Load(good[:n]); err == nil {
-			t.Fatalf("truncated to %d of %d bytes: loaded", n, len(good))
-		}
-	}
+	checkTruncations(t, richBlob(t))
 }
 
 // Random corruption with a valid checksum never panics, and whatever
 // loads samples without panicking.
 func TestBlobCorruption(t *testing.T) {
-	good := richBlob(t)
-	rng := rand.New(rand.NewSource(8))
-	loaded := 0
-	for range 3000 {
-		d := append([]byte(nil), good...)
-		for range 1 + rng.Intn(3) {
-			i := rng.Intn(len(d))
-			d[i] ^= byte(1 << rng.Intn(8))
-		}
-		fixChecksum(d)
-		if bl, err := Load(d); err == nil {
-			loaded++
-			exercise(bl)
-		}
-	}
-	t.Logf("%d of 3000 corrupted blobs still valid", loaded)
+	checkCorruption(t, richBlob(t), 8)
 }
 
 // exercise samples every clip of a blob at a few times and runs

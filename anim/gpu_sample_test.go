@@ -207,10 +207,27 @@ func (c *crowd) seek() {
 	}
 }
 
+// advance moves the crowd on to frame: a random seek when mode is
+// "seek", else forward playback at 60 Hz.
+func (c *crowd) advance(mode string, frame int) {
+	if mode == "seek" {
+		c.seek()
+	} else {
+		c.play(float32(frame) / 60)
+	}
+}
+
 // runCPU samples the crowd with the kernel's CPU function (kernels.Transform layout).
 func (c *crowd) runCPU(tb testing.TB) {
 	tb.Helper()
-	d, err := c.cpu.TaskData(0)
+	runKernelCPU(tb, c.cpu, 0)
+}
+
+// runKernelCPU samples job j with the kernel's CPU function, all its
+// characters, in place (into j's cursors and poses); flags as TaskData's.
+func runKernelCPU(tb testing.TB, j SampleJob, flags uint32) {
+	tb.Helper()
+	d, err := j.TaskData(flags)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -223,13 +240,36 @@ func (c *crowd) runCPU(tb testing.TB) {
 // gpuTask is the GPU's task: the CPU job's inputs, its own cursors and poses.
 func (c *crowd) gpuTask(tb testing.TB) sched.Task {
 	tb.Helper()
-	j := c.cpu
-	j.Cursors, j.Poses = c.gpuCur, c.gpuPoses
-	d, err := j.TaskData(0)
+	return sched.Task{Kernel: SampleKernelID, Affinity: sched.GPU, Data: taskDataWith(tb, c.cpu, c.gpuCur, c.gpuPoses, 0)}
+}
+
+// taskDataWith is the task data of job j with its cursors and poses
+// replaced by cur and poses (the GPU's own, beside the CPU reference's).
+func taskDataWith(tb testing.TB, j SampleJob, cur []uint32, poses []float32, flags uint32) sched.TaskData {
+	tb.Helper()
+	j.Cursors, j.Poses = cur, poses
+	d, err := j.TaskData(flags)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return sched.Task{Kernel: SampleKernelID, Affinity: sched.GPU, Data: d}
+	return d
+}
+
+// spinClip is synthClip(frames, 30, jump) with the hand spinning 1.5 turns
+// a second about (1,1,1): rotations so fast that no component can be
+// dropped, or whose dropped component changes from segment to segment.
+func spinClip(frames, jump int) *Clip {
+	spin := synthClip(frames, 30, jump)
+	var hand Track
+	for f := range spin.Frames {
+		a := 2 * math.Pi * 1.5 * float64(f) / spin.Rate // 1.5 turns a second
+		s := math.Sin(a/2) / math.Sqrt(3)
+		hand.Frames = append(hand.Frames, int32(f))
+		hand.Values = append(hand.Values, [4]float64{s, s, s, math.Cos(a / 2)})
+	}
+	makeContinuous(&hand)
+	spin.Tracks[3*3+int(TrackRotation)] = hand
+	return spin
 }
 
 // poseDiff compares two kernels.Transform-layout pose arrays and returns
@@ -524,36 +564,16 @@ func TestSampleGPUMatchesCPU(t *testing.T) {
 // bones. Forward and seeking, the GPU equals the CPU.
 func TestSampleGPUSynthetic(t *testing.T) {
 	_, _, cmuBytes := cmuData(t)
-	spin := synthClip(240, 30, 100)
-	var hand Track
-	for f := range spin.Frames {
-		a := 2 * math.Pi * 1.5 * float64(f) / spin.Rate // 1.5 turns a second
-		s := math.Sin(a/2) / math.Sqrt(3)
-		hand.Frames = append(hand.Frames, int32(f))
-		hand.Values = append(hand.Values, [4]float64{s, s, s, math.Cos(a / 2)})
-	}
-	makeContinuous(&hand)
-	spin.Tracks[3*3+int(TrackRotation)] = hand
 	sk := synthSkeleton()
-	var b Builder
-	si := b.AddSkeleton(sk)
-	for _, c := range []*Clip{spin, synthClip(1, 30, 0)} {
+	var ccs []*CompressedClip
+	for _, c := range []*Clip{spinClip(240, 100), synthClip(1, 30, 0)} {
 		cc, err := Compress(sk, c, CompressOptions{SegmentSeconds: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.AddClip(si, cc); err != nil {
-			t.Fatal(err)
-		}
+		ccs = append(ccs, cc)
 	}
-	synth, err := b.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bl, err := Load(slices.Concat(cmuBytes, synth))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bl := mustLoad(t, slices.Concat(cmuBytes, blobOf(t, sk, ccs...)))
 	if bl.NumClips() != 4 {
 		t.Fatalf("%d clips", bl.NumClips())
 	}
@@ -646,12 +666,7 @@ func TestSampleGPUBadData(t *testing.T) {
 		poseDiff(t, fmt.Sprintf("round %d, valid characters", round), c.gpuPoses[h:], c.cpu.Poses[h:], bones)
 	}
 	// Bad clip offsets and a pose stride below the clip's bones: identity.
-	j := c.cpu
-	j.Cursors, j.Poses = c.gpuCur, c.gpuPoses
-	d, err := j.TaskData(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := taskDataWith(t, c.cpu, c.gpuCur, c.gpuPoses, 0)
 	in := slices.Clone(c.cpu.Inputs)
 	in[0].Clip = 0
 	in[1].Clip = 4
@@ -808,11 +823,7 @@ func BenchmarkSampleGPU(b *testing.B) {
 					frame := 0
 					for b.Loop() {
 						frame++
-						if mode == "seek" {
-							c.seek()
-						} else {
-							c.play(float32(frame) / 60)
-						}
+						c.advance(mode, frame)
 						if err := sampleKernelCPU(nil, &d); err != nil {
 							b.Fatal(err)
 						}
@@ -858,11 +869,7 @@ func BenchmarkSampleGPU(b *testing.B) {
 							frame := 0
 							for b.Loop() {
 								frame++
-								if mode == "seek" {
-									c.seek()
-								} else {
-									c.play(float32(frame) / 60)
-								}
+								c.advance(mode, frame)
 								e.run(b, task)
 							}
 							wall := b.Elapsed()

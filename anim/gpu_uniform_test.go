@@ -101,16 +101,7 @@ func buildUniformMix() ([]byte, error) {
 			return nil, err
 		}
 	}
-	spin := synthClip(120, 30, 50)
-	var hand Track
-	for f := range spin.Frames {
-		a := 2 * math.Pi * 1.5 * float64(f) / spin.Rate // 1.5 turns a second
-		s := math.Sin(a/2) / math.Sqrt(3)
-		hand.Frames = append(hand.Frames, int32(f))
-		hand.Values = append(hand.Values, [4]float64{s, s, s, math.Cos(a / 2)})
-	}
-	makeContinuous(&hand)
-	spin.Tracks[3*3+int(TrackRotation)] = hand
+	spin := spinClip(120, 50)
 	sk := synthSkeleton()
 	si := b.AddSkeleton(sk)
 	if err := add(sk, si, spin, uni(1e-4, 0), CompressOptions{SegmentSeconds: 2, Passes: 1}); err != nil {
@@ -270,21 +261,9 @@ func TestSampleGPUUniformMatchesCPU(t *testing.T) {
 						cpu.Inputs[i].Time = uniformTimes(rng, clips[i], round, i)
 					}
 					// CPU: the kernel's CPU function, in place.
-					d, err := cpu.TaskData(flags)
-					if err != nil {
-						t.Fatal(err)
-					}
-					d.Begin, d.End = 0, d.Elements
-					if err := sampleKernelCPU(nil, &d); err != nil {
-						t.Fatal(err)
-					}
+					runKernelCPU(t, cpu, flags)
 					// GPU.
-					j := cpu
-					j.Cursors, j.Poses = gpuCur, gpuPoses
-					gd, err := j.TaskData(flags)
-					if err != nil {
-						t.Fatal(err)
-					}
+					gd := taskDataWith(t, cpu, gpuCur, gpuPoses, flags)
 					var out []uint32
 					if inPlace {
 						gd.In[2] = curBuf.Stream(uint32(4*stride), n, 0)
@@ -374,14 +353,7 @@ func TestSampleGPUUniformBadData(t *testing.T) {
 		}
 		cpu.Inputs[i] = SampleInput{Clip: c.Offset(), Time: rng.Float32() * c.Duration()}
 	}
-	d, err := cpu.TaskData(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Begin, d.End = 0, d.Elements
-	if err := sampleKernelCPU(nil, &d); err != nil {
-		t.Fatal(err)
-	}
+	runKernelCPU(t, cpu, 0)
 	gpuCur := make([]uint32, len(cpu.Cursors))
 	gpuPoses := make([]float32, len(cpu.Poses))
 	for round := range 6 {
@@ -406,12 +378,7 @@ func TestSampleGPUUniformBadData(t *testing.T) {
 				h[chSegTable], h[chRanges], h[chStreamWords] = rng.Uint32(), rng.Uint32(), rng.Uint32()
 			}
 		}
-		j := cpu
-		j.Cursors, j.Poses = gpuCur, gpuPoses
-		gd, err := j.TaskData(0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		gd := taskDataWith(t, cpu, gpuCur, gpuPoses, 0)
 		gd.In[0] = sched.Stream{Bytes: bytesOf(words), Stride: 4, Count: uint32(len(words))}
 		e.run(t, sched.Task{Kernel: SampleKernelID, Affinity: sched.GPU, Data: gd})
 		for i := 0; i < n; i += 2 {
@@ -437,8 +404,7 @@ func TestSampleGPUUniformBadData(t *testing.T) {
 // the CPU does.
 func TestSampleGPUUniformConstantClip(t *testing.T) {
 	sk := synthSkeleton()
-	var b Builder
-	si := b.AddSkeleton(sk)
+	var ccs []*CompressedClip
 	for _, c := range []struct {
 		clip *Clip
 		opt  CompressOptions
@@ -447,18 +413,9 @@ func TestSampleGPUUniformConstantClip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", c.opt.Codec, err)
 		}
-		if err := b.AddClip(si, cc); err != nil {
-			t.Fatal(err)
-		}
+		ccs = append(ccs, cc)
 	}
-	data, err := b.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bl, err := Load(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bl := mustLoad(t, blobOf(t, sk, ccs...))
 	if c := bl.Clip(0); !isUniformClip(c) || c.AnimatedTracks() != 0 {
 		t.Fatalf("clip 0: codec %v, %d animated tracks", c.Codec(), c.AnimatedTracks())
 	}
@@ -479,22 +436,11 @@ func TestSampleGPUUniformConstantClip(t *testing.T) {
 	}
 	for _, flags := range []uint32{0, SampleTRS} {
 		gpuCur := slices.Clone(cpu.Cursors)
-		d, err := cpu.TaskData(flags)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Begin, d.End = 0, d.Elements
-		if err := sampleKernelCPU(nil, &d); err != nil {
-			t.Fatal(err)
-		}
-		j := cpu
-		j.Cursors, j.Poses = gpuCur, make([]float32, len(cpu.Poses))
-		gd, err := j.TaskData(flags)
-		if err != nil {
-			t.Fatal(err)
-		}
+		runKernelCPU(t, cpu, flags)
+		gpuPoses := make([]float32, len(cpu.Poses))
+		gd := taskDataWith(t, cpu, gpuCur, gpuPoses, flags)
 		e.run(t, sched.Task{Kernel: SampleKernelID, Affinity: sched.GPU, Data: gd})
-		poseDiff(t, fmt.Sprintf("flags %d", flags), j.Poses, cpu.Poses, bones)
+		poseDiff(t, fmt.Sprintf("flags %d", flags), gpuPoses, cpu.Poses, bones)
 		if !slices.Equal(gpuCur, cpu.Cursors) {
 			t.Fatalf("flags %d: GPU cursors differ from the CPU's", flags)
 		}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"math/rand"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -208,20 +210,44 @@ func synthClip(frames int, rate float64, jump int) *Clip {
 // synthBlob compresses a synthetic clip into a blob.
 func synthBlob(tb testing.TB, c *Clip, opt CompressOptions) (*CompressedClip, []byte) {
 	tb.Helper()
-	sk := synthSkeleton()
+	return compressBlob(tb, synthSkeleton(), c, opt)
+}
+
+// compressBlob compresses c (on sk) into a one-clip blob.
+func compressBlob(tb testing.TB, sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, []byte) {
+	tb.Helper()
 	cc, err := Compress(sk, c, opt)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return cc, blobOf(tb, sk, cc)
+}
+
+// blobOf builds a blob of compressed clips, all on skeleton sk.
+func blobOf(tb testing.TB, sk *Skeleton, ccs ...*CompressedClip) []byte {
+	tb.Helper()
 	var b Builder
-	if err := b.AddClip(b.AddSkeleton(sk), cc); err != nil {
-		tb.Fatal(err)
+	si := b.AddSkeleton(sk)
+	for _, cc := range ccs {
+		if err := b.AddClip(si, cc); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	data, err := b.Bytes()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return cc, data
+	return data
+}
+
+// mustLoad loads a blob, failing the test on an error.
+func mustLoad(tb testing.TB, data []byte) *Blob {
+	tb.Helper()
+	bl, err := Load(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bl
 }
 
 // sampleAt samples one character of clip c at time t with a fresh cursor.
@@ -233,4 +259,126 @@ func sampleAt(tb testing.TB, c ClipView, t float32) []float32 {
 		tb.Fatal(err)
 	}
 	return j.Poses
+}
+
+// checkKeptCursor samples c (a CMU clip: 31 bones) through one cursor kept
+// from call to call while the time runs from 0 past the clip's end in
+// irregular steps drawn from rng: one in oneIn a step back of up to back
+// seconds (not below 0), one in oneIn a skip ahead of up to skip seconds
+// (over segments), otherwise a step ahead of up to 1/div seconds. Every
+// pose must equal a fresh cursor's (a seek: sampleAt) bit for bit.
+func checkKeptCursor(t *testing.T, c ClipView, rng *rand.Rand, oneIn int, back, skip, div float32) {
+	t.Helper()
+	j := SampleJob{Blob: c.b, Inputs: []SampleInput{{Clip: c.Offset()}}, Cursors: make([]uint32, c.CursorWords()),
+		CursorStride: c.CursorWords(), Poses: make([]float32, 31*PoseFloats), Bones: 31}
+	tm := float32(0)
+	for step := 0; tm <= c.Duration(); step++ {
+		j.Inputs[0].Time = tm
+		if err := j.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(j.Poses, sampleAt(t, c, tm)) {
+			t.Fatalf("%v clip %s at %v s (step %d): kept cursor (forward) and fresh one (seek) differ", c.Codec(), c.Name(), tm, step)
+		}
+		switch rng.Intn(oneIn) {
+		case 0:
+			tm = max(0, tm-rng.Float32()*back)
+		case 1:
+			tm += rng.Float32() * skip
+		default:
+			tm += rng.Float32() / div
+		}
+	}
+}
+
+// checkRotFirst samples 6 characters on bl's clips (newBenchCrowd's) with
+// 40 bones, beyond the clips' 31, in both layouts (TRS and RotFirst),
+// character i at time f*0.07 + i*spread for each of frames frames f: each
+// bone's first two vec4 must trade places and nothing else differ (the
+// poses start NaN: every word must be written), the clips' bones must
+// have zero padding, and an extra bone must be the identity in each
+// layout.
+func checkRotFirst(t *testing.T, bl *Blob, frames int, spread float32) {
+	t.Helper()
+	const n, bones = 6, 40
+	mk := func(rotFirst bool) *SampleJob {
+		bc := newBenchCrowd(t, bl, n)
+		bc.job.Bones = bones
+		bc.job.Poses = make([]float32, n*bones*PoseFloats)
+		for i := range bc.job.Poses {
+			bc.job.Poses[i] = float32(math.NaN()) // every word must be written
+		}
+		bc.job.RotFirst = rotFirst
+		return &bc.job
+	}
+	a, b := mk(false), mk(true)
+	codec := bl.Clip(0).Codec()
+	for f := range frames {
+		for _, j := range []*SampleJob{a, b} {
+			for i := range j.Inputs {
+				j.Inputs[i].Time = float32(f)*0.07 + float32(i)*spread
+			}
+			if err := j.Run(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for k := 0; k < len(a.Poses); k += PoseFloats {
+			x, y := a.Poses[k:k+PoseFloats], b.Poses[k:k+PoseFloats]
+			swapped := append(append(append([]float32{}, y[4:8]...), y[0:4]...), y[8:12]...)
+			ch, bone := k/PoseFloats/bones, k/PoseFloats%bones
+			for w := range PoseFloats {
+				if math.Float32bits(x[w]) != math.Float32bits(swapped[w]) {
+					t.Fatalf("%v: frame %d character %d bone %d: TRS %v, RotFirst %v", codec, f, ch, bone, x, y)
+				}
+			}
+			if bone < 31 && (x[3] != 0 || x[11] != 0) {
+				t.Fatalf("%v: frame %d character %d bone %d padding %v %v", codec, f, ch, bone, x[3], x[11])
+			}
+		}
+	}
+	if id := a.Poses[35*PoseFloats : 36*PoseFloats]; !slices.Equal(id, []float32{0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0}) {
+		t.Errorf("%v: extra bone in TRS layout: %v", codec, id)
+	}
+	if id := b.Poses[35*PoseFloats : 36*PoseFloats]; !slices.Equal(id, []float32{0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 0}) {
+		t.Errorf("%v: extra bone in RotFirst layout: %v", codec, id)
+	}
+}
+
+// checkClamp: times before clip c (-1 s, -Inf, NaN) sample as its start,
+// times after it (1 s after, +Inf) as its end.
+func checkClamp(t *testing.T, c ClipView) {
+	t.Helper()
+	start, end := sampleAt(t, c, 0), sampleAt(t, c, c.Duration())
+	for _, tm := range []float32{-1, float32(math.Inf(-1)), float32(math.NaN())} {
+		if !slices.Equal(sampleAt(t, c, tm), start) {
+			t.Errorf("%v clip %s: time %v is not the start", c.Codec(), c.Name(), tm)
+		}
+	}
+	for _, tm := range []float32{c.Duration() + 1, float32(math.Inf(1))} {
+		if !slices.Equal(sampleAt(t, c, tm), end) {
+			t.Errorf("%v clip %s: time %v is not the end", c.Codec(), c.Name(), tm)
+		}
+	}
+}
+
+// checkNoAllocs samples 16 characters on bl's clips (newBenchCrowd's)
+// frame after frame at 30 Hz, calling also (when not nil) after each
+// frame, and fails the test if a frame allocates.
+func checkNoAllocs(t *testing.T, bl *Blob, also func(bc *benchCrowd)) {
+	t.Helper()
+	bc := newBenchCrowd(t, bl, 16)
+	frame := 0
+	allocs := testing.AllocsPerRun(200, func() {
+		frame++
+		bc.setTime(float32(frame) / 30)
+		if err := bc.job.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if also != nil {
+			also(bc)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v: %v allocations per frame", bl.Clip(0).Codec(), allocs)
+	}
 }

@@ -14,30 +14,7 @@ import (
 func TestSampleForwardEqualsSeek(t *testing.T) {
 	bl := cmuBlob(t)
 	for i := range bl.NumClips() {
-		c := bl.Clip(i)
-		rng := rand.New(rand.NewSource(int64(i)))
-		fwd := SampleJob{Blob: bl, Inputs: []SampleInput{{Clip: c.Offset()}}, Cursors: make([]uint32, c.CursorWords()),
-			CursorStride: c.CursorWords(), Poses: make([]float32, 31*PoseFloats), Bones: 31}
-		tm := float32(0)
-		for step := 0; tm <= c.Duration(); step++ {
-			fwd.Inputs[0].Time = tm
-			if err := fwd.Run(); err != nil {
-				t.Fatal(err)
-			}
-			want := sampleAt(t, c, tm)
-			if !slices.Equal(fwd.Poses, want) {
-				t.Fatalf("%s at %v s (step %d): forward and seek differ", c.Name(), tm, step)
-			}
-			switch rng.Intn(20) {
-			case 0:
-				tm -= rng.Float32() * 2 // backwards
-				tm = max(tm, 0)
-			case 1:
-				tm += rng.Float32() * 3 // skip ahead over segments
-			default:
-				tm += rng.Float32() / 25
-			}
-		}
+		checkKeptCursor(t, bl.Clip(i), rand.New(rand.NewSource(int64(i))), 20, 2, 3, 25)
 	}
 }
 
@@ -127,58 +104,12 @@ func TestSamplePoseLayout(t *testing.T) {
 // bones beyond the clip's, which get the identity): each bone's first two
 // vec4 trade places and nothing else differs.
 func TestSampleRotFirst(t *testing.T) {
-	bl := cmuBlob(t)
-	const n, bones = 6, 40
-	mk := func(rotFirst bool) *SampleJob {
-		bc := newBenchCrowd(t, bl, n)
-		bc.job.Bones = bones
-		bc.job.Poses = make([]float32, n*bones*PoseFloats)
-		for i := range bc.job.Poses {
-			bc.job.Poses[i] = float32(math.NaN()) // every word must be written
-		}
-		bc.job.RotFirst = rotFirst
-		return &bc.job
-	}
-	a, b := mk(false), mk(true)
-	for f := range 50 {
-		for _, j := range []*SampleJob{a, b} {
-			for i := range j.Inputs {
-				j.Inputs[i].Time = float32(f)*0.07 + float32(i)
-			}
-			if err := j.Run(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for k := 0; k < len(a.Poses); k += PoseFloats {
-			x, y := a.Poses[k:k+PoseFloats], b.Poses[k:k+PoseFloats]
-			swapped := append(append(append([]float32{}, y[4:8]...), y[0:4]...), y[8:12]...)
-			for w := range PoseFloats {
-				if math.Float32bits(x[w]) != math.Float32bits(swapped[w]) {
-					t.Fatalf("frame %d character %d bone %d: TRS %v, RotFirst %v", f, k/PoseFloats/bones, k/PoseFloats%bones, x, y)
-				}
-			}
-		}
-	}
-	if id := b.Poses[35*PoseFloats : 36*PoseFloats]; id[3] != 1 || id[4] != 0 || id[8] != 1 {
-		t.Errorf("extra bone in RotFirst layout: %v", id)
-	}
+	checkRotFirst(t, cmuBlob(t), 50, 1)
 }
 
 // Times outside the clip clamp; NaN reads as 0.
 func TestSampleTimeClamp(t *testing.T) {
-	bl := cmuBlob(t)
-	c := bl.Clip(0)
-	start, end := sampleAt(t, c, 0), sampleAt(t, c, c.Duration())
-	for _, tm := range []float32{-1, float32(math.Inf(-1)), float32(math.NaN())} {
-		if !slices.Equal(sampleAt(t, c, tm), start) {
-			t.Errorf("time %v is not the start", tm)
-		}
-	}
-	for _, tm := range []float32{c.Duration() + 1, float32(math.Inf(1))} {
-		if !slices.Equal(sampleAt(t, c, tm), end) {
-			t.Errorf("time %v is not the end", tm)
-		}
-	}
+	checkClamp(t, cmuBlob(t).Clip(0))
 }
 
 // Cursors are caller memory: any content must be safe (no panic, no
@@ -221,16 +152,9 @@ func TestSampleScribbledCursor(t *testing.T) {
 // Sampling and local-to-model never allocate.
 func TestSampleNoAllocs(t *testing.T) {
 	bl := cmuBlob(t)
-	bc := newBenchCrowd(t, bl, 16)
 	parents := bl.Clip(0).Skeleton().Parents(nil)
 	model := make([]float32, 16*31*ModelFloats)
-	frame := 0
-	allocs := testing.AllocsPerRun(200, func() {
-		frame++
-		bc.setTime(float32(frame) / 30)
-		if err := bc.job.Run(); err != nil {
-			t.Fatal(err)
-		}
+	checkNoAllocs(t, bl, func(bc *benchCrowd) {
 		if err := LocalToModel(parents, bc.job.Poses, model, 0, 16); err != nil {
 			t.Fatal(err)
 		}
@@ -239,9 +163,6 @@ func TestSampleNoAllocs(t *testing.T) {
 			t.Fatal("no events")
 		}
 	})
-	if allocs != 0 {
-		t.Errorf("%v allocations per frame", allocs)
-	}
 }
 
 // Every invalid job is rejected, each with its own error, before any

@@ -2,7 +2,6 @@ package anim
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand"
@@ -115,27 +114,7 @@ func uniformCMUBlob(tb testing.TB) (*Blob, []*CompressedClip) {
 // in 8-frame segments.
 func richUniformBlob(tb testing.TB) []byte {
 	tb.Helper()
-	sk := synthSkeleton()
-	sk.InverseBind = make([][16]float32, 4)
-	for b := range sk.InverseBind {
-		sk.InverseBind[b] = [16]float32{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, float32(-b), 0, 0, 1}
-	}
-	sk.SkinJoint = []int32{3, 2, 1, 0}
-	c := synthClip(61, 30, 40)
-	c.Events = []Event{{0.5, EventFootDown, 3}, {1.0, EventFootUp, 3}, {1.5, EventFootDown, 2}}
-	cc, err := Compress(sk, c, CompressOptions{Codec: CodecUniform, UniformSegmentFrames: 8, Tolerance: 0.0005})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var b Builder
-	if err := b.AddClip(b.AddSkeleton(sk), cc); err != nil {
-		tb.Fatal(err)
-	}
-	data, err := b.Bytes()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return data
+	return richSynthBlob(tb, CompressOptions{Codec: CodecUniform, UniformSegmentFrames: 8, Tolerance: 0.0005})
 }
 
 // The uniform codec meets Tolerance at the 99th percentile through the
@@ -145,23 +124,8 @@ func TestUniformRoundTrip(t *testing.T) {
 	sks, cs := cmuParts(t)
 	for _, tol := range []float64{0.0001, 0.001} {
 		for i, c := range cs {
-			cc, err := Compress(sks[i], c, CompressOptions{Codec: CodecUniform, Tolerance: tol})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b Builder
-			if err := b.AddClip(b.AddSkeleton(sks[i]), cc); err != nil {
-				t.Fatal(err)
-			}
-			data, err := b.Bytes()
-			if err != nil {
-				t.Fatal(err)
-			}
-			bl, err := Load(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cv := bl.Clip(0)
+			cc, data := compressBlob(t, sks[i], c, CompressOptions{Codec: CodecUniform, Tolerance: tol})
+			cv := mustLoad(t, data).Clip(0)
 			st, err := Measure(sks[i], c, cv, 0.03, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -202,26 +166,7 @@ func TestUniformFrameAddressable(t *testing.T) {
 	for i := range bl.NumClips() {
 		c := bl.Clip(i)
 		rng := rand.New(rand.NewSource(int64(i)))
-		j := SampleJob{Blob: bl, Inputs: []SampleInput{{Clip: c.Offset()}}, Cursors: make([]uint32, c.CursorWords()),
-			CursorStride: c.CursorWords(), Poses: make([]float32, 31*PoseFloats), Bones: 31}
-		tm := float32(0)
-		for step := 0; tm <= c.Duration(); step++ {
-			j.Inputs[0].Time = tm
-			if err := j.Run(); err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(j.Poses, sampleAt(t, c, tm)) {
-				t.Fatalf("%s at %v s (step %d): kept cursor and fresh one differ", c.Name(), tm, step)
-			}
-			switch rng.Intn(10) {
-			case 0:
-				tm = max(0, tm-rng.Float32())
-			case 1:
-				tm += rng.Float32()
-			default:
-				tm += rng.Float32() / 40
-			}
-		}
+		checkKeptCursor(t, c, rng, 10, 1, 1, 40)
 		// Linear interpolation of the root translation between frames.
 		for range 50 {
 			f := rng.Intn(c.Frames() - 1)
@@ -256,56 +201,8 @@ func TestUniformFrameAddressable(t *testing.T) {
 func TestUniformLayoutsAndClamp(t *testing.T) {
 	ub, _ := uniformCMUBlob(t)
 	for _, bl := range []*Blob{ub, cmuBlob(t)} {
-		const n, bones = 6, 40
-		mk := func(rotFirst bool) *SampleJob {
-			bc := newBenchCrowd(t, bl, n)
-			bc.job.Bones = bones
-			bc.job.Poses = make([]float32, n*bones*PoseFloats)
-			for i := range bc.job.Poses {
-				bc.job.Poses[i] = float32(math.NaN()) // every word must be written
-			}
-			bc.job.RotFirst = rotFirst
-			return &bc.job
-		}
-		a, b := mk(false), mk(true)
-		codec := bl.Clip(0).Codec()
-		for f := range 20 {
-			for _, j := range []*SampleJob{a, b} {
-				for i := range j.Inputs {
-					j.Inputs[i].Time = float32(f)*0.07 + float32(i)*0.5
-				}
-				if err := j.Run(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for k := 0; k < len(a.Poses); k += PoseFloats {
-				x, y := a.Poses[k:k+PoseFloats], b.Poses[k:k+PoseFloats]
-				swapped := append(append(append([]float32{}, y[4:8]...), y[0:4]...), y[8:12]...)
-				for w := range PoseFloats {
-					if math.Float32bits(x[w]) != math.Float32bits(swapped[w]) {
-						t.Fatalf("%v: frame %d bone %d: TRS %v, RotFirst %v", codec, f, k/PoseFloats%bones, x, y)
-					}
-				}
-				if bone := k / PoseFloats % bones; bone < 31 && (x[3] != 0 || x[11] != 0) {
-					t.Fatalf("%v: bone %d padding %v %v", codec, bone, x[3], x[11])
-				}
-			}
-		}
-		if id := a.Poses[35*PoseFloats : 36*PoseFloats]; !slices.Equal(id, []float32{0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0}) {
-			t.Errorf("%v: extra bone %v", codec, id)
-		}
-		c := bl.Clip(1)
-		start, end := sampleAt(t, c, 0), sampleAt(t, c, c.Duration())
-		for _, tm := range []float32{-1, float32(math.Inf(-1)), float32(math.NaN())} {
-			if !slices.Equal(sampleAt(t, c, tm), start) {
-				t.Errorf("%v: time %v is not the start", codec, tm)
-			}
-		}
-		for _, tm := range []float32{c.Duration() + 1, float32(math.Inf(1))} {
-			if !slices.Equal(sampleAt(t, c, tm), end) {
-				t.Errorf("%v: time %v is not the end", codec, tm)
-			}
-		}
+		checkRotFirst(t, bl, 20, 0.5)
+		checkClamp(t, bl.Clip(1))
 	}
 }
 
@@ -323,39 +220,11 @@ func TestUniformMixedBlob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b Builder
-	s := b.AddSkeleton(sk)
-	for _, cc := range []*CompressedClip{curve, uni} {
-		if err := b.AddClip(s, cc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mixed, err := b.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	alone := func(cc *CompressedClip) *Blob {
-		var b Builder
-		if err := b.AddClip(b.AddSkeleton(sk), cc); err != nil {
-			t.Fatal(err)
-		}
-		d, err := b.Bytes()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bl, err := Load(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bl
-	}
-	ac, au := alone(curve), alone(uni)
+	mixed := blobOf(t, sk, curve, uni)
+	ac, au := mustLoad(t, blobOf(t, sk, curve)), mustLoad(t, blobOf(t, sk, uni))
 	both := append(append([]byte(nil), ac.Bytes()...), mixed...)
 	both = append(both, au.Bytes()...)
-	bl, err := Load(both)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bl := mustLoad(t, both)
 	if bl.NumClips() != 4 {
 		t.Fatalf("%d clips", bl.NumClips())
 	}
@@ -411,10 +280,7 @@ func TestUniformShapes(t *testing.T) {
 	}{{61, 40, 16}, {33, 0, 2}, {300, 0, 256}, {17, 0, 16}, {2, 0, 16}} {
 		c := synthClip(tc.frames, 30, tc.jump)
 		cc, data := synthBlob(t, c, CompressOptions{Codec: CodecUniform, UniformSegmentFrames: tc.L, Tolerance: 0.0002})
-		bl, err := Load(data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		bl := mustLoad(t, data)
 		st, err := Measure(sk, c, bl.Clip(0), 0.03)
 		if err != nil {
 			t.Fatal(err)
@@ -429,10 +295,7 @@ func TestUniformShapes(t *testing.T) {
 	}
 	c := synthClip(1, 30, 0)
 	cc, data := synthBlob(t, c, CompressOptions{Codec: CodecUniform})
-	bl, err := Load(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bl := mustLoad(t, data)
 	if cc.Stats.AnimatedTracks != 0 || bl.Clip(0).Codec() != CodecUniform {
 		t.Fatalf("one-frame clip: %d animated tracks, codec %v", cc.Stats.AnimatedTracks, bl.Clip(0).Codec())
 	}
@@ -482,18 +345,7 @@ func TestUniformOptions(t *testing.T) {
 // Sampling uniform clips never allocates.
 func TestUniformNoAllocs(t *testing.T) {
 	bl, _ := uniformCMUBlob(t)
-	bc := newBenchCrowd(t, bl, 16)
-	frame := 0
-	allocs := testing.AllocsPerRun(200, func() {
-		frame++
-		bc.setTime(float32(frame) / 30)
-		if err := bc.job.Run(); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("%v allocations per frame", allocs)
-	}
+	checkNoAllocs(t, bl, nil)
 }
 
 // Every field of the uniform clip record that Load checks, corrupted one
@@ -524,13 +376,7 @@ func TestBlobInvalidUniform(t *testing.T) {
 	if w(good, tracks)>>16 != uint32(TrackTranslation) || rot == 0 {
 		t.Fatal("unexpected track table")
 	}
-	set := func(off, v uint32) func([]byte) []byte {
-		return func(d []byte) []byte { le.PutUint32(d[off:], v); return d }
-	}
-	setB := func(off uint32, v byte) func([]byte) []byte {
-		return func(d []byte) []byte { d[off] = v; return d }
-	}
-	setF := func(off uint32, v float32) func([]byte) []byte { return set(off, math.Float32bits(v)) }
+	set, setF, setB := mutWord, mutFloat, mutByte
 	nan := float32(math.NaN())
 	cases := []struct {
 		name, want string
@@ -592,13 +438,7 @@ func TestBlobInvalidUniform(t *testing.T) {
 		{"name outside", "name outside", set(C+4*chNameLen, 1<<20)},
 	}
 	for _, tc := range cases {
-		d := tc.mut(append([]byte(nil), good...))
-		fixChecksum(d)
-		_, err := Load(d)
-		var be *BlobError
-		if !errors.As(err, &be) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want a BlobError containing %q", tc.name, err, tc.want)
-		}
+		wantBlobError(t, good, tc.name, tc.want, tc.mut, false)
 	}
 	// Sanity: the good blob loads, and every rate code and dropped
 	// component the format allows decodes.
@@ -612,24 +452,6 @@ func TestBlobInvalidUniform(t *testing.T) {
 // panicking.
 func TestBlobCorruptionUniform(t *testing.T) {
 	good := richUniformBlob(t)
-	for n := 0; n < len(good); n++ {
-		if _, err := Load(good[:n]); err == nil {
-			t.Fatalf("truncated to %d of %d bytes: loaded", n, len(good))
-		}
-	}
-	rng := rand.New(rand.NewSource(9))
-	loaded := 0
-	for range 3000 {
-		d := append([]byte(nil), good...)
-		for range 1 + rng.Intn(3) {
-			i := rng.Intn(len(d))
-			d[i] ^= byte(1 << rng.Intn(8))
-		}
-		fixChecksum(d)
-		if bl, err := Load(d); err == nil {
-			loaded++
-			exercise(bl)
-		}
-	}
-	t.Logf("%d of 3000 corrupted blobs still valid", loaded)
+	checkTruncations(t, good)
+	checkCorruption(t, good, 9)
 }
