@@ -482,17 +482,8 @@ func (w *uniformWork) set(i, code, sf int) {
 	nb, L, nt := p.nb, p.L, p.nt
 	b := p.tracks[i].bone
 	for fi := range sf {
-		v := w.val[((code*nt+i)*L+fi)*4:][:4]
 		x := fi*nb + b
-		switch p.tracks[i].kind {
-		case TrackTranslation:
-			w.lt[x] = [3]float64{float64(v[0]), float64(v[1]), float64(v[2])}
-		case TrackScale:
-			w.ls[x] = [3]float64{float64(v[0]), float64(v[1]), float64(v[2])}
-		default:
-			q := Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.normalized()
-			w.lr[x] = [4]float64(q)
-		}
+		putValue(p.tracks[i].kind, w.val[((code*nt+i)*L+fi)*4:][:4], &w.lt[x], &w.lr[x], &w.ls[x])
 		w.loc[x] = affOf(&w.lt[x], &w.lr[x], &w.ls[x])
 	}
 }
@@ -504,18 +495,23 @@ func (w *uniformWork) candidate(i, code, sf int) {
 	nb, L, nt := p.nb, p.L, p.nt
 	b := p.tracks[i].bone
 	for fi := range sf {
-		v := w.val[((code*nt+i)*L+fi)*4:][:4]
 		x := fi*nb + b
 		t, r, s := w.lt[x], w.lr[x], w.ls[x]
-		switch p.tracks[i].kind {
-		case TrackTranslation:
-			t = [3]float64{float64(v[0]), float64(v[1]), float64(v[2])}
-		case TrackScale:
-			s = [3]float64{float64(v[0]), float64(v[1]), float64(v[2])}
-		default:
-			r = [4]float64(Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.normalized())
-		}
+		putValue(p.tracks[i].kind, w.val[((code*nt+i)*L+fi)*4:][:4], &t, &r, &s)
 		w.cand[fi] = affOf(&t, &r, &s)
+	}
+}
+
+// putValue stores a decoded track value v (rotations normalised) into the
+// local transform's translation t, rotation r or scale s, by kind.
+func putValue(kind TrackKind, v []float32, t *[3]float64, r *[4]float64, s *[3]float64) {
+	switch kind {
+	case TrackTranslation:
+		*t = [3]float64{float64(v[0]), float64(v[1]), float64(v[2])}
+	case TrackScale:
+		*s = [3]float64{float64(v[0]), float64(v[1]), float64(v[2])}
+	default:
+		*r = [4]float64(Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.normalized())
 	}
 }
 
