@@ -349,7 +349,8 @@
 // that decodes the same blob words (Rice codes with findLSB, the integer
 // predictors with Go's truncating division, per-track steps, smallest-three
 // rebuild, hemisphere alignment, the Hermite cubic) and keeps the same
-// cursor words. Streaming, work item = character, grain SampleGrain:
+// cursor words; uniform clips (chosen per character by the clip's flags)
+// take a port of sampleUniform, which leaves the cursor alone. Streaming, work item = character, grain SampleGrain:
 //
 //	in 0   blob      uint32 words, Whole     Blob.Words(); TaskData.Data = the *Blob
 //	in 1   inputs    SampleInput, 8 B        PerItem
