@@ -253,7 +253,7 @@
 //	uniform, 0.1     21.69   0.0994 / 0.109      19.4 / 19.0 / 19.0     19.0
 //
 // Uniform compression is slower (the rate search evaluates every step
-// over the segment's bones): 4-16 s per clip on 2 cores against 2-6 s.
+// over the segment's bones): 4-9 s per clip on 2 cores against 2-6 s.
 // At 0.01 cm its maximum error is close to its 99th percentile (the search
 // bounds the worst vertex of every segment), where the curve codec's
 // maximum is 1.7 times it. Other settings measured with the prototype

@@ -36,7 +36,7 @@ import (
 //	uniform 0.1    21.7:1  0.0994 / 0.109 cm    18.6      19.0     19.0     19.4    19.0
 //
 // (uniform per clip: 14.5 and 13.9:1 at 0.01 cm, 22.4 and 21.3:1 at
-// 0.1 cm; compressing both clips takes 11-25 s per tolerance on 2
+// 0.1 cm; compressing both clips takes 11-15 s per tolerance on 2
 // cores, with two calibration passes, against 5-8 s for curves.) The
 // uniform codec also bounds the maximum error closely (about 1.1 ×
 // Tolerance: the search bounds every vertex of every segment), where the
