@@ -62,6 +62,9 @@ type Config struct {
 	FixedSize bool
 	// Hidden creates the window invisible (for tests).
 	Hidden bool
+	// CloseOnEscape makes the Escape key ask the window to close, as its
+	// close button does (ShouldClose then reports true).
+	CloseOnEscape bool
 }
 
 // Window is a GLFW window without a graphics API context, for Vulkan. It
@@ -271,6 +274,13 @@ func open(cfg Config) (*Window, error) {
 		w.fbH.Store(int32(height))
 		w.resizes.Add(1)
 	})
+	if cfg.CloseOnEscape {
+		gw.SetKeyCallback(func(gw *glfw.Window, key glfw.Key, _ int, action glfw.Action, _ glfw.ModifierKey) {
+			if key == glfw.KeyEscape && action == glfw.Press {
+				gw.SetShouldClose(true)
+			}
+		})
+	}
 	ok = true
 	return w, nil
 }
