@@ -254,7 +254,7 @@ func TestGLTFNaN(t *testing.T) {
 }
 
 func TestGLTFFiles(t *testing.T) {
-	simple := "/usr/share/assimp/models/glTF2/simple_skin/simple_skin.gltf"
+	simple := assimpModels + "/glTF2/simple_skin/simple_skin.gltf"
 	needAssimp(t, simple)
 	for _, tc := range []struct {
 		path          string

@@ -12,7 +12,17 @@ import (
 	"testing"
 )
 
-const assimpBVH = "/usr/share/assimp/models/BVH"
+// assimpModels is Debian's assimp-testmodels directory, or the one named
+// by VKJOBS_ASSIMP_MODELS (the GPU bundle of scripts/gpu-bundle carries
+// the files these tests read).
+var assimpModels = func() string {
+	if d := os.Getenv("VKJOBS_ASSIMP_MODELS"); d != "" {
+		return d
+	}
+	return "/usr/share/assimp/models"
+}()
+
+var assimpBVH = assimpModels + "/BVH"
 
 // needAssimp fails the test when Debian's assimp-testmodels is missing.
 func needAssimp(tb testing.TB, path string) {

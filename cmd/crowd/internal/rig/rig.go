@@ -27,8 +27,19 @@ import (
 	"github.com/vkjobs/vkjobs/kernels"
 )
 
-// CMUDir is where Debian's assimp-testmodels installs the CMU clips.
-const CMUDir = "/usr/share/assimp/models/BVH"
+// CMUDir is where the CMU clips are: BVH in Debian's assimp-testmodels
+// directory, /usr/share/assimp/models, or in the directory named by the
+// environment variable VKJOBS_ASSIMP_MODELS (for machines without the
+// package: the GPU bundle of scripts/gpu-bundle carries the clips).
+var CMUDir = filepath.Join(assimpModels(), "BVH")
+
+// assimpModels is $VKJOBS_ASSIMP_MODELS, or Debian's models directory.
+func assimpModels() string {
+	if d := os.Getenv("VKJOBS_ASSIMP_MODELS"); d != "" {
+		return d
+	}
+	return "/usr/share/assimp/models"
+}
 
 // MaxBones is the most bones a crowd skeleton may have: the skinning
 // kernels pack joint indices in 8 bits.
