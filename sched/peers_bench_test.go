@@ -1,0 +1,745 @@
+package sched
+
+// Benchmarks that put the scheduler beside its peers in one process, so
+// their ratios can be read from one `go test -bench` run:
+//
+//	go test -run '^$' -bench 'Peers' -count 10 ./sched/
+//
+// and summarised with sched/peerstat (medians and ratios). The peers are
+// pinned in go.mod: github.com/alitto/pond/v2, github.com/panjf2000/ants/v2,
+// github.com/noneback/go-taskflow and golang.org/x/sync/errgroup, beside a
+// bare channel pool, sync.WaitGroup.Go and hand-split goroutines.
+//
+// Every benchmark reports ns/task (or ns/node, ns/elem) with
+// b.ReportMetric and allocs/task from the runtime's malloc count over the
+// whole timed loop, so rows with different task counts per op compare
+// directly. Peers that cannot run a shape (a fixed pool whose tasks wait for
+// subtasks deadlocks) keep their row and skip it with the reason.
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/alitto/pond/v2"
+	gotaskflow "github.com/noneback/go-taskflow"
+	"github.com/panjf2000/ants/v2"
+	"golang.org/x/sync/errgroup"
+)
+
+const (
+	pkEmpty   KernelID = 40
+	pkFib     KernelID = 41
+	pkCompute KernelID = 42
+)
+
+// peerTasks is how many empty tasks one op of BenchmarkPeersEmpty adds.
+const peerTasks = 10000
+
+// perTask measures the timed loop's allocations and reports them, and the
+// time, per unit (task, node, element): n units per op.
+type perTask struct {
+	b       *testing.B
+	n       int
+	mallocs uint64
+	unit    string
+}
+
+func startPerTask(b *testing.B, n int, unit string) *perTask {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ResetTimer()
+	return &perTask{b: b, n: n, mallocs: ms.Mallocs, unit: unit}
+}
+
+func (p *perTask) stop() {
+	b := p.b
+	b.StopTimer()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	units := float64(b.N) * float64(p.n)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/units, "ns/"+p.unit)
+	b.ReportMetric(float64(ms.Mallocs-p.mallocs)/units, "allocs/"+p.unit)
+}
+
+// peerSched makes a scheduler with the default thread count (GOMAXPROCS:
+// one worker per P but one, plus the registered main thread).
+func peerSched(b *testing.B) (*Scheduler, *Ctx) {
+	reg := NewRegistry()
+	must(b, reg.Register(pkEmpty, Kernel{Name: "empty", CPU: func(*Ctx, *TaskData) error { return nil }}))
+	must(b, reg.Register(pkFib, Kernel{Name: "fib", CPU: fibEveryKernel}))
+	must(b, reg.Register(pkCompute, Kernel{Name: "compute", Kind: Streaming, Grain: 4096,
+		In: []StreamSpec{{Name: "x", Stride: 4}}, Out: []StreamSpec{{Name: "y", Stride: 4}},
+		CPU: func(c *Ctx, d *TaskData) error {
+			computeRange(View[float32](d.In[0]), View[float32](d.Out[0]), int(d.Begin), int(d.End))
+			return nil
+		}}))
+	s, err := New(Config{Kernels: reg})
+	must(b, err)
+	m, err := s.RegisterThread("main")
+	must(b, err)
+	b.Cleanup(func() { s.Close() })
+	return s, m
+}
+
+// chanPool is the simplest pool: GOMAXPROCS goroutines reading funcs from
+// one buffered channel. It has no priorities, affinity, dependencies or
+// waiting inside a task.
+type chanPool struct {
+	ch   chan func()
+	done sync.WaitGroup
+}
+
+func newChanPool(workers, depth int) *chanPool {
+	p := &chanPool{ch: make(chan func(), depth)}
+	for range workers {
+		p.done.Go(func() {
+			for f := range p.ch {
+				f()
+			}
+		})
+	}
+	return p
+}
+
+func (p *chanPool) Go(f func()) { p.ch <- f }
+func (p *chanPool) close()      { close(p.ch); p.done.Wait() }
+
+func newPond(b *testing.B) pond.Pool {
+	p := pond.NewPool(runtime.GOMAXPROCS(0))
+	b.Cleanup(p.StopAndWait)
+	return p
+}
+
+func newAnts(b *testing.B, size int) *ants.Pool {
+	p, err := ants.NewPool(size)
+	must(b, err)
+	b.Cleanup(p.Release)
+	return p
+}
+
+// BenchmarkPeersEmpty: 10,000 empty tasks added one by one, then waited
+// for as a whole; ns/task and allocs/task.
+func BenchmarkPeersEmpty(b *testing.B) {
+	b.Run("sched", func(b *testing.B) {
+		_, m := peerSched(b)
+		task := Task{Kernel: pkEmpty}
+		pt := startPerTask(b, peerTasks, "task")
+		for range b.N {
+			root, err := m.Create(&Task{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			task.Parent = root
+			for range peerTasks {
+				if _, err := m.Add(&task); err != nil {
+					b.Fatal(err)
+				}
+			}
+			must(b, m.Run(root))
+			must(b, m.Wait(root))
+		}
+		pt.stop()
+	})
+	b.Run("chanpool", func(b *testing.B) {
+		p := newChanPool(runtime.GOMAXPROCS(0), 1024)
+		defer p.close()
+		var wg sync.WaitGroup
+		f := func() { wg.Done() }
+		pt := startPerTask(b, peerTasks, "task")
+		for range b.N {
+			for range peerTasks {
+				wg.Add(1)
+				p.Go(f)
+			}
+			wg.Wait()
+		}
+		pt.stop()
+	})
+	b.Run("pond", func(b *testing.B) {
+		p := newPond(b)
+		var wg sync.WaitGroup
+		f := func() { wg.Done() }
+		pt := startPerTask(b, peerTasks, "task")
+		for range b.N {
+			for range peerTasks {
+				wg.Add(1)
+				if err := p.Go(f); err != nil {
+					b.Fatal(err)
+				}
+			}
+			wg.Wait()
+		}
+		pt.stop()
+	})
+	b.Run("ants", func(b *testing.B) {
+		p := newAnts(b, runtime.GOMAXPROCS(0))
+		var wg sync.WaitGroup
+		f := func() { wg.Done() }
+		pt := startPerTask(b, peerTasks, "task")
+		for range b.N {
+			for range peerTasks {
+				wg.Add(1)
+				if err := p.Submit(f); err != nil {
+					b.Fatal(err)
+				}
+			}
+			wg.Wait()
+		}
+		pt.stop()
+	})
+	b.Run("waitgroup", func(b *testing.B) {
+		pt := startPerTask(b, peerTasks, "task")
+		for range b.N {
+			var wg sync.WaitGroup
+			for range peerTasks {
+				wg.Go(func() {})
+			}
+			wg.Wait()
+		}
+		pt.stop()
+	})
+	b.Run("errgroup", func(b *testing.B) {
+		pt := startPerTask(b, peerTasks, "task")
+		for range b.N {
+			var g errgroup.Group
+			for range peerTasks {
+				g.Go(func() error { return nil })
+			}
+			must(b, g.Wait())
+		}
+		pt.stop()
+	})
+	// go-taskflow runs static graphs: the 10,000 tasks are built once and
+	// the graph is run per op (as the C++ Taskflow anchor in BENCHMARKS.md).
+	b.Run("taskflow", func(b *testing.B) {
+		e := gotaskflow.NewExecutor(uint(runtime.GOMAXPROCS(0)))
+		tf := gotaskflow.NewTaskFlow("empty")
+		for range peerTasks {
+			tf.NewTask("t", func() {})
+		}
+		pt := startPerTask(b, peerTasks, "task")
+		for range b.N {
+			e.Run(tf).Wait()
+		}
+		pt.stop()
+	})
+}
+
+// Fib: fib(25) with a task per call, each call n >= 2 spawning both
+// fib(n-1) and fib(n-2) as tasks and waiting for them: 242,785 tasks
+// (2*fib(26)-1) per op, the count the issue's C++ anchors used.
+const (
+	fibN     = 25
+	fibWant  = 75025
+	fibTasks = 242785
+)
+
+// fibStacks gives each scheduler thread a stack of result cells. A fib
+// kernel pushes two cells, hands them to its children, waits for both and
+// pops them: kernels nested on one thread (run while it waits) return
+// before the kernel below them, so the cells are used strictly LIFO per
+// thread, without atomics or allocation, and a child on another thread
+// writes its parent's cell only before the parent's Wait returns.
+var fibStacks [8]struct {
+	sp    int
+	cells [1 << 12]uint32
+	_     [cacheLine]byte
+}
+
+func fibEveryKernel(c *Ctx, d *TaskData) error {
+	n := d.Params[0]
+	out := d.Data.(*uint32)
+	if n < 2 {
+		*out = n
+		return nil
+	}
+	st := &fibStacks[c.Index()]
+	sp := st.sp
+	if sp+2 > len(st.cells) {
+		panic("fib: cell stack overflow")
+	}
+	st.sp = sp + 2
+	var a, b Task
+	a.Kernel, b.Kernel = pkFib, pkFib
+	a.Data.Params[0], b.Data.Params[0] = n-1, n-2
+	a.Data.Data, b.Data.Data = &st.cells[sp], &st.cells[sp+1]
+	ia, err := c.Add(&a)
+	if err != nil {
+		return err
+	}
+	ib, err := c.Add(&b)
+	if err != nil {
+		return err
+	}
+	if err := c.Wait(ib); err != nil {
+		return err
+	}
+	if err := c.Wait(ia); err != nil {
+		return err
+	}
+	*out = st.cells[sp] + st.cells[sp+1]
+	st.sp = sp
+	return nil
+}
+
+func fibWG(n uint32) uint32 {
+	if n < 2 {
+		return n
+	}
+	var x, y uint32
+	var wg sync.WaitGroup
+	wg.Go(func() { x = fibWG(n - 1) })
+	wg.Go(func() { y = fibWG(n - 2) })
+	wg.Wait()
+	return x + y
+}
+
+func fibErrgroup(n uint32) uint32 {
+	if n < 2 {
+		return n
+	}
+	var x, y uint32
+	var g errgroup.Group
+	g.Go(func() error { x = fibErrgroup(n - 1); return nil })
+	g.Go(func() error { y = fibErrgroup(n - 2); return nil })
+	g.Wait()
+	return x + y
+}
+
+func fibPond(p pond.Pool, n uint32) uint32 {
+	if n < 2 {
+		return n
+	}
+	var x, y uint32
+	ta := p.Submit(func() { x = fibPond(p, n-1) })
+	tb := p.Submit(func() { y = fibPond(p, n-2) })
+	ta.Wait()
+	tb.Wait()
+	return x + y
+}
+
+func fibAnts(p *ants.Pool, n uint32) uint32 {
+	if n < 2 {
+		return n
+	}
+	var x, y uint32
+	var wg sync.WaitGroup
+	wg.Add(2)
+	p.Submit(func() { x = fibAnts(p, n-1); wg.Done() })
+	p.Submit(func() { y = fibAnts(p, n-2); wg.Done() })
+	wg.Wait()
+	return x + y
+}
+
+func fibTaskflow(sf *gotaskflow.Subflow, n uint32, out *uint32) {
+	if n < 2 {
+		*out = n
+		return
+	}
+	var x, y uint32
+	a := sf.NewSubflow("f", func(sf *gotaskflow.Subflow) { fibTaskflow(sf, n-1, &x) })
+	c := sf.NewSubflow("f", func(sf *gotaskflow.Subflow) { fibTaskflow(sf, n-2, &y) })
+	sum := sf.NewTask("s", func() { *out = x + y })
+	sum.Succeed(a, c)
+}
+
+// BenchmarkPeersFib: fib(25) spawning at every level, on 1 and 2 Ps
+// (GOMAXPROCS; the scheduler gets one worker per P but one plus the main
+// thread, at least one worker).
+func BenchmarkPeersFib(b *testing.B) {
+	check := func(b *testing.B, r uint32) {
+		if r != fibWant {
+			b.Fatalf("fib(%d) = %d, want %d", fibN, r, fibWant)
+		}
+	}
+	for _, procs := range []int{1, 2} {
+		withProcs := func(f func(b *testing.B)) func(b *testing.B) {
+			return func(b *testing.B) {
+				old := runtime.GOMAXPROCS(procs)
+				defer runtime.GOMAXPROCS(old)
+				f(b)
+			}
+		}
+		suffix := "/p1"
+		if procs == 2 {
+			suffix = "/p2"
+		}
+		b.Run("sched"+suffix, withProcs(func(b *testing.B) {
+			_, m := peerSched(b)
+			var res uint32
+			pt := startPerTask(b, fibTasks, "task")
+			for range b.N {
+				t := Task{Kernel: pkFib}
+				t.Data.Params[0] = fibN
+				t.Data.Data = &res
+				id, err := m.Add(&t)
+				if err != nil {
+					b.Fatal(err)
+				}
+				must(b, m.Wait(id))
+				check(b, res)
+			}
+			pt.stop()
+		}))
+		b.Run("waitgroup"+suffix, withProcs(func(b *testing.B) {
+			pt := startPerTask(b, fibTasks, "task")
+			for range b.N {
+				check(b, fibWG(fibN))
+			}
+			pt.stop()
+		}))
+		b.Run("errgroup"+suffix, withProcs(func(b *testing.B) {
+			pt := startPerTask(b, fibTasks, "task")
+			for range b.N {
+				check(b, fibErrgroup(fibN))
+			}
+			pt.stop()
+		}))
+		b.Run("chanpool"+suffix, func(b *testing.B) {
+			b.Skip("a fixed pool of GOMAXPROCS goroutines: a task that waits for its subtasks holds its worker, and with fib's nesting every worker waits and nothing runs (deadlock)")
+		})
+		b.Run("pond"+suffix, func(b *testing.B) {
+			b.Skip("pond.NewPool(GOMAXPROCS): a task that waits for its subtasks holds a worker; with fib's nesting every worker waits (deadlock). pond-unbounded runs it")
+		})
+		b.Run("pond-unbounded"+suffix, withProcs(func(b *testing.B) {
+			p := pond.NewPool(0) // no limit: a new goroutine whenever all wait
+			defer p.StopAndWait()
+			pt := startPerTask(b, fibTasks, "task")
+			for range b.N {
+				check(b, fibPond(p, fibN))
+			}
+			pt.stop()
+		}))
+		b.Run("ants"+suffix, func(b *testing.B) {
+			b.Skip("ants.NewPool(GOMAXPROCS): a task that waits for its subtasks holds a worker; with fib's nesting every worker waits (deadlock). ants-unbounded runs it")
+		})
+		b.Run("ants-unbounded"+suffix, withProcs(func(b *testing.B) {
+			p := newAnts(b, -1)
+			pt := startPerTask(b, fibTasks, "task")
+			for range b.N {
+				check(b, fibAnts(p, fibN))
+			}
+			pt.stop()
+		}))
+		b.Run("taskflow"+suffix, withProcs(func(b *testing.B) {
+			// Subflows block their goroutine until their graph is done,
+			// so the executor needs more goroutines than subflows in
+			// flight (go-taskflow's NewExecutor documentation).
+			e := gotaskflow.NewExecutor(1 << 20)
+			pt := startPerTask(b, fibTasks, "task")
+			for range b.N {
+				var res uint32
+				tf := gotaskflow.NewTaskFlow("fib")
+				tf.NewSubflow("f", func(sf *gotaskflow.Subflow) { fibTaskflow(sf, fibN, &res) })
+				e.Run(tf).Wait()
+				check(b, res)
+			}
+			pt.stop()
+		}))
+	}
+}
+
+// The DAG: dagLevels levels of dagWidth nodes; node (l, j) for l > 0
+// depends on nodes (l-1, j) and (l-1, (j+1) % dagWidth). Nodes are empty:
+// the figure is the cost of the graph itself, per node.
+const (
+	dagLevels = 64
+	dagWidth  = 64
+	dagNodes  = dagLevels * dagWidth
+)
+
+// counterDAG runs the DAG on a pool that has no dependencies of its own:
+// each node keeps a count of unfinished predecessors, and the node that
+// brings a successor's count to zero submits it. Closures and counters are
+// made once; a run resets the counts.
+type counterDAG struct {
+	pending [dagNodes]atomic.Int32
+	run     [dagNodes]func()
+	wg      sync.WaitGroup
+}
+
+func newCounterDAG(submit func(func())) *counterDAG {
+	d := &counterDAG{}
+	for k := range dagNodes {
+		l, j := k/dagWidth, k%dagWidth
+		d.run[k] = func() {
+			if l+1 < dagLevels {
+				// Successors of (l, j): (l+1, j) and (l+1, j-1).
+				for _, s := range [2]int{(l+1)*dagWidth + j, (l+1)*dagWidth + (j+dagWidth-1)%dagWidth} {
+					if d.pending[s].Add(-1) == 0 {
+						submit(d.run[s])
+					}
+				}
+			}
+			d.wg.Done()
+		}
+	}
+	return d
+}
+
+func (d *counterDAG) once(submit func(func())) {
+	for k := range dagNodes {
+		if k < dagWidth {
+			d.pending[k].Store(0)
+		} else {
+			d.pending[k].Store(2)
+		}
+	}
+	d.wg.Add(dagNodes)
+	for k := range dagWidth {
+		submit(d.run[k])
+	}
+	d.wg.Wait()
+}
+
+// BenchmarkPeersDAG: the 64x64 DAG, exact dependencies; ns/node.
+func BenchmarkPeersDAG(b *testing.B) {
+	// sched: one dependency per task, so a node that needs two waits for
+	// a join: an empty task J depending on (l-1, j), holding an empty
+	// child depending on (l-1, j+1); the node depends on J (three tasks
+	// per node). The graph is built as it runs, every op.
+	b.Run("sched", func(b *testing.B) {
+		_, m := peerSched(b)
+		var prev, cur [dagWidth]TaskID
+		pt := startPerTask(b, dagNodes, "node")
+		for range b.N {
+			root, err := m.Create(&Task{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			node := Task{Kernel: pkEmpty, Parent: root}
+			for j := range dagWidth {
+				if cur[j], err = m.Add(&node); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for l := 1; l < dagLevels; l++ {
+				prev = cur
+				for j := range dagWidth {
+					join, err := m.Create(&Task{Dependency: prev[j]})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := m.Add(&Task{Parent: join, Dependency: prev[(j+1)%dagWidth]}); err != nil {
+						b.Fatal(err)
+					}
+					must(b, m.Run(join))
+					node.Dependency = join
+					if cur[j], err = m.Add(&node); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			node.Dependency = NoTask
+			must(b, m.Run(root))
+			must(b, m.Wait(root))
+		}
+		pt.stop()
+	})
+	b.Run("chanpool", func(b *testing.B) {
+		// Depth above the node count: a worker's submit never blocks.
+		p := newChanPool(runtime.GOMAXPROCS(0), 2*dagNodes)
+		defer p.close()
+		d := newCounterDAG(p.Go)
+		pt := startPerTask(b, dagNodes, "node")
+		for range b.N {
+			d.once(p.Go)
+		}
+		pt.stop()
+	})
+	b.Run("pond", func(b *testing.B) {
+		p := newPond(b)
+		submit := func(f func()) {
+			if err := p.Go(f); err != nil {
+				panic(err)
+			}
+		}
+		d := newCounterDAG(submit)
+		pt := startPerTask(b, dagNodes, "node")
+		for range b.N {
+			d.once(submit)
+		}
+		pt.stop()
+	})
+	b.Run("ants", func(b *testing.B) {
+		// Non-blocking would drop tasks; blocking submits from inside a
+		// task could wait for a worker held by the submitter: unbounded.
+		p := newAnts(b, -1)
+		submit := func(f func()) {
+			if err := p.Submit(f); err != nil {
+				panic(err)
+			}
+		}
+		d := newCounterDAG(submit)
+		pt := startPerTask(b, dagNodes, "node")
+		for range b.N {
+			d.once(submit)
+		}
+		pt.stop()
+	})
+	b.Run("goroutines-channels", func(b *testing.B) {
+		// A goroutine per node that receives from its two predecessors'
+		// done channels (closed when they finish).
+		pt := startPerTask(b, dagNodes, "node")
+		for range b.N {
+			var done [dagNodes]chan struct{}
+			for k := range done {
+				done[k] = make(chan struct{})
+			}
+			var wg sync.WaitGroup
+			for k := range dagNodes {
+				l, j := k/dagWidth, k%dagWidth
+				wg.Go(func() {
+					if l > 0 {
+						<-done[(l-1)*dagWidth+j]
+						<-done[(l-1)*dagWidth+(j+1)%dagWidth]
+					}
+					close(done[k])
+				})
+			}
+			wg.Wait()
+		}
+		pt.stop()
+	})
+	b.Run("waitgroup-levels", func(b *testing.B) {
+		// Looser than the DAG: a barrier per level (every node of a level
+		// waits for the whole previous level).
+		pt := startPerTask(b, dagNodes, "node")
+		for range b.N {
+			for range dagLevels {
+				var wg sync.WaitGroup
+				for range dagWidth {
+					wg.Go(func() {})
+				}
+				wg.Wait()
+			}
+		}
+		pt.stop()
+	})
+	b.Run("taskflow", func(b *testing.B) {
+		// A static graph with the exact dependencies, built once.
+		e := gotaskflow.NewExecutor(uint(runtime.GOMAXPROCS(0)))
+		tf := gotaskflow.NewTaskFlow("dag")
+		var prev, cur [dagWidth]*gotaskflow.Task
+		for l := range dagLevels {
+			for j := range dagWidth {
+				cur[j] = tf.NewTask("n", func() {})
+				if l > 0 {
+					cur[j].Succeed(prev[j], prev[(j+1)%dagWidth])
+				}
+			}
+			prev = cur
+		}
+		pt := startPerTask(b, dagNodes, "node")
+		for range b.N {
+			e.Run(tf).Wait()
+		}
+		pt.stop()
+	})
+}
+
+// BenchmarkPeersParallelFor: computeRange over 1M and 64K elements;
+// ns/elem. The pools get the hand split (one piece per P); the scheduler
+// splits at the kernel's grain (4096 elements).
+func BenchmarkPeersParallelFor(b *testing.B) {
+	for _, n := range []int{1 << 20, 64 << 10} {
+		x := make([]float32, n)
+		y := make([]float32, n)
+		for i := range x {
+			x[i] = float32(i)
+		}
+		name := "1M"
+		if n < 1<<20 {
+			name = "64K"
+		}
+		pieces := func(f func(lo, hi int)) {
+			p := runtime.GOMAXPROCS(0)
+			for w := range p {
+				f(n*w/p, n*(w+1)/p)
+			}
+		}
+		b.Run(name+"/goroutines", func(b *testing.B) {
+			pt := startPerTask(b, n, "elem")
+			for range b.N {
+				var wg sync.WaitGroup
+				pieces(func(lo, hi int) { wg.Go(func() { computeRange(x, y, lo, hi) }) })
+				wg.Wait()
+			}
+			pt.stop()
+		})
+		b.Run(name+"/sched", func(b *testing.B) {
+			_, m := peerSched(b)
+			t := Task{Kernel: pkCompute}
+			t.Data.Elements = uint32(n)
+			t.Data.In[0] = StreamOf(x)
+			t.Data.Out[0] = StreamOf(y)
+			pt := startPerTask(b, n, "elem")
+			for range b.N {
+				id, err := m.Add(&t)
+				if err != nil {
+					b.Fatal(err)
+				}
+				must(b, m.Wait(id))
+			}
+			pt.stop()
+		})
+		b.Run(name+"/chanpool", func(b *testing.B) {
+			p := newChanPool(runtime.GOMAXPROCS(0), 64)
+			defer p.close()
+			pt := startPerTask(b, n, "elem")
+			for range b.N {
+				var wg sync.WaitGroup
+				pieces(func(lo, hi int) {
+					wg.Add(1)
+					p.Go(func() { computeRange(x, y, lo, hi); wg.Done() })
+				})
+				wg.Wait()
+			}
+			pt.stop()
+		})
+		b.Run(name+"/pond", func(b *testing.B) {
+			p := newPond(b)
+			pt := startPerTask(b, n, "elem")
+			for range b.N {
+				g := p.NewGroup()
+				pieces(func(lo, hi int) { g.Submit(func() { computeRange(x, y, lo, hi) }) })
+				must(b, g.Wait())
+			}
+			pt.stop()
+		})
+		b.Run(name+"/ants", func(b *testing.B) {
+			p := newAnts(b, runtime.GOMAXPROCS(0))
+			pt := startPerTask(b, n, "elem")
+			for range b.N {
+				var wg sync.WaitGroup
+				pieces(func(lo, hi int) {
+					wg.Add(1)
+					must(b, p.Submit(func() { computeRange(x, y, lo, hi); wg.Done() }))
+				})
+				wg.Wait()
+			}
+			pt.stop()
+		})
+		b.Run(name+"/errgroup", func(b *testing.B) {
+			pt := startPerTask(b, n, "elem")
+			for range b.N {
+				var g errgroup.Group
+				pieces(func(lo, hi int) { g.Go(func() error { computeRange(x, y, lo, hi); return nil }) })
+				must(b, g.Wait())
+			}
+			pt.stop()
+		})
+		b.Run(name+"/taskflow", func(b *testing.B) {
+			e := gotaskflow.NewExecutor(uint(runtime.GOMAXPROCS(0)))
+			tf := gotaskflow.NewTaskFlow("pfor")
+			pieces(func(lo, hi int) { tf.NewTask("p", func() { computeRange(x, y, lo, hi) }) })
+			pt := startPerTask(b, n, "elem")
+			for range b.N {
+				e.Run(tf).Wait()
+			}
+			pt.stop()
+		})
+	}
+}
