@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -17,13 +19,20 @@ import (
 	"github.com/vkjobs/vkjobs/cmd/crowd/internal/rig"
 	"github.com/vkjobs/vkjobs/evstream"
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/internal/version"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 	"github.com/vkjobs/vkjobs/trace"
 )
 
-// defaultBones is the skeleton size of the BitSquid test scene (seed 000).
+// defaultBones is the skeleton size of the BitSquid test scene (Niklas
+// Frykholm, "Task Management -- A Practical Example", 2010): the CMU figure's
+// 31 joints grown to 90 with procedural chains.
 const defaultBones = 90
+
+// defaultHeadlessFrames is the number of frames a run without a window
+// renders when -frames is not given.
+const defaultHeadlessFrames = 120
 
 // defaultClipRate is the rate (Hz) the demo ships its clips at (-clip-rate).
 const defaultClipRate = 30
@@ -76,18 +85,59 @@ type app struct {
 	steps0      int64
 	simTime0    float64
 	notes       []string
+
+	// Stopping early: a signal received on stop ends the run after the
+	// frames in flight (stopped records it); onStop, when set, runs then.
+	stop    <-chan os.Signal
+	onStop  func()
+	stopped os.Signal
+	issued  int // frames issued
+}
+
+// interrupted is run's error after a signal stopped the run: the outputs
+// and the summary were written; main exits with 128 + the signal number,
+// as a shell reports a process the signal killed.
+type interrupted struct {
+	sig    os.Signal
+	frames int
+}
+
+func (e *interrupted) Error() string {
+	return fmt.Sprintf("stopped by %v after %d frames (outputs written)", e.sig, e.frames)
+}
+
+// exitCode is 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
+func (e *interrupted) exitCode() int {
+	if s, ok := e.sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
 }
 
 // run runs the demo with the command-line arguments args, printing to
 // stdout. It returns an error for bad flags, missing content, a requested
 // offload that is not available, or a failure while running.
+//
+// SIGINT and SIGTERM stop the run after the frames in flight: the PNG, the
+// trace and the summary are still written, and the error is an
+// *interrupted. A second signal, once the first was seen, ends the process
+// at once (the default action is restored).
 func run(args []string, stdout io.Writer) error {
-	_, err := runApp(args, stdout)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	_, err := runApp(args, stdout, runOptions{stop: sigs, onStop: func() { signal.Reset(syscall.SIGINT, syscall.SIGTERM) }})
 	return err
 }
 
+// runOptions are runApp's hooks beside the command line.
+type runOptions struct {
+	stop   <-chan os.Signal // a value here stops the run as SIGINT does
+	onStop func()           // called once when the run stops early
+}
+
 // runApp is run, returning the finished (closed) app for inspection.
-func runApp(args []string, stdout io.Writer) (a *app, err error) {
+func runApp(args []string, stdout io.Writer, opts ...runOptions) (a *app, err error) {
 	cfg, err := parseFlags(args, stdout)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -95,7 +145,14 @@ func runApp(args []string, stdout io.Writer) (a *app, err error) {
 		}
 		return nil, err
 	}
+	if cfg.version {
+		fmt.Fprintln(stdout, version.String("crowd"))
+		return nil, nil
+	}
 	a = &app{cfg: cfg, out: stdout}
+	for _, o := range opts {
+		a.stop, a.onStop = o.stop, o.onStop
+	}
 	a.log = func(format string, args ...any) {
 		if !cfg.quiet {
 			fmt.Fprintf(stdout, format, args...)
@@ -114,13 +171,26 @@ func runApp(args []string, stdout io.Writer) (a *app, err error) {
 	if err := a.loop(); err != nil {
 		return a, err
 	}
-	return a, a.finish()
+	if err := a.finish(); err != nil {
+		return a, err
+	}
+	if a.stopped != nil {
+		return a, &interrupted{sig: a.stopped, frames: a.issued}
+	}
+	return a, nil
 }
 
 // setup builds the content, opens Vulkan (when there is any), the
 // executors, the scheduler, the world and the drawing.
 func (a *app) setup() error {
 	cfg := a.cfg
+	// Output files are checked now, not after the run: the trace and the
+	// timeline always, the PNG when the run will be headless (again
+	// below if the window cannot be opened).
+	wantWindow := haveDisplay() && !cfg.headless
+	if err := checkOutputs(cfg, !wantWindow); err != nil {
+		return err
+	}
 	t := time.Now()
 	r, err := rig.Build(rig.Options{Bones: cfg.bones, Tolerance: cfg.tolerance / 100, Codec: cfg.codec, Rate: cfg.clipRate, Model: cfg.model, CacheDir: cfg.cacheDir})
 	if err != nil {
@@ -138,16 +208,18 @@ func (a *app) setup() error {
 	}
 
 	// Window or offscreen.
-	wantWindow := haveDisplay() && !cfg.headless
 	if wantWindow {
 		if a.win, err = openWindow(cfg.width, cfg.height, "crowd"); err != nil {
 			a.log("no window (%v): rendering offscreen\n", err)
 			a.win = nil
+			if err := checkOutputs(cfg, true); err != nil {
+				return err
+			}
 		}
 	}
 	switch {
 	case a.win == nil && !cfg.framesSet:
-		cfg.frames = 120
+		cfg.frames = defaultHeadlessFrames
 	case a.win == nil && cfg.frames == 0:
 		return errors.New("-frames 0 runs until the window closes, and there is no window: give a number of frames")
 	case a.win != nil && !cfg.framesSet:
@@ -461,7 +533,20 @@ func (a *app) loop() error {
 	var last time.Time
 	var fpsT time.Time
 	fpsN := 0
+	prog := newProgress(a.out, total, cfg.quiet)
 	for f := 0; total == 0 || f < total; f++ {
+		select {
+		case sig := <-a.stop:
+			a.stopped = sig
+			if a.onStop != nil {
+				a.onStop()
+			}
+			fmt.Fprintf(a.out, "\ncrowd: %v: finishing the frames in flight, then writing the outputs (again to quit at once)\n", sig)
+		default:
+		}
+		if a.stopped != nil {
+			break
+		}
 		if a.win != nil {
 			if a.draw.skipped > skipped {
 				a.win.idle() // minimised: wait for events instead of spinning
@@ -498,13 +583,19 @@ func (a *app) loop() error {
 		}
 		a.simTime += float64(a.dt)
 		issued = f + 1
+		prog.frame(issued)
 	}
+	prog.end()
 	for f := max(0, issued-N); f < issued; f++ {
 		if err := a.wait(a.done[f%len(a.done)]); err != nil {
 			return fmt.Errorf("frame %d: %w", f, err)
 		}
 	}
-	if issued > a.warm {
+	a.issued = issued
+	if issued <= a.warm {
+		// Stopped before the timed frames began: none is timed.
+		a.warm = issued
+	} else {
 		a.endTimed(issued - a.warm)
 	}
 	if a.draw.gfx != nil {
@@ -557,6 +648,10 @@ func (a *app) endTimed(frames int) {
 
 // finish writes the outputs and prints the summary.
 func (a *app) finish() error {
+	if a.issued == 0 {
+		// Stopped before the first frame: nothing to write or summarise.
+		return nil
+	}
 	if a.dev != nil && a.win == nil && a.draw.gfx != nil {
 		if err := a.writePNG(a.cfg.out); err != nil {
 			return err
@@ -589,7 +684,7 @@ func (a *app) writeTrace() error {
 		if err := f.Close(); err != nil {
 			return err
 		}
-		a.log("wrote %s (Chrome trace: open in https://ui.perfetto.dev or chrome://tracing)\n", a.cfg.trace)
+		a.log("wrote %s (Chrome trace: open in https://ui.perfetto.dev or chrome://tracing)\n", absPath(a.cfg.trace))
 	}
 	if a.cfg.timeline != "" {
 		n := len(a.st.frames)
@@ -611,7 +706,7 @@ func (a *app) writeTrace() error {
 		if err := f.Close(); err != nil {
 			return err
 		}
-		a.log("wrote %s (timeline of frame %d)\n", a.cfg.timeline, last)
+		a.log("wrote %s (timeline of frame %d)\n", absPath(a.cfg.timeline), last)
 	}
 	if d := a.tr.Dropped(); d > 0 {
 		a.log("trace: %d events did not fit the recorder's buffers (the trace holds the first frames)\n", d)
@@ -671,4 +766,63 @@ func appendTitle(b []byte, count, bones int, fps float64, offload string, pipeli
 	b = append(b, ", pipeline "...)
 	b = strconv.AppendInt(b, int64(pipeline), 10)
 	return append(b, ')')
+}
+
+// checkOutputs fails, naming the flag and the file, when an output the run
+// will write cannot be written: its directory is missing or not writable,
+// or the path is a directory or a file that cannot be opened for writing.
+// It leaves nothing behind: an existing file is opened without truncating
+// it, a new one is probed with a temporary file in its directory.
+func checkOutputs(cfg *config, headless bool) error {
+	type output struct{ flag, path string }
+	outs := []output{{"-trace", cfg.trace}, {"-timeline", cfg.timeline}}
+	if headless && cfg.render {
+		outs = append(outs, output{"-out", cfg.out})
+	}
+	for _, o := range outs {
+		if o.path == "" {
+			continue
+		}
+		if err := checkWritable(o.path); err != nil {
+			return fmt.Errorf("%s %s: %w", o.flag, o.path, err)
+		}
+	}
+	return nil
+}
+
+func checkWritable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return errors.New("is a directory")
+	case err == nil:
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("no directory %s", dir)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	f, err := os.CreateTemp(dir, ".crowd-probe-*")
+	if err != nil {
+		return fmt.Errorf("cannot create files in %s: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// absPath is path made absolute for messages (path itself if that fails).
+func absPath(path string) string {
+	if p, err := filepath.Abs(path); err == nil {
+		return p
+	}
+	return path
 }

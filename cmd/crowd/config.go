@@ -16,8 +16,10 @@ import (
 type config struct {
 	count     int
 	bones     int
+	bonesSet  bool
 	frames    int
 	framesSet bool
+	version   bool
 	width     int
 	height    int
 	offload   string
@@ -48,9 +50,11 @@ const usageText = `usage: crowd [flags]
 A crowd of individually animated characters (CMU motion capture on a
 %d-bone skeleton by default), each frame a task graph on the scheduler:
 sample -> local-to-model -> skin -> gather -> merge-n-sort -> record ->
-submit/present. With a display it opens a window (close it to stop);
-without one, or with -headless, it renders offscreen and writes a PNG of
-the last frame. See cmd/crowd/doc.go.
+submit/present. With a display it opens a window (close it or press Esc
+to stop); without one, or with -headless, it renders offscreen and writes a
+PNG of the last frame. Ctrl-C (SIGINT) or SIGTERM stops after the frame in
+flight and still writes the PNG, the trace and the summary. Output files
+are checked before the run starts. See cmd/crowd/doc.go.
 
 Flags:
 `
@@ -64,8 +68,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	fs.IntVar(&c.count, "count", 1000, "number of characters")
-	fs.IntVar(&c.bones, "bones", defaultBones, "bones per skeleton: the source's joints plus procedural chains (fingers, cape, tail, ...), at most 256")
-	fs.IntVar(&c.frames, "frames", 120, "frames to run; 0 = until the window closes (headless default 120)")
+	fs.IntVar(&c.bones, "bones", 0, fmt.Sprintf("bones per skeleton: the source's joints plus procedural chains (fingers, cape, tail, ...), at most 256; 0 = the source's joints only (default %d for the CMU figure; with -model, the model's own joints)", defaultBones))
+	fs.IntVar(&c.frames, "frames", 0, fmt.Sprintf("frames to run; in a window 0 = until it closes (default %d headless, 0 in a window)", defaultHeadlessFrames))
 	size := fs.String("size", "1280x720", "window or offscreen size WxH")
 	fs.StringVar(&c.offload, "offload", "cpu", "where local-to-model and skinning run: cpu, gpu, auto (learned placement) or spu (local-store executor)")
 	fs.StringVar(&c.out, "out", "crowd.png", "headless: PNG file for the last frame")
@@ -73,7 +77,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.trace, "trace", "", "write a Chrome trace (Perfetto, chrome://tracing) of the run to this JSON file")
 	fs.StringVar(&c.timeline, "timeline", "", "write an SVG timeline of the last complete frame to this file")
 	fs.BoolVar(&c.headless, "headless", false, "render offscreen even when a display is available")
-	fs.StringVar(&c.model, "model", "", "draw this glTF character (skeleton, clips and mesh) instead of the CMU figure, e.g. cmd/crowd/testdata/cesium_man.gltf")
+	fs.StringVar(&c.model, "model", "", "draw this glTF character (skeleton, clips and mesh) as it is instead of the CMU figure, e.g. cmd/crowd/testdata/cesium_man.gltf (-bones N adds procedural bones to it)")
 	fs.Float64Var(&c.tolerance, "tolerance", 0.1, "animation compression error target, cm at 3 cm from each bone")
 	fs.Func("codec", "animation clip codec: curve (Hermite curves, the best ratio) or uniform (frame-addressable: the same sampling cost at any playback rate and on seeks, a lower ratio)", func(v string) error {
 		var err error
@@ -92,17 +96,27 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&c.quiet, "q", false, "print only the summary")
 	fs.BoolVar(&c.uniform, "uniform", true, "gpu: skin with the palette in uniform blocks (kernels.SkinLBSUniform, one task per group of characters); false: one storage-buffer task (kernels.SkinLBS)")
 	fs.BoolVar(&c.render, "render", true, "draw with Vulkan; -render=false gathers, sorts and records into CPU command lists only (measures the simulation alone)")
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if c.version {
+		return c, nil
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "frames" {
+		switch f.Name {
+		case "frames":
 			c.framesSet = true
+		case "bones":
+			c.bonesSet = true
 		}
 	})
+	if !c.bonesSet && c.model == "" {
+		c.bones = defaultBones
+	}
 	w, h, err := parseSize(*size)
 	if err != nil {
 		return nil, err

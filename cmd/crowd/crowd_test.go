@@ -427,15 +427,22 @@ func TestOffloadAutoAndSPU(t *testing.T) {
 }
 
 // TestGLTFModel draws Cesium Man (cmd/crowd/testdata, CC BY 4.0) through
-// anim's glTF import, with procedural bones up to 90.
+// anim's glTF import as it is (its 19 joints), and with procedural bones
+// up to 90 when -bones asks for them.
 func TestGLTFModel(t *testing.T) {
 	needVulkan(t)
-	p := filepath.Join(t.TempDir(), "cesium.png")
-	a, _ := demo(t, "-model", "testdata/cesium_man.gltf", "-count", "6", "-frames", "4", "-size", "200x150", "-out", p, "-q")
-	if a.rig.SourceBones != 19 || a.rig.Bones != defaultBones {
-		t.Errorf("cesium man: %d source bones, %d in all", a.rig.SourceBones, a.rig.Bones)
+	for _, c := range []struct {
+		args  []string
+		bones int
+	}{{nil, 19}, {[]string{"-bones", "90"}, 90}} {
+		p := filepath.Join(t.TempDir(), "cesium.png")
+		args := append([]string{"-model", "testdata/cesium_man.gltf", "-count", "6", "-frames", "4", "-size", "200x150", "-out", p, "-q"}, c.args...)
+		a, _ := demo(t, args...)
+		if a.rig.SourceBones != 19 || a.rig.Bones != c.bones {
+			t.Errorf("cesium man %v: %d source bones, %d in all, want 19 and %d", c.args, a.rig.SourceBones, a.rig.Bones, c.bones)
+		}
+		checkNotBlank(t, readPNG(t, p))
 	}
-	checkNotBlank(t, readPNG(t, p))
 }
 
 func TestFlags(t *testing.T) {
@@ -572,10 +579,7 @@ func TestWindow(t *testing.T) {
 		t.Skipf("Xvfb missing (install Debian's xvfb): %v", err)
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "crowd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCrowd(t)
 	// -displayfd: Xvfb picks a free display and writes its number to the
 	// pipe once it accepts clients.
 	pr, pw, err := os.Pipe()

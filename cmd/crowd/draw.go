@@ -323,6 +323,6 @@ func (a *app) writePNG(path string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.out, "wrote %s (%dx%d, the last frame)\n", path, img.Rect.Dx(), img.Rect.Dy())
+	fmt.Fprintf(a.out, "wrote %s (%dx%d, the last frame)\n", absPath(path), img.Rect.Dx(), img.Rect.Dy())
 	return nil
 }

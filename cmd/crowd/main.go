@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -13,6 +14,10 @@ func init() { runtime.LockOSThread() }
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "crowd:", err)
+		var stop *interrupted
+		if errors.As(err, &stop) {
+			os.Exit(stop.exitCode())
+		}
 		os.Exit(1)
 	}
 }

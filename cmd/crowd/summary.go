@@ -29,7 +29,11 @@ func (a *app) summary() {
 		}
 	}
 	fmt.Fprintf(out, "\n== crowd summary ==\n")
-	fmt.Fprintf(out, "scene: %d characters x %d bones (%s; %d procedural bones: %s)\n", w.n, w.bones, a.rig.Source, w.bones-a.rig.SourceBones, strings.Join(a.rig.Chains, ", "))
+	if extra := w.bones - a.rig.SourceBones; extra > 0 {
+		fmt.Fprintf(out, "scene: %d characters x %d bones (%s; %d procedural bones: %s)\n", w.n, w.bones, a.rig.Source, extra, strings.Join(a.rig.Chains, ", "))
+	} else {
+		fmt.Fprintf(out, "scene: %d characters x %d bones (%s; no procedural bones)\n", w.n, w.bones, a.rig.Source)
+	}
 	fmt.Fprintf(out, "mesh: %s, %d vertices and %d triangles per character (%d vertices skinned per frame)\n", a.rig.Mesh.Name, w.verts, len(a.rig.Mesh.Indices)/3, w.verts*w.n)
 	dev := "none: " + fmt.Sprint(a.devErr)
 	if a.dev != nil {
@@ -50,7 +54,11 @@ func (a *app) summary() {
 	fmt.Fprintf(out, "offload: %s (sample %v, local-to-model %v, skin %v); pipeline: %d stage(s), %d buffer sets, %d vertex sets; %d scheduler threads\n",
 		cfg.offload, a.sampleWhere, a.ltmWhere, a.skinWhere, cfg.pipeline, len(w.sets), len(w.vsets), a.s.Threads())
 	wall := a.t1.Sub(a.t0)
-	fmt.Fprintf(out, "frames: %d (%d timed after %d warm-up) in %v\n", a.timedFrames+a.warm, a.timedFrames, a.warm, wall.Round(time.Millisecond))
+	fmt.Fprintf(out, "frames: %d (%d timed after %d warm-up) in %v", a.timedFrames+a.warm, a.timedFrames, a.warm, wall.Round(time.Millisecond))
+	if a.stopped != nil {
+		fmt.Fprintf(out, "; stopped early by %v", a.stopped)
+	}
+	fmt.Fprintln(out)
 
 	var ft []int64
 	for i := 1; i < len(timed); i++ {

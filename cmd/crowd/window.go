@@ -8,14 +8,15 @@ import (
 )
 
 // window is the demo's window: a resizable GLFW window (package
-// gpu/present) drawn through a swapchain. Its methods must be called on
+// gpu/present) drawn through a swapchain; Esc closes it, as its close
+// button does. Its methods must be called on
 // the main thread: the frame loop's goroutine, locked to it by init.
 type window struct {
 	w *present.Window
 }
 
 func openWindow(width, height int, title string) (*window, error) {
-	pw, err := present.Open(present.Config{Width: width, Height: height, Title: title})
+	pw, err := present.Open(present.Config{Width: width, Height: height, Title: title, CloseOnEscape: true})
 	if err != nil {
 		return nil, err
 	}
