@@ -476,14 +476,17 @@ func (c *Ctx) run(idx uint32) {
 			g = k.Grain
 		}
 		if !sl.sub {
-			if d.End-d.Begin > g && c.splitRoot(idx, g) {
+			// A task pinned to a registered thread is not split: every
+			// piece would have to run on this thread anyway, so it runs
+			// as one range (pieces pushed here were stolen by workers).
+			if d.End-d.Begin > g && sl.task.Affinity&threadAffinity == 0 && c.splitRoot(idx, g) {
 				return
 			}
 		} else {
 			// Binary splitting: hand the upper half to the deque (a thief
 			// may take it) and keep the lower half, while pieces stay at
 			// least one grain.
-			for d.End-d.Begin >= 2*g {
+			for uint64(d.End-d.Begin) >= 2*uint64(g) { // 64-bit: 2*g may not fit
 				x, ok := s.getSlot(c)
 				if !ok {
 					break
@@ -577,7 +580,8 @@ func (c *Ctx) splitRoot(idx uint32, g uint32) bool {
 	sl := &s.slots[idx]
 	d := &sl.task.Data
 	n := d.End - d.Begin
-	p := min((n+g-1)/g, uint32(len(s.threads)))
+	// In 64 bits: n+g-1 overflows for n > 2^32-g.
+	p := uint32(min((uint64(n)+uint64(g)-1)/uint64(g), uint64(len(s.threads))))
 	if p <= 1 {
 		return false
 	}
