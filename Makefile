@@ -52,8 +52,8 @@ fuzz:
 
 test: deps fmt-check vet shaders-check
 	$(GO) test -count=1 -timeout 30m ./...
-	# The kernels' pure-Go local-to-model and skinning paths (the fallbacks of the AVX2 assembly).
-	KERNELS_GO=1 $(GO) test -count=1 -run 'LocalToModel|Pose|Skin|LBS|CPURefuses|Alloc' ./kernels/
+	# The kernels' pure-Go paths (the fallbacks of the AVX2 assembly): local-to-model, skinning, reduce, scan, expand, saxpy.
+	KERNELS_GO=1 $(GO) test -count=1 -run 'LocalToModel|Pose|Skin|LBS|DQS|CPURefuses|Alloc|Sum|MinMax|Avg32|Expand|Scan|Saxpy' ./kernels/
 	$(GO) test -count=1 -race -timeout 20m ./sched/... ./gpu/... ./stress/... ./affinity/... ./render/... ./evstream/...
 	$(MAKE) --no-print-directory fuzz
 

@@ -76,7 +76,9 @@ func TestGPUMatchesCPU(t *testing.T) {
 			for _, n := range gpuSizes(id) {
 				d := fixture(t, id, n)
 				padUniformPalette(&d, id)
-				if err := runDirect(t, id, &d, 0, d.Elements); err != nil {
+				// The Go loops, the shaders' order of operations; the
+				// AVX2 sums are compared with the GPU below.
+				if err := runReference(t, id, &d); err != nil {
 					t.Fatalf("kernel %d, CPU: %v", id, err)
 				}
 				want := outputs(&d)
@@ -91,6 +93,7 @@ func TestGPUMatchesCPU(t *testing.T) {
 				for o := range want {
 					compareOutput(t, id, o, got[o], want[o], partialBlock(id, n))
 				}
+				compareFastSums(t, id, &d, got[0])
 			}
 		}
 		e.obs.wait(t, tasks)
@@ -118,7 +121,13 @@ func (halfPlacer) Place(_ sched.KernelID, _ *sched.Kernel, d *sched.TaskData) (s
 // half) and the CPU workers (second half): the two devices write disjoint
 // parts of the same host outputs, and the whole must match the CPU-only
 // result by the kernel's tolerance (the CPU half is bit-exact).
+//
+// The CPU half runs the Go loops (streamFast cleared), whose order of
+// operations is the shaders': the AVX2 sums differ from the GPU by
+// sumTolerance, which TestGPUMatchesCPU checks.
 func TestGPUCoExecution(t *testing.T) {
+	defer func(f bool) { streamFast = f }(streamFast)
+	streamFast = false
 	e := newGPUEnv(t, false, gpu.ExecutorOptions{}, sched.Config{Placer: halfPlacer{}})
 	gpuTasks := 0
 	for _, id := range IDs() {
@@ -516,4 +525,47 @@ func TestGPUChainPoseToSkin(t *testing.T) {
 			}
 		}
 	})
+}
+
+// runReference runs kernel id's CPU function on all of d with the Go loops
+// of the streaming kernels (streamFast cleared): the shaders' order of
+// operations.
+func runReference(t *testing.T, id sched.KernelID, d *sched.TaskData) error {
+	defer func(f bool) { streamFast = f }(streamFast)
+	streamFast = false
+	return runDirect(t, id, d, 0, d.Elements)
+}
+
+// compareFastSums checks the GPU's SumF32 and Avg32F32 output gpuOut
+// against the CPU kernel's AVX2 loop (when this CPU has it) by the stated
+// tolerance, sumTolerance of each block's inputs: the GPU sums in index
+// order, the assembly in 32 partial sums.
+func compareFastSums(t *testing.T, id sched.KernelID, d *sched.TaskData, gpuOut []byte) {
+	t.Helper()
+	if (id != SumF32 && id != Avg32F32) || !streamHasAsm {
+		return
+	}
+	defer func(f bool) { streamFast = f }(streamFast)
+	streamFast = true
+	clearOutputs(d)
+	if err := runDirect(t, id, d, 0, d.Elements); err != nil {
+		t.Fatal(err)
+	}
+	f, scale := uint64(SumFactor), 1.0
+	if id == Avg32F32 {
+		f, scale = Avg32Factor, 1.0/Avg32Factor
+	}
+	x := sched.View[float32](d.In[0])
+	g, c := f32bytes(gpuOut), sched.View[float32](d.Out[0])
+	valid := validCount(d, f)
+	for i := range c {
+		lo, hi := blockRange(uint32(i), f, valid)
+		tol := sumTolerance(x[lo:hi], scale)
+		if i == partialBlock(id, len(c)) {
+			tol = math.Max(tol, 3*math.Abs(float64(c[i]))*0x1p-23) // 3 ULP of the division
+		}
+		if diff := math.Abs(float64(g[i]) - float64(c[i])); !(diff <= tol) {
+			t.Fatalf("kernel %d block %d: gpu %v, CPU AVX2 %v: |diff| %g > tolerance %g", id, i, g[i], c[i], diff, tol)
+		}
+	}
 }

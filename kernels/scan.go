@@ -12,7 +12,8 @@ import (
 const ScanBlock = 256
 
 // scanReduceU32 writes out[i] = sum of inputs [256i, 256i+256) below the
-// valid count (uint32, wrapping): the block totals of a scan.
+// valid count (uint32, wrapping): the block totals of a scan. Whole blocks
+// run sumBlocksU32AVX2 with streamFast (the same bits).
 func scanReduceU32(_ *sched.Ctx, d *sched.TaskData) error {
 	x, err := inSlice[uint32](d, 0, 1)
 	if err != nil {
@@ -29,7 +30,14 @@ func scanReduceU32(_ *sched.Ctx, d *sched.TaskData) error {
 	if err := needLen("input", 0, len(x), min(n, uint64(d.End)*ScanBlock), "range end x factor"); err != nil {
 		return err
 	}
-	for i := d.Begin; i < d.End; i++ {
+	begin := d.Begin
+	if streamFast {
+		if full := wholeBlocks(d.Begin, d.End, ScanBlock, n); full > begin {
+			sumBlocksU32AVX2(x[uint64(begin)*ScanBlock:uint64(full)*ScanBlock], out[begin:full])
+			begin = full
+		}
+	}
+	for i := begin; i < d.End; i++ {
 		lo, hi := blockRange(i, ScanBlock, n)
 		var acc uint32
 		for _, v := range x[lo:hi] {
@@ -42,7 +50,8 @@ func scanReduceU32(_ *sched.Ctx, d *sched.TaskData) error {
 
 // scanDownsweepU32 writes, for block i, out[256i+k] = offsets[i] + the sum
 // of inputs [256i, 256i+k) (exclusive; inputs at or above the valid count
-// are 0).
+// are 0). Whole blocks run scanBlocksU32AVX2 with streamFast (the same
+// bits).
 func scanDownsweepU32(_ *sched.Ctx, d *sched.TaskData) error {
 	offsets, err := inSlice[uint32](d, 0, 1)
 	if err != nil {
@@ -66,7 +75,15 @@ func scanDownsweepU32(_ *sched.Ctx, d *sched.TaskData) error {
 	if err := needLen("output", 0, len(out), uint64(d.End)*ScanBlock, "range end x factor"); err != nil {
 		return err
 	}
-	for i := d.Begin; i < d.End; i++ {
+	begin := d.Begin
+	if streamFast {
+		if full := wholeBlocks(d.Begin, d.End, ScanBlock, n); full > begin {
+			b, e := uint64(begin)*ScanBlock, uint64(full)*ScanBlock
+			scanBlocksU32AVX2(offsets[begin:full], x[b:e], out[b:e])
+			begin = full
+		}
+	}
+	for i := begin; i < d.End; i++ {
 		lo, hi := blockRange(i, ScanBlock, n)
 		o := out[uint64(i)*ScanBlock : uint64(i+1)*ScanBlock]
 		acc := offsets[i]
