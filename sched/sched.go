@@ -232,7 +232,8 @@ type Scheduler struct {
 	// with the slots' slice header, which every Add reads for its bounds
 	// check, so each time a worker returned slots, the next Add missed.
 	// TestSchedulerLayout checks the padding.
-	id       uint8
+	id       uint16 // the tag in this scheduler's TaskIDs (see TaskID)
+	genBase  uint32 // every slot's first generation (see TaskID)
 	closing  atomic.Bool
 	stopping atomic.Bool
 	cfg      Config
@@ -278,7 +279,47 @@ type Scheduler struct {
 	dropped  atomic.Int64
 }
 
-var schedIDs atomic.Uint32
+// tags hands out the tags of TaskIDs (see TaskID): used marks the tags of
+// open schedulers; next[t] is the first generation a new holder of tag t
+// starts its slots at, above every generation its holders issued; last is
+// the tag given out last (tags go round, so a freed tag is reused late).
+var tags struct {
+	mu   sync.Mutex
+	used [MaxSchedulers + 1]bool
+	next [MaxSchedulers + 1]uint32
+	last uint16
+}
+
+// takeTag reserves a tag and its first generation for a new scheduler.
+func takeTag() (uint16, uint32, bool) {
+	tags.mu.Lock()
+	defer tags.mu.Unlock()
+	for i := 0; i < MaxSchedulers; i++ {
+		t := uint16(int(tags.last)%MaxSchedulers + 1) // 1..MaxSchedulers; 0 is NoTask's
+		tags.last = t
+		if !tags.used[t] {
+			tags.used[t] = true
+			if tags.next[t] == 0 {
+				tags.next[t] = 1
+			}
+			return t, tags.next[t], true
+		}
+	}
+	return 0, 0, false
+}
+
+// releaseTag frees s's tag once s issues no more IDs (end of Close): the
+// next holder starts above the newest generation of s's slots.
+func (s *Scheduler) releaseTag() {
+	var top uint32 // highest generation above the base, in modular distance
+	for i := range s.slots {
+		top = max(top, s.slots[i].genLoad()-s.genBase)
+	}
+	tags.mu.Lock()
+	tags.next[s.id] = s.genBase + top + 1
+	tags.used[s.id] = false
+	tags.mu.Unlock()
+}
 
 // New creates a scheduler and starts its workers.
 func New(cfg Config) (*Scheduler, error) {
@@ -311,13 +352,18 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.MaxRetainedErrors == 0 {
 		cfg.MaxRetainedErrors = 65536
 	}
+	tag, base, ok := takeTag()
+	if !ok {
+		return nil, fmt.Errorf("sched: New: %d schedulers are open, the most a process can have at once (Close the ones no longer used)", MaxSchedulers)
+	}
 	s := &Scheduler{
-		id:     uint8(schedIDs.Add(1)%255 + 1),
-		cfg:    cfg,
-		reg:    cfg.Kernels,
-		slots:  make([]slot, cfg.PoolSize),
-		nwork:  cfg.Workers,
-		failed: make(map[TaskID]*TaskError),
+		id:      tag,
+		genBase: base,
+		cfg:     cfg,
+		reg:     cfg.Kernels,
+		slots:   make([]slot, cfg.PoolSize),
+		nwork:   cfg.Workers,
+		failed:  make(map[TaskID]*TaskError),
 	}
 	s.freeIdx = make([]uint32, 0, cfg.PoolSize)
 	s.extCond = sync.NewCond(&s.extMu)
@@ -325,7 +371,7 @@ func New(cfg Config) (*Scheduler, error) {
 	for i := len(s.slots) - 1; i >= 0; i-- {
 		s.freeIdx = append(s.freeIdx, uint32(i))
 		s.nfree.Store(int32(len(s.freeIdx)))
-		s.slots[i].deps.Store(1 << 32)
+		s.slots[i].deps.Store(uint64(base) << 32)
 	}
 	for p := range s.inject {
 		s.inject[p].init(cfg.PoolSize)
@@ -496,7 +542,9 @@ func (s *Scheduler) checkID(id TaskID, what string) error {
 	if id == NoTask {
 		return nil
 	}
-	if id.sched() != s.id {
+	if id.sched() != s.id || int32(id.gen()-s.genBase) < 0 {
+		// The tag is ours only while we are open, and an ID of an earlier
+		// holder of the tag has a generation below our base (see TaskID).
 		return fmt.Errorf("sched: %s %v: %w", what, id, ErrForeignTask)
 	}
 	idx := id.index()
@@ -1193,6 +1241,7 @@ func (s *Scheduler) Close() error {
 		s.stopping.Store(true)
 		s.wakeAll()
 		s.workersWG.Wait()
+		s.releaseTag() // no generation moves any more
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr

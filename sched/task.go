@@ -5,39 +5,52 @@ import (
 	"unsafe"
 )
 
-// TaskID names a task. It packs the scheduler's number, the pool slot and the
+// TaskID names a task. It packs the scheduler's tag, the pool slot and the
 // slot's generation:
 //
-//	 63      56 55                     24 23            0
+//	 63      52 51                     20 19            0
 //	+----------+-------------------------+---------------+
-//	| sched id |       generation        |  slot index   |
+//	|   tag    |       generation        |  slot index   |
 //	+----------+-------------------------+---------------+
 //
 // A slot's generation is bumped each time the slot is freed, so an ID whose
 // generation is older than its slot's names a task that finished: IsFinished
 // reports true for it, never a wrong answer. The zero TaskID is "no task"
 // (NoTask) and is valid as a parent or dependency meaning "none".
+//
+// No two open schedulers share a tag (New fails when all MaxSchedulers tags
+// are taken), and a tag freed by Close is given out again only after every
+// other free tag, with generations that start above the last one issued
+// under it: a scheduler's generations all lie at or above its base, so an
+// ID of an earlier holder of its tag is older than the base and is refused
+// as foreign (ErrForeignTask), however many schedulers came and went. Only
+// 2^31 generations issued under one tag, the limit of the generation itself,
+// could make an old ID look new.
 type TaskID uint64
 
 // NoTask is the zero TaskID: no parent, no dependency.
 const NoTask TaskID = 0
 
 const (
-	idIndexBits = 24
+	idIndexBits = 20
 	idGenBits   = 32
+	idTagBits   = 64 - idIndexBits - idGenBits
 	idIndexMask = 1<<idIndexBits - 1
 	idGenMask   = 1<<idGenBits - 1
 	// MaxPoolSize is the largest task pool a scheduler can have.
 	MaxPoolSize = 1 << idIndexBits
+	// MaxSchedulers is how many schedulers can be open (made by New and
+	// not yet closed) at once in a process.
+	MaxSchedulers = 1<<idTagBits - 1
 )
 
-func makeID(sid uint8, gen uint32, idx uint32) TaskID {
-	return TaskID(uint64(sid)<<(idIndexBits+idGenBits) | uint64(gen)<<idIndexBits | uint64(idx))
+func makeID(tag uint16, gen uint32, idx uint32) TaskID {
+	return TaskID(uint64(tag)<<(idIndexBits+idGenBits) | uint64(gen)<<idIndexBits | uint64(idx))
 }
 
 func (id TaskID) index() uint32 { return uint32(id & idIndexMask) }
 func (id TaskID) gen() uint32   { return uint32(id>>idIndexBits) & idGenMask }
-func (id TaskID) sched() uint8  { return uint8(id >> (idIndexBits + idGenBits)) }
+func (id TaskID) sched() uint16 { return uint16(id >> (idIndexBits + idGenBits)) }
 
 // String formats the ID as task#index.gen (scheduler number omitted).
 func (id TaskID) String() string {
