@@ -28,7 +28,7 @@
 //
 // Pinning is off unless asked for. It acts on an OS thread, so it is only
 // meaningful for a goroutine locked to its thread with
-// runtime.LockOSThread (STYLE.md, habit 10): an unlocked goroutine moves
+// runtime.LockOSThread: an unlocked goroutine moves
 // between threads, and a pinned thread left to the Go scheduler runs
 // arbitrary goroutines on one CPU. PinCurrentThread(cpu) pins the calling
 // thread and fails (ErrNotAllowed) for a CPU outside the allowed set;

@@ -1,6 +1,7 @@
 // Package evstream is the engine's event stream: a blob of concatenated
 // events, each preceded by a header that names its type and payload size
-// (BitSquid, "Events", seed 002):
+// (after Niklas Frykholm, "Events", BitSquid development blog, 11 December
+// 2009, https://bitsquid.blogspot.com/2009/12/):
 //
 //	[header 1][event 1][header 2][event 2] ... [header n][event n]
 //

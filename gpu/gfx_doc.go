@@ -4,7 +4,8 @@ package gpu
 //
 // # What it is for
 //
-// Step 3 of seed 002's renderer, display-list building, on Vulkan: package
+// Step 3 of the renderer of Niklas Frykholm's "Parallel rendering"
+// (BitSquid, 2009; docs/design.md), display-list building, on Vulkan: package
 // render gathers draw packets into per-job RenderContexts, merges and
 // sorts them by a 64-bit key, splits the sorted stream into ranges and
 // calls a render.Recorder for each range on scheduler workers. Graphics is
@@ -168,8 +169,8 @@ package gpu
 // mesh) is what helps. Recording in parallel costs more CPU per draw than
 // recording on one thread (measured: 0.34 us with two hand-made goroutines,
 // 0.40 us through the scheduler with 8 ranges, against 0.25 us), because
-// the two vCPUs are hyperthreads that slow each other (VULKAN_NOTES: a
-// compute-bound loop gains about 1.5× from the second one) and idle
+// the two vCPUs are hyperthreads that slow each other (a compute-bound
+// loop gains about 1.5× from the second one) and idle
 // scheduler threads spin briefly; so two threads can record at most about
 // 1.2-1.5 times faster than one here. It pays where recording is the
 // bottleneck and cores are real: a desktop GPU executes 10,000 draws in

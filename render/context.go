@@ -7,8 +7,9 @@ import (
 	"github.com/vkjobs/vkjobs/evstream"
 )
 
-// RenderContext is one job's packet stream for one frame (seed 002's
-// RenderContext): the draw calls, state changes and render jobs that job
+// RenderContext is one job's packet stream for one frame (the
+// RenderContext of Niklas Frykholm's "Parallel rendering", BitSquid, 2009;
+// see docs/design.md): the draw calls, state changes and render jobs that job
 // gathered, in submission order, as an evstream of DrawPacket, StatePacket,
 // JobPacket and application packets. It has a fixed capacity chosen at
 // creation: a packet that does not fit is dropped and counted, the submit

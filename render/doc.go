@@ -3,7 +3,11 @@
 // display-list building. It knows no GPU; a backend (the Vulkan one lives in
 // package gpu) plugs in through the Recorder interface.
 //
-// # The design: three steps, each wide (BitSquid, "Parallel rendering", seed 002)
+// # The design: three steps, each wide
+//
+// After Niklas Frykholm, "Parallel rendering", BitSquid development blog,
+// 14 October 2009, https://bitsquid.blogspot.com/2009/10/ (docs/design.md
+// lists the sources):
 //
 //	 gather (N jobs)        merge-n-sort                     display-list building (R ranges)
 //	+---------------+                                      +---------------------------+

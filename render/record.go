@@ -8,7 +8,7 @@ import (
 )
 
 // Recorder turns ranges of the sorted stream into backend commands: step 3
-// of seed 002, display-list building. The Vulkan backend implements it with
+// of the design (package doc), display-list building. The Vulkan backend implements it with
 // one secondary command buffer per range, allocated from a command pool per
 // worker; CountingRecorder (validation, tests) and CommandRecorder (a CPU
 // command encoder, benchmarks, headless runs) are the CPU implementations.
@@ -128,7 +128,7 @@ func recordKernel(c *sched.Ctx, d *sched.TaskData) error {
 	return nil
 }
 
-// Record is step 3 of seed 002: it splits the sorted stream into ranges
+// Record is step 3 of the design, display-list building: it splits the sorted stream into ranges
 // (at most Config.Ranges, at least Config.MinRange packets each, sizes
 // differing by at most one; see Config.SplitLayers) and records them in
 // parallel through rec, one scheduler task per range; c helps while it

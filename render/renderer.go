@@ -237,7 +237,7 @@ func parseKernel(c *sched.Ctx, d *sched.TaskData) error {
 	return nil
 }
 
-// MergeSort is step 2 of seed 002: it merges the contexts into one stream
+// MergeSort is step 2 of the design (package doc), merge-n-sort: it merges the contexts into one stream
 // ordered by SortKey, stably (equal keys keep context order, then
 // submission order), using the scheduler:
 //

@@ -17,7 +17,7 @@ import "github.com/vkjobs/vkjobs/sched"
 // block, so no pass needs a separate histogram sweep.
 //
 // Rejected: per-context sorts followed by a k-way merge of the N runs
-// (seed 002's literal "merge"). It was implemented and measured: the merge
+// (the literal "merge" of "Parallel rendering"). It was implemented and measured: the merge
 // is branch-mispredict bound on interleaved keys (~20 ns per item for 8
 // runs with a loser tree) and cost as much as all the radix passes.
 

@@ -1,11 +1,12 @@
-// Command crowd is the project's showcase: BitSquid's test scene (seed
-// 000) of a thousand individually animated characters with 90-bone
+// Command crowd is the project's showcase: the test scene of the BitSquid
+// task manager (Niklas Frykholm, "Task Management -- A Practical Example",
+// 2010) of a thousand individually animated characters with 90-bone
 // skeletons, each frame a task graph on the scheduler, with animation
 // sampling, local-to-model and skinning on the CPU workers, the GPU, the
 // learned placement or the SPU-style executor, and rendering done by
 // gathering draw packets into per-job render contexts, merging and
-// sorting them, and recording Vulkan command buffers in parallel (seed
-// 002).
+// sorting them, and recording Vulkan command buffers in parallel (Frykholm,
+// "Parallel rendering", 2009). docs/design.md gives the sources' addresses.
 //
 // # Usage
 //
@@ -18,14 +19,23 @@
 //	go run ./cmd/crowd -model cmd/crowd/testdata/cesium_man.gltf -count 200
 //	go run ./cmd/crowd -render=false          # the simulation alone (packets still sorted and recorded)
 //
-// Flags: -count N characters (1000), -bones N per skeleton (90), -frames N
-// (120 headless; 0 runs until the window closes), -size WxH, -offload
+// Flags: -count N characters (1000), -bones N per skeleton (90; with
+// -model the model's own joints), -frames N (120 headless; 0 runs until
+// the window closes), -size WxH, -offload
 // cpu|gpu|auto|spu, -out FILE.png, -pipeline N (1-4), -trace FILE.json,
 // -timeline FILE.svg, -headless, -model FILE.gltf, -tolerance cm (the
 // clips' compression target, 0.1), -codec curve|uniform (the clips' codec,
 // curve; see anim.Codec), -clip-rate Hz (30), -seed, -validate (Vulkan validation
 // layer; any error message fails the run), -dt, -warmup, -workers,
-// -vsync, -q. go run ./cmd/crowd -h lists them all.
+// -vsync, -q, -version. go run ./cmd/crowd -h lists them all.
+//
+// Output files (-out, -trace, -timeline) are checked before any work, and
+// the messages give their absolute paths. Esc closes the window. SIGINT
+// (Ctrl-C) or SIGTERM stops the run after the frames in flight: the PNG,
+// the trace, the timeline and the summary are still written, and the exit
+// status is 128 + the signal's number (130 for Ctrl-C); a second signal
+// ends the process at once. A headless run reports its progress, in place
+// on a terminal and as a line per quarter of the run otherwise.
 //
 // At exit it prints a summary: frames, median and 95th-percentile frame
 // time, each phase's and each pipeline stage's median, the sampling +
@@ -67,7 +77,8 @@
 // bone visibly deforms geometry: 720 vertices and 1080 triangles per
 // character. -model FILE.gltf loads a glTF character instead through
 // anim's glTF import (skeleton, clips; the mesh with qmuntal/gltf, its
-// weights renormalised) plus boxes for the extra bones. testdata holds
+// weights renormalised) and draws it as it is, with its own joints; -bones
+// N adds procedural chains up to N bones, drawn as boxes. testdata holds
 // Khronos' Cesium Man (CC BY 4.0, see testdata/README.md).
 //
 // # A frame is a task graph
@@ -134,10 +145,13 @@
 //
 // A task has one dependency; where a task needs several, the frame adds a
 // join: an empty held parent with one empty child depending on each
-// (seed 000). Tasks, children and dependencies are created on the fly
-// from pools: adding a frame allocates nothing.
+// (the BitSquid task manager's join). Tasks, children and dependencies
+// are created on the fly from pools: adding a frame allocates nothing.
 //
-// # The frame pipeline (seed 004)
+// # The frame pipeline
+//
+// After Michael T. Mayers, "Thoughts on multithreaded pipeline game engine
+// architecture", 2009 (docs/design.md).
 //
 // -pipeline N runs the frame as N stages; a stage of frame f starts when
 // the previous stage of frame f and the same stage of frame f-1 have
@@ -184,40 +198,18 @@
 // seen by a small CPU task depending on them, because on lavapipe both GPU
 // timestamps are taken at the top of the pipe.
 //
-// # Measured (this 2-vCPU machine, lavapipe, 1000 x 90 bones)
-//
-// Summaries of go run ./cmd/crowd -q with the flags shown, medians:
-//
-//	-render=false -pipeline 1                  sampling + local-to-model 1.53 ms, simulation 3.30 ms, CPU 98%
-//	-render=false -pipeline 1 -offload auto    1.52 ms, 3.33 ms (the placer tries the GPU 3 times per
-//	                                           kernel, then keeps everything on the CPU)
-//	-render=false -pipeline 1 -clip-rate 0     2.06 ms, 3.92 ms (the 120 Hz capture: 3x the curve points)
-//	-render=false -pipeline 1 -codec uniform   1.20 ms, 2.98 ms against 1.40-1.48 and 3.16-3.26 in
-//	                                           the same session: the sampling kernel's busy
-//	                                           time 113-116 ms against 193-208 (0.56x; see
-//	                                           anim.Codec for its lower ratio)
-//	-render=false -pipeline 3                  frame 3.9 ms against 3.3 (pipeline 1); a stage's
-//	                                           span then includes the cores' turns on the
-//	                                           neighbouring frames' stages (3.6 ms)
-//	-render=false -pipeline 1 -offload gpu     12.9 ms, 39.5 ms: lavapipe runs the shaders on the
-//	                                           same two cores, slower than the Go kernels
-//	                                           (measured before the CPU skinning assembly)
-//	default (rendering on), -pipeline 1 / 3    frame 77 / 78-82 ms, simulation 10.4 ms
+// # What limits the frame rate
 //
 // The simulation goals (sampling + local-to-model <= 2 ms, simulation <=
-// 16.6 ms) are met with rendering off, where the simulation has the two
-// cores to itself. With rendering on, lavapipe's rasterizer threads take
-// the same two cores: rasterizing and shading 720 000 skinned vertices
-// and 1000 draws of 1080 triangles at 1280x720 on the CPU is what limits
-// the frame rate (about 80 ms per frame), and the simulation's stages
-// stretch to about 10 ms because they share the cores with it; on a GPU
-// the rasterization leaves the CPU. The CPU costs behind these figures
-// (one thread, thread CPU time): sampling 1.5 ms per frame (anim's
-// sampler, 30 Hz clips at 0.1 cm, plus the procedural bones 0.3 ms),
-// local-to-model 0.73 ms (AVX2 assembly, kernels); skinning the 720 000
-// vertices is the biggest stage: 3.7 ms of thread time per frame (the
-// kernels' busy time in the summary; AVX2 assembly, 9.8 ms with the Go
-// loop, when the simulation took 6.8 ms), about 1.8 ms on the two cores.
+// 16.6 ms for 1000 x 90 bones on 2 cores) are the ones the summary checks.
+// With rendering off the simulation has the cores to itself. With
+// rendering on lavapipe, its rasterizer threads take the same cores:
+// rasterizing and shading 720 000 skinned vertices and 1000 draws at
+// 1280x720 on the CPU is what limits the frame rate, and the simulation's
+// stages stretch because they share the cores with it; on a GPU the
+// rasterization leaves the CPU. Skinning is the biggest CPU stage. The
+// measured summaries (render off and on, each -offload, pipeline depths,
+// clip rates and codecs) are in BENCHMARKS.md, section crowd.
 //
 // # Without a display, without Vulkan
 //

@@ -423,7 +423,7 @@ func (a *app) issueSkinUniform(ring int, set *frameSet, dep sched.TaskID) (sched
 
 // join returns a task that completes when all of deps (NoTask entries
 // ignored) have: the dependency itself when there is one, else an empty
-// held parent with one empty child depending on each (seed 000's join:
+// held parent with one empty child depending on each (the BitSquid join:
 // a task has one dependency, so several become children of a join).
 func (a *app) join(c *sched.Ctx, d0, d1, d2, d3 sched.TaskID) (sched.TaskID, error) {
 	deps := [4]sched.TaskID{d0, d1, d2, d3}
