@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -33,7 +34,7 @@ func newWorld(opts PlacerOptions) *world {
 	return &world{
 		p:      NewPlacer(opts),
 		id:     7,
-		k:      sched.Kernel{Name: "sim", Kind: sched.Streaming, Grain: 1024, GPU: "binding"},
+		k:      sched.Kernel{Name: "sim", Kind: sched.Streaming, Grain: 1024, GPU: &bind.Binding{}},
 		pieces: 1,
 	}
 }
@@ -518,7 +519,7 @@ func TestPlacerSaveLoad(t *testing.T) {
 		}
 	}
 	// Another kernel under the same ID starts from scratch.
-	other := sched.Kernel{Name: "other", Kind: sched.Streaming, GPU: "b"}
+	other := sched.Kernel{Name: "other", Kind: sched.Streaming, GPU: &bind.Binding{}}
 	p3 := NewPlacer(PlacerOptions{})
 	if err := p3.Load(strings.NewReader(saved)); err != nil {
 		t.Fatal(err)

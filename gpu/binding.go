@@ -19,23 +19,13 @@ const (
 	DefaultLocalSize = bind.DefaultLocalSize
 )
 
-// bindingOf extracts a kernel's binding (sched.Kernel.GPU holds a *Binding
-// or a Binding) with defaults applied.
+// bindingOf returns a kernel's binding (sched.Kernel.GPU) with defaults
+// applied.
 func bindingOf(k *sched.Kernel) (Binding, error) {
-	var b Binding
-	switch g := k.GPU.(type) {
-	case *Binding:
-		if g == nil {
-			return b, fmt.Errorf("%w: kernel %q: GPU is a nil *gpu.Binding", ErrNoBinding, k.Name)
-		}
-		b = *g
-	case Binding:
-		b = g
-	case nil:
-		return b, fmt.Errorf("%w: kernel %q has none (sched.Kernel.GPU is nil)", ErrNoBinding, k.Name)
-	default:
-		return b, fmt.Errorf("%w: kernel %q: sched.Kernel.GPU holds a %T, not a gpu.Binding", ErrNoBinding, k.Name, k.GPU)
+	if k.GPU == nil {
+		return Binding{}, fmt.Errorf("%w: kernel %q has none (sched.Kernel.GPU is nil)", ErrNoBinding, k.Name)
 	}
+	b := *k.GPU
 	if b.Entry == "" {
 		b.Entry = DefaultEntry
 	}
@@ -46,4 +36,17 @@ func bindingOf(k *sched.Kernel) (Binding, error) {
 		b.ItemsPerInvocation = 1
 	}
 	return b, nil
+}
+
+// kernelCheck checks b against k's streams (bind.Binding.Check).
+func kernelCheck(k *sched.Kernel, b *Binding) error {
+	in := make([]bind.Stream, len(k.In))
+	for i, s := range k.In {
+		in[i] = bind.Stream{Name: s.Name, Stride: s.Stride}
+	}
+	out := make([]bind.Stream, len(k.Out))
+	for i, s := range k.Out {
+		out[i] = bind.Stream{Name: s.Name, Stride: s.Stride}
+	}
+	return b.Check(in, out)
 }

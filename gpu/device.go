@@ -249,8 +249,24 @@ func cstr(s string) string {
 
 // Open creates a Vulkan instance and a device on the selected physical
 // device. Errors wrap ErrNoDevice when there is no loader, no driver or no
-// usable device (the message says what to install).
+// usable device (the message says what to install), and ErrDeviceOverride
+// instead when a device was named (Options.Device, VKJOBS_DEVICE) and
+// cannot be had: a named device is never replaced by the CPU.
 func Open(opts Options) (*Device, error) {
+	d, err := openDevice(opts)
+	if err != nil && errors.Is(err, ErrNoDevice) {
+		override, source := opts.Device, "Options.Device"
+		if override == "" {
+			override, source = os.Getenv(EnvDevice), EnvDevice
+		}
+		if override != "" {
+			err = fmt.Errorf("%w: %s=%q names a device, but %s", ErrDeviceOverride, source, override, err.Error())
+		}
+	}
+	return d, err
+}
+
+func openDevice(opts Options) (*Device, error) {
 	if err := loadVulkan(); err != nil {
 		return nil, err
 	}

@@ -89,10 +89,19 @@ func TestDeviceOverride(t *testing.T) {
 		t.Errorf("selection %v", sel)
 	}
 	d.Close()
-	t.Setenv(EnvDevice, "no-such-gpu")
-	if _, err := Open(Options{}); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "no-such-gpu") {
-		t.Fatalf("bad %s: %v", EnvDevice, err)
+	for _, bad := range []string{"no-such-gpu", "99"} {
+		t.Setenv(EnvDevice, bad)
+		if _, err := Open(Options{}); !errors.Is(err, ErrDeviceOverride) || errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), bad) {
+			t.Fatalf("%s=%s: err = %v, want ErrDeviceOverride (not ErrNoDevice) naming it", EnvDevice, bad, err)
+		}
 	}
+	t.Run("no driver", func(t *testing.T) {
+		// Without a driver, a named device is still an override error.
+		noDriver(t)
+		if _, err := Open(Options{}); !errors.Is(err, ErrDeviceOverride) || errors.Is(err, ErrNoDevice) {
+			t.Fatalf("%s=99 without a driver: err = %v, want ErrDeviceOverride", EnvDevice, err)
+		}
+	})
 	d, err = Open(Options{Device: "0"}) // the option wins over the variable
 	must(t, err)
 	if sel := d.Selection(); !strings.Contains(sel.Reason, "Options.Device") {

@@ -30,6 +30,11 @@ var (
 	// ErrClosed: the device, executor or buffer was closed. It wraps
 	// sched.ErrClosed, so errors.Is(err, sched.ErrClosed) holds too.
 	ErrClosed = fmt.Errorf("gpu: closed: %w", sched.ErrClosed)
+	// ErrDeviceOverride: Options.Device or the VKJOBS_DEVICE variable
+	// names no usable device (or there is no Vulkan to look in). It does
+	// not wrap ErrNoDevice, so code that goes on without a GPU when there
+	// is none stops when the user asked for a device that is not there.
+	ErrDeviceOverride = errors.New("gpu: the device override matches no usable device")
 	// ErrNoBinding: the task's kernel has no usable GPU binding.
 	ErrNoBinding = errors.New("gpu: kernel has no GPU binding")
 	// ErrBadBinding: the binding is invalid (bad SPIR-V, missing entry

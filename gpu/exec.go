@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -346,6 +347,11 @@ func (e *Executor) Close() error {
 
 // submitLoop is the submitter goroutine.
 func (e *Executor) submitLoop() {
+	// One OS thread from slotReset to vkEndCommandBuffer, so that the
+	// validation layer's messages during planning and recording are
+	// counted against this command buffer (see shim.go).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	defer e.wg.Done()
 	defer close(e.inflight)
 	var q []pendingJob
@@ -736,7 +742,15 @@ func (e *Executor) record(sl *slot) error {
 		s.timestamp(cb, e.d.tsEnd, sl.qpool, 2*n+3)
 	}
 	s.barrier(cb, stCompute|stTransfer, stHost, acSWrite|acTWrite, acHRead)
-	return check("vkEndCommandBuffer", s.end(cb))
+	r := s.end(cb)
+	if r == ErrorValidationFailedEXT {
+		// The layer reported an error on this thread since slotReset: the
+		// command buffer is not submitted (see shim.go).
+		if n, msg := captured(); n > 0 {
+			return fmt.Errorf("%w: %d error message(s) while recording the command buffer of %d tasks; the first: %s", ErrValidation, n, len(sl.jobs), msg)
+		}
+	}
+	return check("vkEndCommandBuffer", r)
 }
 
 // hazard reports whether any access of cur overlaps one of prev with at

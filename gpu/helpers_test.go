@@ -105,7 +105,7 @@ func testRegistry(t testing.TB) *sched.Registry {
 		Out: []sched.StreamSpec{{Name: "z", Stride: 4}},
 		CPU: saxpyCPU, GPU: &Binding{SPIRV: saxpySPV, LocalSize: 256}}))
 	must(t, reg.Register(kSpin, sched.Kernel{Name: "spin", Kind: sched.Streaming, Grain: 1 << 20,
-		In: f4, Out: f4, CPU: spinCPU, GPU: Binding{SPIRV: spinSPV, LocalSize: 32}}))
+		In: f4, Out: f4, CPU: spinCPU, GPU: &Binding{SPIRV: spinSPV, LocalSize: 32}}))
 	must(t, reg.Register(kSum4, sched.Kernel{Name: "sum4", Kind: sched.Reduce, Factor: 4, Grain: 4096,
 		In: f4, Out: f4, CPU: sum4CPU, GPU: &Binding{SPIRV: sum4SPV, LocalSize: 128}}))
 	must(t, reg.Register(kPoly, sched.Kernel{Name: "poly", Kind: sched.Streaming, Grain: 4096,
@@ -114,10 +114,13 @@ func testRegistry(t testing.TB) *sched.Registry {
 		GPU: &Binding{SPIRV: polySPV, ItemsPerInvocation: 4, UniformIn: [4]bool{false, true}}}))
 	must(t, reg.Register(kFill, sched.Kernel{Name: "fill", Kind: sched.Streaming, Out: f4, CPU: fillCPU}))
 	must(t, reg.Register(kTotal, sched.Kernel{Name: "total", Kind: sched.Simple, CPU: totalCPU}))
-	bad := append([]byte(nil), saxpySPV...)
-	bad[0] ^= 0xff // wrong magic
+	// kBad's module is broken after registration (Register refuses a bad
+	// one), so that its tasks exercise the executor's own check.
 	must(t, reg.Register(kBad, sched.Kernel{Name: "bad", Kind: sched.Streaming, In: f4, Out: f4, CPU: spinCPU,
-		GPU: &Binding{SPIRV: bad}}))
+		GPU: &Binding{SPIRV: spinSPV}}))
+	bad := append([]byte(nil), spinSPV...)
+	bad[0] ^= 0xff // wrong magic
+	reg.Lookup(kBad).GPU = &Binding{SPIRV: bad}
 	return reg
 }
 

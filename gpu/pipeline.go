@@ -3,7 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"github.com/vkjobs/vkjobs/gpu/bind"
+	"runtime"
 	"unsafe"
 
 	vk "github.com/vulkan-go/vulkan"
@@ -81,7 +81,7 @@ func (d *Device) pipelineFor(k *sched.Kernel) (*pipeline, error) {
 		itemsPerGroup: uint64(b.LocalSize) * uint64(b.ItemsPerInvocation)}
 	d.pipes[key] = p
 	d.pmu.Unlock()
-	if err := d.createPipeline(p, k, &b); err != nil {
+	if err := d.createPipeline(p, k, &b, true); err != nil {
 		p.destroy(d)
 		p.err = fmt.Errorf("kernel %q: %w", k.Name, err)
 	}
@@ -89,10 +89,28 @@ func (d *Device) pipelineFor(k *sched.Kernel) (*pipeline, error) {
 	return p, p.err
 }
 
-func (d *Device) createPipeline(p *pipeline, k *sched.Kernel, b *Binding) error {
-	if err := bind.CheckSPIRV(b.SPIRV, b.Entry); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadBinding, err)
+// createPipeline creates p's module, layouts and pipeline. With check, the
+// binding is first checked against the kernel's streams (as Register did).
+// The calls run on one locked OS thread so that an error message of the
+// validation layer during them fails the creation (ErrValidation): an
+// invalid pipeline is never bound.
+func (d *Device) createPipeline(p *pipeline, k *sched.Kernel, b *Binding, check bool) error {
+	if check {
+		if err := kernelCheck(k, b); err != nil {
+			return err
+		}
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	captureReset()
+	err := d.createPipelineObjects(p, k, b)
+	if n, msg := captured(); n > 0 {
+		return fmt.Errorf("%w: %w: the validation layer reported %d error(s) creating the pipeline; the first: %s", ErrBadBinding, ErrValidation, n, msg)
+	}
+	return err
+}
+
+func (d *Device) createPipelineObjects(p *pipeline, k *sched.Kernel, b *Binding) error {
 	l := &d.lim
 	if b.LocalSize > l.maxGroupSize || b.LocalSize > l.maxInvocations {
 		return fmt.Errorf("%w: LocalSize %d exceeds the device's maxComputeWorkGroupSize[0] %d or maxComputeWorkGroupInvocations %d",

@@ -96,8 +96,8 @@ const EnvDevice = "VKJOBS_DEVICE"
 // implementation (lavapipe), then anything else, skipping devices without a
 // compute queue; ties go to the lowest index. A non-empty override is a
 // device index or a case-insensitive name substring (first match by index);
-// an override that matches no usable device is an error, never a silent
-// fallback. source names the override's origin for the reason text (e.g.
+// an override that matches no usable device is an error wrapping
+// ErrDeviceOverride (not ErrNoDevice), never a silent fallback. source names the override's origin for the reason text (e.g.
 // "VKJOBS_DEVICE"). SelectDevice is pure: it is what Open uses, and tests
 // call it with stubbed device lists.
 func SelectDevice(devs []DeviceInfo, override, source string) (Selection, error) {
@@ -113,17 +113,17 @@ func SelectDevice(devs []DeviceInfo, override, source string) (Selection, error)
 			for _, d := range devs {
 				if d.Index == n {
 					if !d.Compute {
-						return sel, fmt.Errorf("%w: %s=%q selects %v, which has no compute queue", ErrNoDevice, source, override, d)
+						return sel, fmt.Errorf("%w: %s=%q selects %v, which has no compute queue", ErrDeviceOverride, source, override, d)
 					}
 					if len(d.Missing) > 0 {
-						return sel, fmt.Errorf("%w: %s=%q selects %v, which lacks the extensions %s", ErrNoDevice, source, override, d, strings.Join(d.Missing, ", "))
+						return sel, fmt.Errorf("%w: %s=%q selects %v, which lacks the extensions %s", ErrDeviceOverride, source, override, d, strings.Join(d.Missing, ", "))
 					}
 					sel.Chosen = d
 					sel.Reason = fmt.Sprintf("%s=%q selects device index %d", source, override, n)
 					return sel, nil
 				}
 			}
-			return sel, fmt.Errorf("%w: %s=%q: no device with index %d among %s", ErrNoDevice, source, override, n, listDevices(devs))
+			return sel, fmt.Errorf("%w: %s=%q: no device with index %d among %s", ErrDeviceOverride, source, override, n, listDevices(devs))
 		}
 		want := strings.ToLower(override)
 		for _, d := range devs {
@@ -133,7 +133,7 @@ func SelectDevice(devs []DeviceInfo, override, source string) (Selection, error)
 				return sel, nil
 			}
 		}
-		return sel, fmt.Errorf("%w: %s=%q matches no device name with a compute queue and the requested extensions among %s", ErrNoDevice, source, override, listDevices(devs))
+		return sel, fmt.Errorf("%w: %s=%q matches no device name with a compute queue and the requested extensions among %s", ErrDeviceOverride, source, override, listDevices(devs))
 	}
 	best := -1
 	for i, d := range devs {

@@ -37,8 +37,12 @@ func TestSelectDevice(t *testing.T) {
 	}
 	for _, c := range errCases {
 		_, err := SelectDevice(c.devs, c.override, EnvDevice)
-		if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), c.msg) {
-			t.Errorf("%s: err = %v, want ErrNoDevice mentioning %q", c.name, err, c.msg)
+		want := ErrNoDevice
+		if c.override != "" {
+			want = ErrDeviceOverride // a named device is never "no device"
+		}
+		if !errors.Is(err, want) || !strings.Contains(err.Error(), c.msg) || (c.override != "" && errors.Is(err, ErrNoDevice)) {
+			t.Errorf("%s: err = %v, want %v mentioning %q", c.name, err, want, c.msg)
 		}
 	}
 	if _, err := SelectDevice(nil, "", ""); !strings.Contains(err.Error(), "mesa-vulkan-drivers libvulkan1 libvulkan-dev") {

@@ -140,11 +140,29 @@ uint32_t vkj_queue_families(VkInstance inst, VkPhysicalDevice pd, vkj_qfam *out,
 	return n;
 }
 
+// Error messages reported on this thread since the last vkj_capture_reset
+// (the validation layer reports from the thread that made the call).
+static __thread uint32_t vkj_cap_errors;
+static __thread char vkj_cap_msg[1024];
+
+void vkj_capture_reset(void) {
+	vkj_cap_errors = 0;
+	vkj_cap_msg[0] = 0;
+}
+
+uint32_t vkj_capture_errors(void) { return vkj_cap_errors; }
+
+const char *vkj_capture_msg(void) { return vkj_cap_msg; }
+
 static VKAPI_ATTR VkBool32 VKAPI_CALL vkj_debug_cb(VkDebugReportFlagsEXT flags, VkDebugReportObjectTypeEXT type,
 	uint64_t object, size_t location, int32_t code, const char *layer, const char *msg, void *user) {
 	(void)type;
 	(void)object;
 	(void)location;
+	if ((flags & VK_DEBUG_REPORT_ERROR_BIT_EXT) != 0 && vkj_cap_errors++ == 0 && msg != NULL) {
+		strncpy(vkj_cap_msg, msg, sizeof(vkj_cap_msg) - 1);
+		vkj_cap_msg[sizeof(vkj_cap_msg) - 1] = 0;
+	}
 	vkjGoDebugReport((uintptr_t)user, (uint32_t)flags, code, (char *)layer, (char *)msg);
 	return VK_FALSE;
 }
@@ -254,6 +272,7 @@ VkResult vkj_compute_pipeline(const vkj_dev *d, uint64_t cache, uint64_t module,
 }
 
 VkResult vkj_slot_reset(const vkj_dev *d, uint64_t fence, uint64_t cmd_pool, uint64_t desc_pool) {
+	vkj_capture_reset();
 	VkFence f = H(VkFence, fence);
 	VkResult r = d->ResetFences(d->dev, 1, &f);
 	if (r != VK_SUCCESS) {
@@ -278,7 +297,13 @@ VkResult vkj_begin(const vkj_dev *d, VkCommandBuffer cb) {
 	return d->BeginCommandBuffer(cb, &bi);
 }
 
-VkResult vkj_end(const vkj_dev *d, VkCommandBuffer cb) { return d->EndCommandBuffer(cb); }
+VkResult vkj_end(const vkj_dev *d, VkCommandBuffer cb) {
+	VkResult r = d->EndCommandBuffer(cb);
+	if (r == VK_SUCCESS && vkj_cap_errors != 0) {
+		return VK_ERROR_VALIDATION_FAILED_EXT;
+	}
+	return r;
+}
 
 VkResult vkj_submit(const vkj_dev *d, VkQueue q, VkCommandBuffer cb, uint64_t fence) {
 	VkSubmitInfo si = {0};

@@ -3,22 +3,34 @@ package gpu
 // This file is the Go half of the C shim (shim.c, shim.h).
 //
 // Why a shim beside vulkan-go: the binding copies every struct passed by
-// pointer into C memory that leaks until Free (VULKAN_NOTES rule 6), and it
+// pointer into C memory that leaks until its Free method is called, and it
 // copies slices of structs (QueueSubmit's SubmitInfos, UpdateDescriptorSets'
 // writes, CmdPipelineBarrier's barriers, CmdCopyBuffer's regions,
 // CreateComputePipelines' infos, queue family properties) into C memory that
 // a finalizer frees. That finalizer is attached to a temporary which is dead
 // as soon as the helper returns, so a garbage collection during the C call
 // may free the array while Vulkan reads it (see unpackArgS* in the binding's
-// cgo_helpers.go), and on a hot path it is C allocation per call (rule 7).
+// cgo_helpers.go), and on a hot path it is C allocation per call.
 // The shim builds those structs on the C stack instead and calls the
 // device's functions through pointers fetched once with vkGetDeviceProcAddr.
 // Everything else (creation and destruction of objects, with explicit
 // Free of every info struct) goes through vulkan-go.
 //
-// The shim also dlopens the runtime loader libvulkan.so.1 itself (rule 2:
-// the binding's default looks for libvulkan.so, which only the -dev package
-// installs) and routes VK_EXT_debug_report messages to Go (rule 9).
+// The shim also dlopens the runtime loader libvulkan.so.1 itself (the
+// binding's default looks for libvulkan.so, which only the -dev package
+// installs) and routes VK_EXT_debug_report messages to Go: vulkan-go
+// cannot pass a C function pointer as the callback.
+//
+// Validation messages become errors, never crashes. The layer reports from
+// the thread that made the call, so the C callback counts error messages
+// per OS thread (vkj_capture_*): pipeline creation runs locked to its
+// thread and fails with ErrValidation when the layer objected, so that an
+// invalid pipeline is never bound (the layer itself may crash in
+// vkCmdDispatch on a pipeline whose shader uses a binding its layout lacks:
+// VUID-VkComputePipelineCreateInfo-layout-00703, then a NULL dereference
+// after VUID-vkCmdDispatch-None-02699); the submitter goroutine records on
+// one locked thread, and a command buffer whose recording drew an error
+// message is not submitted: its tasks fail with ErrValidation.
 
 /*
 #cgo LDFLAGS: -ldl
@@ -269,6 +281,20 @@ func (s shimDev) computePipeline(cache vk.PipelineCache, module vk.ShaderModule,
 }
 
 // debug-report helpers.
+
+// captureReset starts counting the error messages reported on this OS
+// thread (the caller holds runtime.LockOSThread).
+func captureReset() { C.vkj_capture_reset() }
+
+// captured returns the error messages reported on this OS thread since
+// captureReset: their count and the first one.
+func captured() (int, string) {
+	n := int(C.vkj_capture_errors())
+	if n == 0 {
+		return 0, ""
+	}
+	return n, C.GoString(C.vkj_capture_msg())
+}
 
 func debugChainInfo(flags uint32, user uintptr) unsafe.Pointer {
 	return C.vkj_debug_chain_info(C.uint32_t(flags), C.uintptr_t(user))

@@ -38,6 +38,15 @@ void vkj_free(void *p);
 VkResult vkj_debug_create(VkInstance inst, uint32_t flags, uintptr_t user, uint64_t *out);
 void vkj_debug_destroy(VkInstance inst, uint64_t cb);
 
+// Capture of error messages per OS thread: the debug callback counts the
+// error messages reported on the calling thread and keeps the first one.
+// vkj_slot_reset resets the capture; vkj_end returns
+// VK_ERROR_VALIDATION_FAILED_EXT when an error was reported on this thread
+// since then (the caller keeps the whole recording on one thread).
+void vkj_capture_reset(void);
+uint32_t vkj_capture_errors(void);
+const char *vkj_capture_msg(void);
+
 // Device-level function table, loaded once per device with
 // vkGetDeviceProcAddr (so calls go straight to the driver or the layers).
 typedef struct vkj_dev {

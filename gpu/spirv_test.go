@@ -22,6 +22,7 @@ func TestCheckSPIRV(t *testing.T) {
 		}
 		return b
 	}
+	const opEntryPoint = 15 // SPIR-V specification, section 3.32
 	header := []uint32{bind.SPVMagic, 0x00010000, 0, 100, 0}
 	// Invalid modules first.
 	bad := []struct {
@@ -29,16 +30,16 @@ func TestCheckSPIRV(t *testing.T) {
 		code []byte
 		msg  string
 	}{
-		{"empty", nil, "shorter than the header"},
-		{"not whole words", append(le(header...), 1), "whole number of words"},
-		{"wrong magic", le(0xdeadbeef, 0x10000, 0, 1, 0), "not a SPIR-V module"},
+		{"empty", nil, "whole number of 32-bit words"},
+		{"not whole words", append(le(header...), 1), "whole number of 32-bit words"},
+		{"wrong magic", le(0xdeadbeef, 0x10000, 0, 1, 0), "bad magic number"},
 		{"big-endian", le(0x03022307, 0x10000, 0, 1, 0), "big-endian"},
 		{"too new", le(bind.SPVMagic, 0x00010300, 0, 1, 0), "newer than 1.0"},
 		{"zero word count", le(append(header, 0)...), "word count 0"},
-		{"instruction past the end", le(append(header, 5<<16|bind.SPVOpEntryPoint, bind.SPVModelGLCompute)...), "past the end"},
-		{"no entry point", le(header...), "no GLCompute entry point"},
-		{"wrong entry name", le(append(header, 4<<16|bind.SPVOpEntryPoint, bind.SPVModelGLCompute, 1, 0x006e6970)...), `no GLCompute entry point "main"`},
-		{"no spec constant 0", le(append(header, 5<<16|bind.SPVOpEntryPoint, bind.SPVModelGLCompute, 1, 0x6e69616d, 0)...), "specialization constant 0"},
+		{"instruction past the end", le(append(header, 5<<16|opEntryPoint, bind.ModelGLCompute)...), "needs 5 words, only 2 left"},
+		{"no entry point", le(header...), `no entry point "main"`},
+		{"wrong entry name", le(append(header, 4<<16|opEntryPoint, bind.ModelGLCompute, 1, 0x006e6970)...), `no entry point "main" in the module (it has "pin" (GLCompute))`},
+		{"no spec constant 0", le(append(header, 5<<16|opEntryPoint, bind.ModelGLCompute, 1, 0x6e69616d, 0)...), "specialization constant 0"},
 	}
 	for _, c := range bad {
 		if err := bind.CheckSPIRV(c.code, "main"); err == nil || !strings.Contains(err.Error(), c.msg) {
@@ -62,22 +63,20 @@ func TestCheckSPIRV(t *testing.T) {
 
 func TestBindingOf(t *testing.T) {
 	for _, c := range []struct {
-		gpu  any
+		gpu  *Binding
 		want error
 	}{
 		{nil, ErrNoBinding},
-		{(*Binding)(nil), ErrNoBinding},
-		{"spirv", ErrNoBinding},
-		{Binding{SPIRV: saxpySPV}, nil},
+		{&Binding{SPIRV: saxpySPV}, nil},
 		{&Binding{SPIRV: saxpySPV, LocalSize: 32, Entry: "main", ItemsPerInvocation: 2}, nil},
 	} {
 		b, err := bindingOf(&sched.Kernel{Name: "k", GPU: c.gpu})
 		if !errors.Is(err, c.want) {
-			t.Errorf("GPU %T: err = %v, want %v", c.gpu, err, c.want)
+			t.Errorf("GPU %v: err = %v, want %v", c.gpu, err, c.want)
 			continue
 		}
 		if err == nil && (b.Entry != "main" || b.LocalSize == 0 || b.ItemsPerInvocation == 0) {
-			t.Errorf("GPU %T: defaults not applied: %+v", c.gpu, b)
+			t.Errorf("GPU %v: defaults not applied: %+v", c.gpu, b)
 		}
 	}
 }

@@ -79,7 +79,7 @@ func definition(t *testing.T, id sched.KernelID) (sched.Kernel, *bind.Binding) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k, k.GPU.(*bind.Binding)
+	return k, k.GPU
 }
 
 func TestCheckRefuses(t *testing.T) {
@@ -93,8 +93,6 @@ func TestCheckRefuses(t *testing.T) {
 		edit  func(k *sched.Kernel, b *bind.Binding)
 		error string
 	}{
-		{"GPU is not a binding", Saxpy, func(k *sched.Kernel, b *bind.Binding) { k.GPU = "saxpy.spv" }, "want a non-nil *bind.Binding"},
-		{"GPU is a nil binding", Saxpy, func(k *sched.Kernel, b *bind.Binding) { k.GPU = (*bind.Binding)(nil) }, "want a non-nil *bind.Binding"},
 		{"no SPIR-V", Saxpy, func(k *sched.Kernel, b *bind.Binding) { b.SPIRV = nil }, "spirv: 0 bytes"},
 		{"not SPIR-V", Saxpy, func(k *sched.Kernel, b *bind.Binding) { b.SPIRV = []byte("#version 450\nvoid main() {}\n") }, "bad magic"},
 		{"wrong entry point", Saxpy, func(k *sched.Kernel, b *bind.Binding) { b.Entry = "saxpy" }, `no entry point "saxpy"`},

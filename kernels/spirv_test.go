@@ -50,7 +50,10 @@ func TestSPIRVShippedShaders(t *testing.T) {
 		}
 		for i := range want {
 			r := m.Resources[i]
-			r.Name = ""
+			if r.Binding >= bind.FirstOutBinding && r.ReadOnly {
+				t.Errorf("%s: output binding %d is readonly", k.Name, r.Binding)
+			}
+			r.Name, r.Block, r.ElemStride, r.ReadOnly = "", "", 0, false
 			if r != want[i] {
 				t.Fatalf("%s: resource %d is %+v, want %+v", k.Name, i, m.Resources[i], want[i])
 			}
@@ -214,10 +217,10 @@ func TestSPIRVCrafted(t *testing.T) {
 	k := sched.Kernel{Name: "crafted",
 		In:  []sched.StreamSpec{{Name: "a"}, {Name: "b"}},
 		Out: []sched.StreamSpec{{Name: "c"}},
-		GPU: bind.Binding{SPIRV: b, Entry: "k", UniformIn: [4]bool{1: true}}}
+		GPU: &bind.Binding{SPIRV: b, Entry: "k", UniformIn: [4]bool{1: true}}}
 	wantErr(t, "crafted", Check(&k), `input stream 0 "a" has no binding 0`)
 	k.In = k.In[1:]
-	k.GPU = bind.Binding{SPIRV: b, Entry: "k", UniformIn: [4]bool{0: true}}
+	k.GPU = &bind.Binding{SPIRV: b, Entry: "k", UniformIn: [4]bool{0: true}}
 	wantErr(t, "crafted", Check(&k), `shader binding 1 reads input stream 1, but the kernel declares 1 inputs`)
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/vkjobs/vkjobs/gpu/bind"
 )
 
 // Rate says how a stream's element count relates to a task's work items.
@@ -33,8 +35,8 @@ type StreamSpec struct {
 type KernelFunc func(c *Ctx, t *TaskData) error
 
 // Kernel is a registered kernel: a name, its data shape, a pure-Go CPU
-// implementation, and optionally an opaque GPU binding that a GPU executor
-// understands (see package kernels and gpu).
+// implementation, and optionally a GPU binding that the GPU executor runs
+// (package gpu; the contract is package gpu/bind, which is pure Go).
 type Kernel struct {
 	Name   string
 	Kind   Kind
@@ -43,9 +45,11 @@ type Kernel struct {
 	Out    []StreamSpec
 	Grain  uint32 // default split grain in work items (0 = 1024)
 	CPU    KernelFunc
-	// GPU is the device binding, interpreted by the executor that runs GPU
-	// tasks; nil means the kernel has no GPU version.
-	GPU any
+	// GPU is the kernel's compute shader and how it binds the streams;
+	// nil means the kernel has no GPU version. Register checks it against
+	// In and Out (bind.Binding.Check: bindings, storage or uniform, element
+	// sizes, push constants, workgroup size) and refuses a mismatch.
+	GPU *bind.Binding
 	// SPU, when set, is an opaque binding for the local-store executor.
 	SPU any
 }
@@ -74,7 +78,8 @@ func NewRegistry() *Registry {
 }
 
 // Register adds k under id. It fails if id is taken, k has no CPU
-// implementation, or k's declaration is inconsistent.
+// implementation, k's declaration is inconsistent, or its GPU binding does
+// not match the declaration (the error names the binding and the stream).
 func (r *Registry) Register(id KernelID, k Kernel) error {
 	if id == KernelNone {
 		return fmt.Errorf("sched: register %q: kernel ID 0 is reserved for KernelNone", k.Name)
@@ -98,6 +103,11 @@ func (r *Registry) Register(id KernelID, k Kernel) error {
 	if k.Grain == 0 {
 		k.Grain = DefaultGrain
 	}
+	if k.GPU != nil {
+		if err := k.GPU.Check(bindStreams(k.In), bindStreams(k.Out)); err != nil {
+			return fmt.Errorf("sched: register kernel %d %q: GPU binding: %w", id, k.Name, err)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := *r.table.Load()
@@ -114,6 +124,21 @@ func (r *Registry) Register(id KernelID, k Kernel) error {
 	t[id] = &kc
 	r.table.Store(&t)
 	return nil
+}
+
+// The GPU contract has MaxStreams bindings per direction.
+var (
+	_ [MaxStreams - bind.MaxStreams]struct{}
+	_ [bind.MaxStreams - MaxStreams]struct{}
+)
+
+// bindStreams converts stream declarations for bind.Binding.Check.
+func bindStreams(specs []StreamSpec) []bind.Stream {
+	s := make([]bind.Stream, len(specs))
+	for i, sp := range specs {
+		s[i] = bind.Stream{Name: sp.Name, Stride: sp.Stride}
+	}
+	return s
 }
 
 // Lookup returns the kernel registered under id, or nil.

@@ -232,6 +232,11 @@ func (a *app) setup() error {
 		opts.InstanceExtensions, opts.DeviceExtensions = a.win.extensions()
 	}
 	a.dev, err = gpu.Open(opts)
+	if errors.Is(err, gpu.ErrDeviceOverride) {
+		// A named device (VKJOBS_DEVICE) that is not there is an error,
+		// not a reason to run on the CPU.
+		return err
+	}
 	if err != nil {
 		a.dev, a.devErr = nil, err
 		if a.win != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -386,7 +387,9 @@ func TestZeroAllocs(t *testing.T) {
 // skipped; -offload=gpu is an error.
 func TestNoVulkan(t *testing.T) {
 	needCMU(t)
-	t.Setenv(gpu.EnvDevice, "no-such-device-anywhere")
+	missing := filepath.Join(t.TempDir(), "no_icd.json") // hide every driver
+	t.Setenv("VK_ICD_FILENAMES", missing)
+	t.Setenv("VK_DRIVER_FILES", missing)
 	a, out := demo(t, "-count", "8", "-frames", "3")
 	if a.dev != nil || a.draw.gfx != nil {
 		t.Fatal("a device was opened")
@@ -400,6 +403,18 @@ func TestNoVulkan(t *testing.T) {
 	_, err := runApp([]string{"-cache", cacheDir, "-headless", "-count", "8", "-frames", "3", "-offload", "gpu"}, &buf)
 	if err == nil || !strings.Contains(err.Error(), "needs a Vulkan device") {
 		t.Errorf("-offload=gpu without a device: err = %v", err)
+	}
+}
+
+// TestDeviceOverrideMatchesNothing: VKJOBS_DEVICE naming no device is an
+// error, not a CPU-only run.
+func TestDeviceOverrideMatchesNothing(t *testing.T) {
+	needCMU(t)
+	t.Setenv(gpu.EnvDevice, "99")
+	var buf bytes.Buffer
+	_, err := runApp([]string{"-cache", cacheDir, "-headless", "-count", "8", "-frames", "3"}, &buf)
+	if !errors.Is(err, gpu.ErrDeviceOverride) || !strings.Contains(err.Error(), `VKJOBS_DEVICE="99"`) {
+		t.Fatalf("err = %v, want ErrDeviceOverride naming VKJOBS_DEVICE=\"99\"", err)
 	}
 }
 

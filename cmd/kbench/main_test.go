@@ -187,6 +187,20 @@ func TestNoDevice(t *testing.T) {
 	}
 }
 
+// TestDeviceMatchesNothing: -device naming no device is an error (exit
+// 1), never a run of the CPU columns only.
+func TestDeviceMatchesNothing(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-quick", "-json", "-device", "99", "-kernels", "saxpy", "-sizes", "1e3", "-reps", "1", "-min-sample", "0")
+	cmd.Env = append(os.Environ(), "KBENCH_RUN_MAIN=1")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(errb.String(), `Options.Device="99"`) {
+		t.Fatalf("kbench -device 99: %v; stderr:\n%s", err, errb.String())
+	}
+}
+
 // TestUsage: bad flags and arguments print the usage and exit 2; -h
 // prints it and exits 0.
 func TestUsage(t *testing.T) {

@@ -1,11 +1,13 @@
 // Package bind holds the contract between a kernel's GPU shader and the
-// Vulkan executor: the Binding that a sched.Kernel's GPU field carries. It is
-// pure Go, so packages that declare kernels (package kernels, anim) do not
-// link Vulkan; only package gpu, which runs them, does.
+// Vulkan executor: the Binding that a sched.Kernel's GPU field carries, and
+// the project's one SPIR-V reader (ParseSPIRV), with which Binding.Check
+// compares a shader with the kernel's declared streams when the kernel is
+// registered. It is pure Go and imports nothing of the project, so package
+// sched can name its type and packages that declare kernels (kernels, anim)
+// do not link Vulkan; only package gpu, which runs them, does.
 package bind
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -56,9 +58,9 @@ var ErrBadBinding = errors.New("gpu: invalid GPU binding")
 //   - On lavapipe, a loop ends after about 65535 iterations per invocation
 //     (llvmpipe's loop limiter), silently: bound per-invocation loops.
 //
-// A Binding is stored by value or pointer in sched.Kernel.GPU. Its SPIR-V
-// bytes must not change after registration (pipelines are cached by their
-// address). Validate checks it without a device.
+// A *Binding is stored in sched.Kernel.GPU; Register checks it against the
+// kernel's streams (Check). Its SPIR-V bytes must not change after
+// registration (pipelines are cached by their address).
 type Binding struct {
 	SPIRV              []byte  // the compute module (SPIR-V 1.0, little-endian)
 	Entry              string  // entry point, default "main"
@@ -82,88 +84,223 @@ const (
 	DefaultLocalSize = 64
 )
 
-// Validate checks the binding without a device: the SPIR-V module's
-// structure, its entry point and its specialization constant 0. Device
-// limits (workgroup size, descriptor counts) are checked when the pipeline
-// is created.
-func (b *Binding) Validate() error {
-	entry := b.Entry
-	if entry == "" {
-		entry = DefaultEntry
-	}
-	if err := CheckSPIRV(b.SPIRV, entry); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadBinding, err)
-	}
-	return nil
+// Stream is what Check needs to know of a declared stream: its name (for
+// messages) and its element size in bytes (0 accepts any).
+type Stream struct {
+	Name   string
+	Stride uint32
 }
 
-// SPIR-V constants used by CheckSPIRV.
-const (
-	SPVMagic          = 0x07230203 // first word of a SPIR-V module
-	SPVOpEntryPoint   = 15         // OpEntryPoint opcode
-	spvOpDecorate     = 71
-	spvDecorSpecID    = 1
-	SPVModelGLCompute = 5          // GLCompute execution model
-	spvMaxVersion     = 0x00010000 // SPIR-V 1.0: what a Vulkan 1.0 instance accepts
-)
+// MaxLocalSize bounds Binding.LocalSize without a device: every Vulkan
+// device offers at least 128 invocations per workgroup, none more than 1024
+// in X on the desktop. The device's own limits are checked again when the
+// pipeline is created.
+const MaxLocalSize = 1024
 
-// CheckSPIRV checks a module's structure before it reaches the driver: a
-// malformed module would be reported by the validation layer, and some
-// drivers (lavapipe among them) may crash on one. It checks the header,
-// that every instruction fits, that entry is a GLCompute entry point, and
-// that some constant is specialization constant 0 (local_size_x_id = 0).
-// It is no substitute for spirv-val, which the build runs on every module.
-func CheckSPIRV(code []byte, entry string) error {
-	if len(code) < 20 || len(code)%4 != 0 {
-		return fmt.Errorf("SPIR-V module of %d bytes: not a whole number of words, or shorter than the header", len(code))
+// Validate checks the binding without a device and without the kernel's
+// declaration: the SPIR-V module's structure, its entry point, and that the
+// workgroup size is specialization constant 0. Check does this and more.
+func (b *Binding) Validate() error {
+	if b == nil {
+		return fmt.Errorf("%w: nil *bind.Binding", ErrBadBinding)
 	}
-	word := func(i int) uint32 { return binary.LittleEndian.Uint32(code[4*i:]) }
-	n := len(code) / 4
-	switch word(0) {
-	case SPVMagic:
-	case 0x03022307:
-		return fmt.Errorf("SPIR-V module is big-endian; only little-endian modules are accepted")
-	default:
-		return fmt.Errorf("not a SPIR-V module (magic %#08x, want %#08x)", word(0), SPVMagic)
+	_, err := b.module()
+	return err
+}
+
+// module parses the SPIR-V and checks what does not depend on the kernel.
+func (b *Binding) module() (*SPIRVModule, error) {
+	m, err := ParseSPIRV(b.SPIRV)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadBinding, err)
 	}
-	if v := word(1); v > spvMaxVersion {
-		return fmt.Errorf("SPIR-V version %d.%d is newer than 1.0, which the Vulkan 1.0 instance accepts (compile with glslc --target-env=vulkan1.0)", v>>16&0xff, v>>8&0xff)
+	if err := m.checkEntry(b.entry()); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadBinding, err)
 	}
-	var entries []string
-	found, spec0 := false, false
-	for i := 5; i < n; {
-		op, wc := word(i)&0xffff, int(word(i)>>16)
-		if wc == 0 || i+wc > n {
-			return fmt.Errorf("SPIR-V instruction at word %d (opcode %d) has word count %d, past the end of the module (%d words)", i, op, wc, n)
+	return m, nil
+}
+
+func (b *Binding) entry() string {
+	if b.Entry == "" {
+		return DefaultEntry
+	}
+	return b.Entry
+}
+
+// checkEntry checks the version, the entry point and the workgroup size.
+func (m *SPIRVModule) checkEntry(entry string) error {
+	if m.Version > spvMaxVersion {
+		return fmt.Errorf("SPIR-V version %d.%d is newer than 1.0, which the Vulkan 1.0 instance accepts (compile with glslc --target-env=vulkan1.0)", m.Version>>16&0xff, m.Version>>8&0xff)
+	}
+	found := false
+	var names []string
+	for _, ep := range m.EntryPoints {
+		names = append(names, fmt.Sprintf("%q (%s)", ep.Name, modelName(ep.Model)))
+		if ep.Name != entry {
+			continue
 		}
-		switch op {
-		case SPVOpEntryPoint:
-			if wc >= 4 && word(i+1) == SPVModelGLCompute {
-				name := literal(code[4*(i+3) : 4*(i+wc)])
-				entries = append(entries, name)
-				found = found || name == entry
-			}
-		case spvOpDecorate:
-			if wc >= 4 && word(i+2) == spvDecorSpecID && word(i+3) == 0 {
-				spec0 = true
-			}
+		if ep.Model != ModelGLCompute {
+			return fmt.Errorf("entry point %q is a %s shader, want GLCompute", entry, modelName(ep.Model))
 		}
-		i += wc
+		found = true
 	}
 	if !found {
-		return fmt.Errorf("SPIR-V module has no GLCompute entry point %q (it has %q)", entry, entries)
+		return fmt.Errorf("no entry point %q in the module (it has %s)", entry, strings.Join(names, ", "))
 	}
-	if !spec0 {
-		return fmt.Errorf("SPIR-V module has no specialization constant 0: declare layout(local_size_x_id = 0) in")
+	if m.LocalSizeXSpecID != 0 {
+		return errors.New("workgroup size X is not specialization constant 0: declare layout(local_size_x_id = 0) in;")
+	}
+	if m.HasWorkgroupSize && (m.WorkgroupSize[1] != 1 || m.WorkgroupSize[2] != 1) {
+		return fmt.Errorf("workgroup size is %d x %d in Y x Z; the executor dispatches in X only, so declare local_size_y = local_size_z = 1 (the default)", m.WorkgroupSize[1], m.WorkgroupSize[2])
 	}
 	return nil
 }
 
-// literal decodes a SPIR-V literal string (NUL-terminated, word padded).
-func literal(b []byte) string {
-	s := string(b)
-	if i := strings.IndexByte(s, 0); i >= 0 {
-		s = s[:i]
+// Check verifies the binding against the kernel's declared streams (in and
+// out, in order) and returns an error naming every shader binding and
+// stream that disagree, or nil. sched.Registry.Register calls it for every
+// kernel with a GPU binding, so a kernel whose shader would read or write
+// the wrong buffers is refused before any task runs. It checks:
+//   - the module (structure, SPIR-V 1.0, a GLCompute entry point named
+//     Entry, workgroup size X = specialization constant 0 and Y = Z = 1),
+//     and LocalSize <= MaxLocalSize;
+//   - the push-constant block: at most PushConstantSize bytes;
+//   - the descriptors: exactly one buffer per declared stream, all in set
+//     0, input i at binding i (a uniform block when UniformIn[i], else a
+//     storage buffer), output j at binding 4+j (a storage buffer that is
+//     not readonly), and nothing else;
+//   - element types where SPIR-V states them: a buffer whose block ends in
+//     an array of elements of ElemStride bytes is bound to a stream of
+//     Stride bytes only if one divides the other (a vec3 array under
+//     std430 has a stride of 16, not the 12 of a packed stream).
+//
+// Errors wrap ErrBadBinding.
+func (b *Binding) Check(in, out []Stream) error {
+	if b == nil {
+		return fmt.Errorf("%w: nil *bind.Binding", ErrBadBinding)
 	}
-	return s
+	if b.LocalSize > MaxLocalSize {
+		return fmt.Errorf("%w: LocalSize %d exceeds %d invocations", ErrBadBinding, b.LocalSize, MaxLocalSize)
+	}
+	for i, u := range b.UniformIn {
+		if u && i >= len(in) {
+			return fmt.Errorf("%w: Binding.UniformIn[%d] is set but the kernel declares %d inputs", ErrBadBinding, i, len(in))
+		}
+	}
+	m, err := b.module()
+	if err != nil {
+		return err
+	}
+	if m.PushConstantBytes > PushConstantSize {
+		return fmt.Errorf("%w: push-constant block is %d bytes, the contract's is %d: layout(push_constant, std430) uniform { uint params[8]; uint begin; uint end; }", ErrBadBinding, m.PushConstantBytes, PushConstantSize)
+	}
+	var errs []string
+	var seen [FirstOutBinding + MaxStreams]bool
+	for _, r := range m.Resources {
+		if r.Set != 0 {
+			errs = append(errs, fmt.Sprintf("binding %d%s, a %s, uses descriptor set %d, the contract has only set 0", r.Binding, r.tag(), r.Kind, r.Set))
+			continue
+		}
+		if r.Kind == ResourceOther || r.Array {
+			errs = append(errs, fmt.Sprintf("binding %d%s is a %s (array %v); streams are single buffers", r.Binding, r.tag(), r.Kind, r.Array))
+			continue
+		}
+		if r.Binding >= FirstOutBinding+MaxStreams {
+			errs = append(errs, fmt.Sprintf("binding %d%s is outside the contract's bindings 0-%d", r.Binding, r.tag(), FirstOutBinding+MaxStreams-1))
+			continue
+		}
+		if seen[r.Binding] {
+			errs = append(errs, fmt.Sprintf("binding %d is declared twice", r.Binding))
+			continue
+		}
+		seen[r.Binding] = true
+		if r.Binding < FirstOutBinding {
+			i := int(r.Binding - FirstInBinding)
+			if i >= len(in) {
+				errs = append(errs, fmt.Sprintf("shader binding %d reads input stream %d, but the kernel declares %d inputs%s%s", r.Binding, i, len(in), names(in), r.tag()))
+				continue
+			}
+			want := ResourceStorage
+			if b.UniformIn[i] {
+				want = ResourceUniform
+			}
+			if r.Kind != want {
+				errs = append(errs, fmt.Sprintf("binding %d (input %q) is a %s in the shader, but Binding.UniformIn[%d] = %v says %s", r.Binding, in[i].Name, r.Kind, i, b.UniformIn[i], want))
+				continue
+			}
+			if e := elemMismatch(r, "input", i, in[i]); e != "" {
+				errs = append(errs, e)
+			}
+			continue
+		}
+		j := int(r.Binding - FirstOutBinding)
+		switch {
+		case j >= len(out):
+			errs = append(errs, fmt.Sprintf("shader binding %d writes output stream %d, but the kernel declares %d outputs%s%s", r.Binding, j, len(out), names(out), r.tag()))
+		case r.Kind != ResourceStorage:
+			errs = append(errs, fmt.Sprintf("binding %d (output %q) is a %s; outputs must be storage buffers", r.Binding, out[j].Name, r.Kind))
+		case r.ReadOnly:
+			errs = append(errs, fmt.Sprintf("binding %d (output %q) is readonly in the shader, so the output is never written", r.Binding, out[j].Name))
+		default:
+			if e := elemMismatch(r, "output", j, out[j]); e != "" {
+				errs = append(errs, e)
+			}
+		}
+	}
+	for i, s := range in {
+		if !seen[FirstInBinding+i] {
+			errs = append(errs, fmt.Sprintf("input stream %d %q has no binding %d in the shader", i, s.Name, FirstInBinding+i))
+		}
+	}
+	for j, s := range out {
+		if !seen[FirstOutBinding+j] {
+			errs = append(errs, fmt.Sprintf("output stream %d %q has no binding %d in the shader (outputs are bindings %d-%d)", j, s.Name, FirstOutBinding+j, FirstOutBinding, FirstOutBinding+MaxStreams-1))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", ErrBadBinding, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// MaxStreams is the contract's number of input (and of output) bindings;
+// sched.MaxStreams is the same number.
+const MaxStreams = 4
+
+// names lists the streams' names for messages.
+func names(ss []Stream) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s.Name)
+	}
+	return " (" + strings.Join(q, ", ") + ")"
+}
+
+// elemMismatch compares the element size the shader indexes with the
+// stream's stride; it returns "" when they are compatible or unknown.
+func elemMismatch(r SPIRVResource, dir string, i int, s Stream) string {
+	if r.ElemStride == 0 || s.Stride == 0 || s.Stride%r.ElemStride == 0 || r.ElemStride%s.Stride == 0 {
+		return ""
+	}
+	return fmt.Sprintf("binding %d (%s stream %d %q) indexes elements of %d bytes, but the stream's stride is %d bytes (a vec3 array has a stride of 16 under std430: use float[] or a packed struct)", r.Binding, dir, i, s.Name, r.ElemStride, s.Stride)
+}
+
+// spvMaxVersion is SPIR-V 1.0, what a Vulkan 1.0 instance accepts.
+const spvMaxVersion = 0x00010000
+
+// CheckSPIRV checks a module's structure and its entry point before it
+// reaches the driver (some drivers, lavapipe among them, may crash on a
+// malformed module): the header, that every instruction fits, SPIR-V 1.0,
+// that entry is a GLCompute entry point and that the workgroup size X is
+// specialization constant 0. It is no substitute for spirv-val, which the
+// build runs on every module.
+func CheckSPIRV(code []byte, entry string) error {
+	m, err := ParseSPIRV(code)
+	if err != nil {
+		return err
+	}
+	return m.checkEntry(entry)
 }

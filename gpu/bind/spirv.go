@@ -1,0 +1,551 @@
+package bind
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// This file is the project's one SPIR-V reader: just enough of the binary
+// format (SPIR-V specification, section 2.3 "Physical Layout") to check a
+// compute module against the kernel that ships it (Binding.Check). It never panics and never
+// allocates more than a small multiple of its input, whatever the bytes.
+
+// SPIR-V numbers used below (SPIR-V specification, section 3).
+const (
+	spirvMagic = SPVMagic
+
+	opName                  = 5
+	opEntryPoint            = 15
+	opTypeInt               = 21
+	opTypeFloat             = 22
+	opTypeVector            = 23
+	opTypeMatrix            = 24
+	opTypeArray             = 28
+	opTypeRuntimeArray      = 29
+	opTypeStruct            = 30
+	opTypePointer           = 32
+	opConstant              = 43
+	opConstantComposite     = 44
+	opSpecConstant          = 50
+	opSpecConstantComposite = 51
+	opVariable              = 59
+	opDecorate              = 71
+	opMemberDecorate        = 72
+
+	decSpecID        = 1
+	decBlock         = 2
+	decBufferBlock   = 3
+	decArrayStride   = 6
+	decBuiltIn       = 11
+	decNonWritable   = 24
+	decBinding       = 33
+	decDescriptorSet = 34
+	decOffset        = 35
+
+	builtInWorkgroupSize = 25
+
+	scUniformConstant = 0
+	scUniform         = 2
+	scPushConstant    = 9
+	scStorageBuffer   = 12
+
+	// ModelGLCompute is the SPIR-V execution model of compute shaders.
+	ModelGLCompute = 5
+)
+
+// SPVMagic is the first word of a SPIR-V module.
+const SPVMagic = 0x07230203
+
+var modelNames = map[uint32]string{0: "Vertex", 1: "TessellationControl", 2: "TessellationEvaluation",
+	3: "Geometry", 4: "Fragment", 5: "GLCompute", 6: "Kernel"}
+
+func modelName(m uint32) string {
+	if s, ok := modelNames[m]; ok {
+		return s
+	}
+	return fmt.Sprintf("model %d", m)
+}
+
+// ResourceKind classifies a descriptor-bound variable.
+type ResourceKind uint8
+
+const (
+	// ResourceStorage is a storage buffer (SPIR-V 1.0: Uniform storage
+	// class with a BufferBlock struct; 1.3+: StorageBuffer class).
+	ResourceStorage ResourceKind = iota
+	// ResourceUniform is a uniform buffer (Uniform class, Block struct).
+	ResourceUniform
+	// ResourceOther is anything else bound to a descriptor (images,
+	// samplers, acceleration structures).
+	ResourceOther
+)
+
+func (k ResourceKind) String() string {
+	switch k {
+	case ResourceStorage:
+		return "storage buffer"
+	case ResourceUniform:
+		return "uniform block"
+	}
+	return "non-buffer resource"
+}
+
+// SPIRVResource is a variable bound to a descriptor.
+type SPIRVResource struct {
+	Set, Binding uint32
+	Kind         ResourceKind
+	Array        bool   // an array of descriptors
+	Name         string // from OpName, if the module kept debug names
+	Block        string // the block's type name (OpName), if kept
+	// ElemStride is the ArrayStride of the block's last member when that
+	// member is an array (float x[] gives 4, vec3 v[] under std430 16): the
+	// size of the element the shader indexes. 0 when the block ends in no
+	// array.
+	ElemStride uint32
+	// ReadOnly: every member of the block is NonWritable (GLSL readonly).
+	ReadOnly bool
+}
+
+// Label is the resource's variable name, else its block's type name, else
+// "" (modules compiled with -O keep no names).
+func (r SPIRVResource) Label() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return r.Block
+}
+
+// tag is " (shader name X)" for messages, or "".
+func (r SPIRVResource) tag() string {
+	if l := r.Label(); l != "" {
+		return fmt.Sprintf(" (shader name %q)", l)
+	}
+	return ""
+}
+
+// SPIRVEntryPoint is one OpEntryPoint.
+type SPIRVEntryPoint struct {
+	Model uint32 // execution model, ModelGLCompute for compute
+	Name  string
+}
+
+// SPIRVModule is what ParseSPIRV learns about a module.
+type SPIRVModule struct {
+	Version     uint32 // 0x00010000 is SPIR-V 1.0
+	Generator   uint32
+	Bound       uint32
+	EntryPoints []SPIRVEntryPoint
+	Resources   []SPIRVResource // sorted by set, then binding
+	// PushConstantBytes is the byte size of the push-constant block (0
+	// when there is none).
+	PushConstantBytes uint32
+	// LocalSizeXSpecID is the SpecId of the workgroup size's X component
+	// (0 for layout(local_size_x_id = 0)), or -1 when it is not a
+	// specialization constant.
+	LocalSizeXSpecID int
+	// WorkgroupSize is the WorkgroupSize built-in's (default) value, when
+	// the module has one (HasWorkgroupSize).
+	WorkgroupSize    [3]uint32
+	HasWorkgroupSize bool
+}
+
+// typeOperands is the minimum operand count (result id included) of the
+// type instructions the reader keeps.
+var typeOperands = map[uint32]int{opTypeInt: 3, opTypeFloat: 2, opTypeVector: 3, opTypeMatrix: 3,
+	opTypeArray: 3, opTypeRuntimeArray: 2, opTypeStruct: 1, opTypePointer: 3}
+
+type spvType struct {
+	op   uint32
+	args []uint32 // operands after the result id
+}
+
+type spvDecor struct {
+	set, binding, specID, builtIn, arrayStride uint32
+	hasSet, hasBinding, hasSpecID, hasBuiltIn  bool
+	hasArrayStride, block, bufferBlock         bool
+	nonWritable                                bool
+}
+
+type spvVar struct {
+	id, typ, class uint32
+}
+
+type spvParser struct {
+	types     map[uint32]spvType
+	consts    map[uint32]uint32
+	composite map[uint32][]uint32
+	decor     map[uint32]*spvDecor
+	offsets   map[[2]uint32]uint32 // (struct id, member) -> Offset
+	readonly  map[uint32]int       // struct id -> members decorated NonWritable
+	names     map[uint32]string
+	sizes     map[uint32]uint64 // memoised type sizes
+	vars      []spvVar
+}
+
+func (p *spvParser) dec(id uint32) *spvDecor {
+	d := p.decor[id]
+	if d == nil {
+		d = &spvDecor{}
+		p.decor[id] = d
+	}
+	return d
+}
+
+// maxSPIRVBytes bounds the modules ParseSPIRV accepts (64 MiB).
+const maxSPIRVBytes = 64 << 20
+
+// ParseSPIRV reads a SPIR-V module: its header, entry points, descriptor
+// bindings and their kinds, the push-constant block's size and whether the
+// workgroup size is a specialization constant. Malformed input gives an
+// error, never a panic.
+func ParseSPIRV(b []byte) (*SPIRVModule, error) {
+	if len(b) < 20 || len(b)%4 != 0 {
+		return nil, fmt.Errorf("spirv: %d bytes; a module is a whole number of 32-bit words, at least 5", len(b))
+	}
+	if len(b) > maxSPIRVBytes {
+		return nil, fmt.Errorf("spirv: %d bytes; larger than the %d accepted", len(b), maxSPIRVBytes)
+	}
+	words := make([]uint32, len(b)/4)
+	for i := range words {
+		words[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	switch words[0] {
+	case spirvMagic:
+	case 0x03022307:
+		return nil, errors.New("spirv: big-endian module; Vulkan wants host (little-endian) word order")
+	default:
+		return nil, fmt.Errorf("spirv: bad magic number %#08x, want %#08x", words[0], spirvMagic)
+	}
+	m := &SPIRVModule{Version: words[1], Generator: words[2], Bound: words[3], LocalSizeXSpecID: -1}
+	if m.Version>>24 != 0 || m.Version&0xff != 0 || m.Version < 0x00010000 {
+		return nil, fmt.Errorf("spirv: bad version word %#08x", m.Version)
+	}
+	if m.Bound == 0 {
+		return nil, errors.New("spirv: id bound is 0")
+	}
+	p := &spvParser{
+		types:     map[uint32]spvType{},
+		consts:    map[uint32]uint32{},
+		composite: map[uint32][]uint32{},
+		decor:     map[uint32]*spvDecor{},
+		offsets:   map[[2]uint32]uint32{},
+		readonly:  map[uint32]int{},
+		names:     map[uint32]string{},
+		sizes:     map[uint32]uint64{},
+	}
+	for pos := 5; pos < len(words); {
+		wc := int(words[pos] >> 16)
+		op := words[pos] & 0xffff
+		if wc == 0 {
+			return nil, fmt.Errorf("spirv: word %d: instruction (opcode %d) with word count 0", pos, op)
+		}
+		if wc > len(words)-pos {
+			return nil, fmt.Errorf("spirv: word %d: opcode %d needs %d words, only %d left", pos, op, wc, len(words)-pos)
+		}
+		in := words[pos+1 : pos+wc]
+		if err := p.instruction(m, op, in); err != nil {
+			return nil, fmt.Errorf("spirv: word %d: %w", pos, err)
+		}
+		pos += wc
+	}
+	if err := p.finish(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func need(op uint32, in []uint32, n int) error {
+	if len(in) < n {
+		return fmt.Errorf("opcode %d has %d operand words, needs at least %d", op, len(in), n)
+	}
+	return nil
+}
+
+// literalString decodes a nul-terminated UTF-8 literal at the start of in
+// and returns it and the number of words it used.
+func literalString(in []uint32) (string, int, error) {
+	var sb strings.Builder
+	for i, w := range in {
+		for k := 0; k < 4; k++ {
+			c := byte(w >> (8 * k))
+			if c == 0 {
+				return sb.String(), i + 1, nil
+			}
+			sb.WriteByte(c)
+		}
+	}
+	return "", 0, errors.New("string literal without terminating nul")
+}
+
+func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
+	switch op {
+	case opName:
+		if err := need(op, in, 2); err != nil {
+			return err
+		}
+		s, _, err := literalString(in[1:])
+		if err != nil {
+			return fmt.Errorf("OpName: %w", err)
+		}
+		p.names[in[0]] = s
+	case opEntryPoint:
+		if err := need(op, in, 3); err != nil {
+			return err
+		}
+		s, _, err := literalString(in[2:])
+		if err != nil {
+			return fmt.Errorf("OpEntryPoint: %w", err)
+		}
+		m.EntryPoints = append(m.EntryPoints, SPIRVEntryPoint{Model: in[0], Name: s})
+	case opTypeInt, opTypeFloat, opTypeVector, opTypeMatrix, opTypeArray, opTypeRuntimeArray, opTypeStruct, opTypePointer:
+		if err := need(op, in, typeOperands[op]); err != nil {
+			return err
+		}
+		p.types[in[0]] = spvType{op: op, args: in[1:]}
+	case opConstant:
+		if err := need(op, in, 3); err != nil {
+			return err
+		}
+		p.consts[in[1]] = in[2]
+	case opSpecConstant:
+		if err := need(op, in, 3); err != nil {
+			return err
+		}
+		p.consts[in[1]] = in[2]
+	case opConstantComposite, opSpecConstantComposite:
+		if err := need(op, in, 2); err != nil {
+			return err
+		}
+		p.composite[in[1]] = in[2:]
+	case opVariable:
+		if err := need(op, in, 3); err != nil {
+			return err
+		}
+		p.vars = append(p.vars, spvVar{typ: in[0], id: in[1], class: in[2]})
+	case opDecorate:
+		if err := need(op, in, 2); err != nil {
+			return err
+		}
+		d := p.dec(in[0])
+		arg := func() (uint32, error) {
+			if len(in) < 3 {
+				return 0, fmt.Errorf("OpDecorate %d misses its literal", in[1])
+			}
+			return in[2], nil
+		}
+		var err error
+		switch in[1] {
+		case decBlock:
+			d.block = true
+		case decBufferBlock:
+			d.bufferBlock = true
+		case decNonWritable:
+			d.nonWritable = true
+		case decSpecID:
+			d.specID, err = arg()
+			d.hasSpecID = err == nil
+		case decBuiltIn:
+			d.builtIn, err = arg()
+			d.hasBuiltIn = err == nil
+		case decArrayStride:
+			d.arrayStride, err = arg()
+			d.hasArrayStride = err == nil
+		case decBinding:
+			d.binding, err = arg()
+			d.hasBinding = err == nil
+		case decDescriptorSet:
+			d.set, err = arg()
+			d.hasSet = err == nil
+		}
+		return err
+	case opMemberDecorate:
+		if err := need(op, in, 3); err != nil {
+			return err
+		}
+		if in[2] == decNonWritable {
+			p.readonly[in[0]]++
+		}
+		if in[2] == decOffset {
+			if err := need(op, in, 4); err != nil {
+				return err
+			}
+			p.offsets[[2]uint32{in[0], in[1]}] = in[3]
+		}
+	}
+	return nil
+}
+
+// maxTypeDepth bounds type nesting, which also stops cyclic (malformed)
+// type graphs.
+const maxTypeDepth = 32
+
+// size returns the byte size of type id under explicit layout decorations.
+// Sizes are memoised, so a type graph that shares subtypes costs time linear
+// in its size (not exponential in its depth).
+func (p *spvParser) size(id uint32, depth int) (uint64, error) {
+	if depth > maxTypeDepth {
+		return 0, fmt.Errorf("type %d: nested deeper than %d (cyclic?)", id, maxTypeDepth)
+	}
+	if n, ok := p.sizes[id]; ok {
+		return n, nil
+	}
+	n, err := p.computeSize(id, depth)
+	if err == nil {
+		p.sizes[id] = n
+	}
+	return n, err
+}
+
+func (p *spvParser) computeSize(id uint32, depth int) (uint64, error) {
+	t, ok := p.types[id]
+	if !ok {
+		return 0, fmt.Errorf("type %d is not a supported type", id)
+	}
+	const limit = 1 << 32
+	var n uint64
+	switch t.op {
+	case opTypeInt, opTypeFloat:
+		n = uint64(t.args[0]) / 8
+	case opTypeVector, opTypeMatrix:
+		e, err := p.size(t.args[0], depth+1)
+		if err != nil {
+			return 0, err
+		}
+		n = e * uint64(t.args[1])
+	case opTypeArray:
+		length, ok := p.consts[t.args[1]]
+		if !ok {
+			return 0, fmt.Errorf("array type %d: length %d is not a constant", id, t.args[1])
+		}
+		stride := uint64(0)
+		if d := p.decor[id]; d != nil && d.hasArrayStride {
+			stride = uint64(d.arrayStride)
+		} else {
+			e, err := p.size(t.args[0], depth+1)
+			if err != nil {
+				return 0, err
+			}
+			stride = e
+		}
+		n = stride * uint64(length)
+	case opTypeStruct:
+		for i, mt := range t.args {
+			off, ok := p.offsets[[2]uint32{id, uint32(i)}]
+			if !ok {
+				return 0, fmt.Errorf("struct %d member %d has no Offset", id, i)
+			}
+			e, err := p.size(mt, depth+1)
+			if err != nil {
+				return 0, err
+			}
+			n = max(n, uint64(off)+e)
+		}
+	default:
+		return 0, fmt.Errorf("type %d (opcode %d) has no fixed size", id, t.op)
+	}
+	if n > limit {
+		return 0, fmt.Errorf("type %d: %d bytes", id, n)
+	}
+	return n, nil
+}
+
+// pointee returns the type a pointer type points to, and its storage class.
+func (p *spvParser) pointee(ptr uint32) (uint32, uint32, error) {
+	t, ok := p.types[ptr]
+	if !ok || t.op != opTypePointer {
+		return 0, 0, fmt.Errorf("variable type %d is not a pointer type", ptr)
+	}
+	return t.args[1], t.args[0], nil
+}
+
+func (p *spvParser) finish(m *SPIRVModule) error {
+	pushSeen := false
+	for _, v := range p.vars {
+		switch v.class {
+		case scPushConstant:
+			if pushSeen {
+				return errors.New("spirv: more than one push-constant block")
+			}
+			pushSeen = true
+			t, _, err := p.pointee(v.typ)
+			if err != nil {
+				return fmt.Errorf("spirv: push constants: %w", err)
+			}
+			n, err := p.size(t, 0)
+			if err != nil {
+				return fmt.Errorf("spirv: push constants: %w", err)
+			}
+			m.PushConstantBytes = uint32(n)
+		case scUniform, scStorageBuffer, scUniformConstant:
+			d := p.decor[v.id]
+			if d == nil || !d.hasSet || !d.hasBinding {
+				return fmt.Errorf("spirv: resource variable %d %q lacks DescriptorSet or Binding", v.id, p.names[v.id])
+			}
+			r := SPIRVResource{Set: d.set, Binding: d.binding, Kind: ResourceOther, Name: p.names[v.id]}
+			t, _, err := p.pointee(v.typ)
+			if err != nil {
+				return fmt.Errorf("spirv: resource %d: %w", v.id, err)
+			}
+			if tt, ok := p.types[t]; ok && (tt.op == opTypeArray || tt.op == opTypeRuntimeArray) {
+				r.Array = true
+				t = tt.args[0]
+			}
+			if tt, ok := p.types[t]; ok && tt.op == opTypeStruct {
+				r.Block = p.names[t]
+				r.ReadOnly = (d.nonWritable || p.readonly[t] >= len(tt.args)) && len(tt.args) > 0
+				if n := len(tt.args); n > 0 {
+					if at, ok := p.types[tt.args[n-1]]; ok && (at.op == opTypeArray || at.op == opTypeRuntimeArray) {
+						if ad := p.decor[tt.args[n-1]]; ad != nil && ad.hasArrayStride {
+							r.ElemStride = ad.arrayStride
+						}
+					}
+				}
+				sd := p.decor[t]
+				switch {
+				case sd == nil:
+				case v.class == scStorageBuffer && sd.block:
+					r.Kind = ResourceStorage
+				case v.class == scUniform && sd.bufferBlock:
+					r.Kind = ResourceStorage
+				case v.class == scUniform && sd.block:
+					r.Kind = ResourceUniform
+				}
+			}
+			m.Resources = append(m.Resources, r)
+		}
+	}
+	sort.Slice(m.Resources, func(i, j int) bool {
+		a, b := m.Resources[i], m.Resources[j]
+		if a.Set != b.Set {
+			return a.Set < b.Set
+		}
+		return a.Binding < b.Binding
+	})
+	wgSeen := false
+	for id, d := range p.decor {
+		if !d.hasBuiltIn || d.builtIn != builtInWorkgroupSize {
+			continue
+		}
+		if wgSeen {
+			return errors.New("spirv: more than one WorkgroupSize built-in")
+		}
+		wgSeen = true
+		c := p.composite[id]
+		if len(c) == 0 {
+			return fmt.Errorf("spirv: WorkgroupSize %d is not a constant composite", id)
+		}
+		if xd := p.decor[c[0]]; xd != nil && xd.hasSpecID {
+			m.LocalSizeXSpecID = int(xd.specID)
+		}
+		if len(c) == 3 {
+			m.HasWorkgroupSize = true
+			for i := range 3 {
+				m.WorkgroupSize[i] = p.consts[c[i]]
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package gpu
+
+import (
+	_ "embed"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+//go:embed testdata/misbound.spv
+var misboundSPV []byte
+
+// scaleKernel is the README's kernel (y = 2x) with the given shader.
+func scaleKernel(spv []byte) sched.Kernel {
+	return sched.Kernel{Name: "scale", Kind: sched.Streaming,
+		In:  []sched.StreamSpec{{Name: "x", Stride: 4}},
+		Out: []sched.StreamSpec{{Name: "y", Stride: 4}},
+		CPU: func(c *sched.Ctx, d *sched.TaskData) error {
+			x, y := sched.View[float32](d.In[0]), sched.View[float32](d.Out[0])
+			for i := d.Begin; i < d.End; i++ {
+				y[i] = 2 * x[i]
+			}
+			return nil
+		},
+		GPU: &Binding{SPIRV: spv},
+	}
+}
+
+// TestMisboundShaderRefused: the reported case. A user's kernel registered
+// the README way with its output at binding 1 instead of 4 printed zeros
+// (and crashed the validation layer); Register now refuses it and names
+// the binding and the streams.
+func TestMisboundShaderRefused(t *testing.T) {
+	reg := sched.NewRegistry()
+	err := reg.Register(100, scaleKernel(misboundSPV))
+	if !errors.Is(err, ErrBadBinding) {
+		t.Fatalf("Register: err = %v, want ErrBadBinding", err)
+	}
+	for _, want := range []string{`"scale"`, `shader binding 1 reads input stream 1, but the kernel declares 1 inputs ("x")`,
+		`output stream 0 "y" has no binding 4 in the shader`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if reg.Lookup(100) != nil {
+		t.Fatal("the refused kernel is registered")
+	}
+	t.Logf("the user sees: %v", err)
+
+	// The other mismatches Register catches, on the test kernels.
+	for _, c := range []struct {
+		name string
+		k    sched.Kernel
+		want string
+	}{
+		{"element size", func() sched.Kernel {
+			k := scaleKernel(saxpySPV)
+			k.In = []sched.StreamSpec{{Name: "x", Stride: 6}, {Name: "y", Stride: 4}}
+			return k
+		}(), `binding 0 (input stream 0 "x") indexes elements of 4 bytes, but the stream's stride is 6 bytes`},
+		{"uniform vs storage", sched.Kernel{Name: "poly", Kind: sched.Streaming, CPU: polyCPU,
+			In:  []sched.StreamSpec{{Name: "x", Stride: 4}, {Name: "coef", Stride: 16, Rate: sched.Whole}},
+			Out: f4, GPU: &Binding{SPIRV: polySPV}},
+			`binding 1 (input "coef") is a uniform block in the shader, but Binding.UniformIn[1] = false says storage buffer`},
+		{"workgroup size", func() sched.Kernel {
+			k := scaleKernel(saxpySPV)
+			k.GPU.LocalSize = 4096
+			return k
+		}(), "LocalSize 4096 exceeds 1024"},
+		{"bad module", func() sched.Kernel {
+			k := scaleKernel([]byte("#version 450\nvoid main() {}\n"))
+			return k
+		}(), "bad magic number"},
+	} {
+		err := reg.Register(101, c.k)
+		if !errors.Is(err, ErrBadBinding) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want ErrBadBinding with %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestValidationMessageBecomesError creates the misbound pipeline without
+// the registration check: the validation layer objects
+// (VUID-VkComputePipelineCreateInfo-layout-00703), and the creation fails
+// with ErrValidation instead of leaving a pipeline on which the layer would
+// crash in vkCmdDispatch. It uses a device of its own, since its
+// validation messages are expected.
+func TestValidationMessageBecomesError(t *testing.T) {
+	d := openTestDevice(t, Options{})
+	defer d.Close()
+	k := scaleKernel(misboundSPV)
+	b, err := bindingOf(&k)
+	must(t, err)
+	p := &pipeline{ready: make(chan struct{})}
+	err = d.createPipeline(p, &k, &b, false)
+	p.destroy(d)
+	if !errors.Is(err, ErrValidation) || !errors.Is(err, ErrBadBinding) || !strings.Contains(err.Error(), "00703") {
+		t.Fatalf("err = %v, want ErrValidation about VUID-VkComputePipelineCreateInfo-layout-00703", err)
+	}
+	if _, n := d.Messages(); n == 0 {
+		t.Fatal("the device kept no error message")
+	}
+	// With the check, the same creation fails before any Vulkan call.
+	p = &pipeline{ready: make(chan struct{})}
+	err = d.createPipeline(p, &k, &b, true)
+	p.destroy(d)
+	if !errors.Is(err, ErrBadBinding) || errors.Is(err, ErrValidation) {
+		t.Fatalf("checked creation: err = %v, want ErrBadBinding from the check", err)
+	}
+}
