@@ -1,12 +1,13 @@
 // Command kbench measures the kernels of package kernels on every device of
 // this machine, over sizes from a thousand to ten million elements, and
-// shows each result as a fraction of the machine's memory-bandwidth bound.
+// shows each result as a fraction of the machine's memory-bandwidth bound
+// and, for the CPU columns, of the kernel's own bound (copy or compute).
 //
 // Usage:
 //
 //	kbench [-kernels LIST] [-sizes LIST] [-reps N] [-min-sample D]
 //	       [-quick] [-cpu-only] [-json | -csv] [-plot FILE.svg|FILE.png]
-//	       [-validate] [-device NAME]
+//	       [-validate] [-device NAME] [-spu-store BYTES] [-spu-chunk ITEMS] [-version]
 //
 //	go run ./cmd/kbench -quick                       # every kernel, 1e3..1e5, in seconds
 //	go run ./cmd/kbench                              # every kernel, 1e3..1e7 (minutes)
@@ -26,6 +27,9 @@
 //	-plot       also draw throughput against size, log axes, one panel per kernel
 //	-validate   enable the Vulkan validation layer; any message fails the run
 //	-device     Vulkan device index or name substring (default: automatic, or $VKJOBS_DEVICE)
+//	-spu-store  local store of the SPU-style executor in bytes (default 262144, a Cell SPU's)
+//	-spu-chunk  work items per task given to the SPU-style executor (default 0: the other columns' tasks)
+//	-version    print the version and exit
 //
 // # What is measured
 //
@@ -40,10 +44,17 @@
 // 64 KiB uniform block, so the storage- and uniform-palette variants read
 // the same bytes.
 //
-// Each kernel and size runs on four devices (columns):
+// Each kernel and size runs on five devices (columns):
 //
 //	cpu-1         the kernel's CPU function on one goroutine, called directly
 //	cpu-all       the scheduler (sched): every worker plus the main thread helping in Wait
+//	spu           the SPU-style executor (affinity.SPU, one unit): each task's streams are
+//	              copied chunk by chunk into a local store of -spu-store bytes by a DMA
+//	              goroutine, double-buffered, and the kernel runs on the local copy; "w"
+//	              is the share of its time the kernel waited for those copies
+//	              (affinity.SPUStats.Stall). ScanDownsweepU32 does not run there (its
+//	              Whole input is indexed by the absolute work item); a kernel whose
+//	              streams do not fit the store is listed as not run
 //	gpu-dispatch  the Vulkan executor with GPU-resident buffers (gpu.Buffer); the time
 //	              is the sum of the tasks' dispatch times from the GPU timestamps
 //	gpu+xfer      the executor with host memory: upload, dispatch, read-back, wall clock
@@ -60,7 +71,7 @@
 // load from other processes hits all columns alike; the median sample is
 // reported.
 //
-// Beside each result is the memory-copy bound: the time copy() takes to
+// Beside each result is, first, the memory-copy bound: the time copy() takes to
 // read and write as many bytes as the kernel reads and writes (every input
 // and output stream once), on one goroutine or on GOMAXPROCS goroutines,
 // whichever is faster, the fastest sample, measured at that size (so small
@@ -70,6 +81,19 @@
 // copy of its bytes (a kernel that reads less than it declares, or a copy
 // slowed by other processes, can exceed it).
 //
+// Then, for the CPU columns, the fraction of the column's own bound
+// (bound.go): the slower of the copy bound on the cores the column uses
+// (one goroutine's copy for cpu-1 and spu, the faster of one and all for
+// cpu-all) and the compute bound, the kernel's float, integer and CRC
+// operations per element (listed after the table) at this core's peak:
+// 16 float32 lane operations (two 256-bit AVX2 instructions), 24 integer
+// lane additions or one 8-byte CRC32 instruction per cycle, at the clock
+// measured with a chain of dependent adds. The bound-1 and bound-all
+// columns give the two bounds in elements per second (c compute, m copy),
+// and all/1 gives cpu-all's speed-up over cpu-1 beside the one the bounds
+// allow: where that is below 1.8x, memory bandwidth (or the cost of
+// starting goroutines, at small sizes) does not allow 1.8x.
+//
 // After the table, one line per kernel gives the crossover: the smallest
 // size at which the GPU (dispatch only, and with transfers) was faster than
 // all CPU workers (cpu-all), with cpu-all's time over the GPU's there (near
@@ -78,8 +102,11 @@
 //
 // # Output and exit status
 //
-// The table (or -json, -csv) goes to standard output; messages, and a
-// progress bar when standard error is a terminal, to standard error. With
+// The table (or -json, -csv) goes to standard output; the table's header
+// (machine, clock, what the columns mean) is printed before measuring.
+// Messages go to standard error, with progress: a bar when standard error
+// is a terminal, else one line per measured kernel; -plot prints the
+// absolute path it wrote, and its directory is checked before measuring. With
 // no Vulkan device kbench says so on standard error, measures the CPU
 // columns and exits 0. Exit status: 0 success; 1 a failure (a task error, a
 // result outside its tolerance, a validation message, an unwritable

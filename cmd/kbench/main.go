@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -16,7 +17,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/vkjobs/vkjobs/affinity"
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/internal/version"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -49,15 +52,20 @@ type options struct {
 	plot      string
 	validate  bool
 	device    string
+	spuStore  int // bytes of the SPU executor's local store
+	spuChunk  int // work items per SPU task (0: the chunks of the other columns)
+	version   bool
 }
 
 const usageText = `usage: kbench [flags]
 
 kbench measures the kernels of package kernels over a range of sizes on one
-CPU goroutine, on all CPU workers (the scheduler), on the GPU (dispatch
-only, GPU-resident buffers) and on the GPU including transfers (host
-memory), beside the memory-copy bound for the same bytes. It prints an
-aligned table and the GPU/CPU crossover size per kernel.
+CPU goroutine, on all CPU workers (the scheduler), on the SPU-style
+local-store executor (package affinity), on the GPU (dispatch only,
+GPU-resident buffers) and on the GPU including transfers (host memory),
+beside the memory-copy bound for the same bytes and each CPU column's
+bound (copy or compute, whichever is slower). It prints an aligned table
+and the GPU/CPU crossover size per kernel.
 
 flags:
 `
@@ -83,6 +91,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	plotFile := fs.String("plot", "", "also draw throughput against size per device, log axes, to `FILE` (.svg or .png)")
 	validate := fs.Bool("validate", false, "enable the Vulkan validation layer; any message fails the run")
 	device := fs.String("device", "", "Vulkan device index or name substring (default: automatic, or $VKJOBS_DEVICE)")
+	spuStore := fs.Int("spu-store", affinity.DefaultLocalStore, "local store of the SPU-style executor (spu column), in `bytes`; at least 4096")
+	spuChunk := fs.Int("spu-chunk", 0, "work `items` per task given to the SPU-style executor (0: the same tasks as the other columns); the executor streams each through its local store")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, exitOK
@@ -100,7 +111,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 		return bad("unexpected argument %q", fs.Arg(0))
 	}
 	o := &options{reps: *reps, minSample: *minSample, quick: *quick, cpuOnly: *cpuOnly,
-		json: *jsonOut, csv: *csvOut, plot: *plotFile, validate: *validate, device: *device}
+		json: *jsonOut, csv: *csvOut, plot: *plotFile, validate: *validate, device: *device,
+		spuStore: *spuStore, spuChunk: *spuChunk, version: *showVersion}
+	if o.version {
+		return o, exitOK
+	}
 	if o.quick {
 		if !set["sizes"] {
 			*sflag = "1e3,1e4,1e5"
@@ -125,12 +140,22 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	if o.minSample < 0 {
 		return bad("-min-sample %v: must not be negative", o.minSample)
 	}
+	if o.spuStore < 4096 {
+		return bad("-spu-store %d: the local store needs at least 4096 bytes", o.spuStore)
+	}
+	if o.spuChunk < 0 {
+		return bad("-spu-chunk %d: must not be negative", o.spuChunk)
+	}
 	if o.json && o.csv {
 		return bad("-json and -csv both write to standard output: choose one")
 	}
 	if o.plot != "" {
 		if _, err := plotFormat(o.plot); err != nil {
 			return bad("%v", err)
+		}
+		// Checked before the measurements, not after minutes of them.
+		if err := checkWritable(o.plot); err != nil {
+			return bad("-plot: %v", err)
 		}
 	}
 	return o, exitOK
@@ -202,17 +227,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o == nil {
 		return code
 	}
+	if o.version {
+		fmt.Fprintln(stdout, version.String("kbench"))
+		return exitOK
+	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "kbench: %v\n", err)
 		return exitError
 	}
-	reg := sched.NewRegistry()
-	if err := kernels.Register(reg); err != nil {
+	reg, err := newRegistry()
+	if err != nil {
 		return fail(err)
 	}
-	rep := &Report{Reps: o.reps, MinSample: o.minSample.String(), Sizes: o.sizes,
+	hz, hzSource := clockHz()
+	rep := &Report{Reps: o.reps, MinSample: o.minSample.String(), Sizes: o.sizes, Version: version.Version,
+		SPULocalStore: o.spuStore, SPUChunk: o.spuChunk,
 		Machine: Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GoVersion: runtime.Version(),
-			NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0)}}
+			NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), ClockHz: hz, ClockSource: hzSource}}
 	for _, id := range o.kernels {
 		rep.Kernels = append(rep.Kernels, reg.Lookup(id).Name)
 	}
@@ -222,7 +253,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.cpuOnly {
 		rep.Machine.GPUNote = "not measured: -cpu-only"
 	} else {
-		var err error
 		dev, err = gpu.Open(gpu.Options{Validation: o.validate, Device: o.device, AppName: "kbench"})
 		switch {
 		case errors.Is(err, gpu.ErrNoDevice):
@@ -235,12 +265,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			defer dev.Close()
 		}
 	}
-	rep.Devices = []string{devCPU1, devCPUAll}
+	rep.Devices = []string{devCPU1, devCPUAll, devSPU}
 	if dev != nil {
 		rep.Devices = append(rep.Devices, devGPU, devGPUXfer)
 	}
 
-	b, err := newBench(reg, dev)
+	b, err := newBench(reg, dev, o.spuStore)
 	if err != nil {
 		return fail(err)
 	}
@@ -248,6 +278,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	s := b.s
 	rep.Machine.Workers = s.Threads()
 
+	// The table's header first, so that a long run shows at once what it
+	// measures; the rows follow when every size has been measured.
+	if !o.json && !o.csv {
+		if _, err := io.WriteString(stdout, rep.tableHeader()); err != nil {
+			return fail(fmt.Errorf("writing the report: %w", err))
+		}
+	}
+	// Progress on standard error: a bar on a terminal, else one line per
+	// finished kernel.
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		steps := len(o.kernels) * len(o.sizes) * (2 + len(rep.Devices)) // data, each device's check, timing
@@ -261,7 +300,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			_ = bar.Add(1)
 		}
 	}
-	for _, id := range o.kernels {
+	start := time.Now()
+	for ki, id := range o.kernels {
 		for _, size := range o.sizes {
 			if err := b.measureWorkload(rep, o, id, size, step); err != nil {
 				if bar != nil {
@@ -270,6 +310,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return fail(err)
 			}
 			debug.FreeOSMemory() // the next workload may be large: give this one's memory back first
+		}
+		if bar == nil {
+			fmt.Fprintf(stderr, "kbench: %d/%d %s measured (%s sizes; %.1f s so far)\n", ki+1, len(o.kernels),
+				reg.Lookup(id).Name, strconv.Itoa(len(o.sizes)), time.Since(start).Seconds())
 		}
 	}
 	if bar != nil {
@@ -289,9 +333,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("writing the report: %w", err))
 	}
 	if o.plot != "" {
-		if err := rep.writePlot(o.plot); err != nil {
+		abs, err := filepath.Abs(o.plot)
+		if err != nil {
+			abs = o.plot
+		}
+		if err := rep.writePlot(abs); err != nil {
 			return fail(fmt.Errorf("writing the plot: %w", err))
 		}
+		fmt.Fprintf(stderr, "kbench: wrote %s\n", abs)
 	}
 	if err := s.Close(); err != nil {
 		return fail(err)
@@ -314,16 +363,63 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// newRegistry registers the kernels of package kernels, each with the
+// binding the SPU-style executor needs (spuBinding).
+func newRegistry() (*sched.Registry, error) {
+	reg := sched.NewRegistry()
+	for _, id := range kernels.IDs() {
+		k, err := kernels.Definition(id)
+		if err != nil {
+			return nil, err
+		}
+		if b, ok := spuBinding(id); ok {
+			k.SPU = b
+		}
+		if err := reg.Register(id, k); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// checkWritable fails when file cannot be created (a missing directory, no
+// permission), without leaving a file behind when it did not exist.
+func checkWritable(file string) error {
+	if _, err := os.Stat(file); err == nil {
+		f, err := os.OpenFile(file, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(file)
+}
+
 // newBench starts a scheduler over reg (default workers, plus one
-// registered main thread) and, with dev, attaches a GPU executor. Closing
-// b.s closes the executor; dev stays the caller's.
-func newBench(reg *sched.Registry, dev *gpu.Device) (*bench, error) {
+// registered main thread) with an SPU-style executor of one unit with a
+// local store of spuStore bytes and, with dev, a GPU executor. Closing b.s
+// closes the executors; dev stays the caller's.
+func newBench(reg *sched.Registry, dev *gpu.Device, spuStore int) (*bench, error) {
 	b := &bench{reg: reg, obs: newGPUObserver(), dev: dev}
 	s, err := sched.New(sched.Config{Kernels: reg, Observer: b.obs})
 	if err != nil {
 		return nil, err
 	}
 	b.s = s
+	if b.spu, err = affinity.NewSPU(affinity.SPUOptions{LocalStore: spuStore}); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.AttachExecutor(sched.ExecSPU, b.spu); err != nil {
+		b.spu.Close()
+		s.Close()
+		return nil, err
+	}
 	if dev != nil {
 		// At most 2 chunks (of up to 64 MiB per stream) per command
 		// buffer keep the transient arenas, which only grow, to a few
@@ -379,6 +475,30 @@ func (b *bench) measureWorkload(rep *Report, o *options, id sched.KernelID, size
 	if err := compare(w, devCPUAll, want, views(w)); err != nil {
 		return failed(devCPUAll, err)
 	}
+	// The SPU-style executor, unless the kernel cannot run there (then
+	// its column says why); its time waiting on DMA is summed over the
+	// timed runs.
+	step(what(devSPU))
+	spuIdx, spuNote := -1, b.spuFits(w, o.spuChunk)
+	var spuWall, spuStall0 time.Duration
+	if spuNote == "" {
+		spuIdx = len(ops)
+		ops = append(ops, op{devSPU, func() (time.Duration, time.Duration, error) {
+			t0 := time.Now()
+			err := b.runSPU(w, o.spuChunk)
+			d := time.Since(t0)
+			spuWall += d
+			return d, d, err
+		}})
+		poison(w)
+		if _, _, err := ops[spuIdx].run(); err != nil {
+			return failed(devSPU, err)
+		}
+		if err := compare(w, devSPU, want, views(w)); err != nil {
+			return failed(devSPU, err)
+		}
+		spuWall, spuStall0 = 0, b.spu.Stats().Stall
+	}
 	if b.exec != nil {
 		// GPU-resident buffers: the time counted is the dispatch time
 		// from the GPU timestamps.
@@ -404,7 +524,7 @@ func (b *bench) measureWorkload(rep *Report, o *options, id sched.KernelID, size
 		ops = append(ops, op{devGPUXfer, wallOp(func() error { return b.runTasks(w, sched.GPU, nil) })})
 
 		step(what(devGPU))
-		if _, _, err := ops[2].run(); err != nil {
+		if _, _, err := ops[len(ops)-2].run(); err != nil {
 			return failed(devGPU, err)
 		}
 		if err := res.compare(w, devGPU, want); err != nil {
@@ -412,7 +532,7 @@ func (b *bench) measureWorkload(rep *Report, o *options, id sched.KernelID, size
 		}
 		step(what(devGPUXfer))
 		poison(w)
-		if _, _, err := ops[3].run(); err != nil {
+		if _, _, err := ops[len(ops)-1].run(); err != nil {
 			return failed(devGPUXfer, err)
 		}
 		if err := compare(w, devGPUXfer, want, views(w)); err != nil {
@@ -429,20 +549,53 @@ func (b *bench) measureWorkload(rep *Report, o *options, id sched.KernelID, size
 	if err != nil {
 		return failed("timing", err)
 	}
-	// The bound is the fastest copy seen, on one goroutine or on all.
+	// The copy bound is the fastest copy seen, on one goroutine or on all.
 	cp := Copy{Kernel: name, Size: size, Bytes: bytes, OneSeconds: ts[ndev].best, AllSeconds: ts[ndev+1].best}
 	cp.Seconds = min(cp.OneSeconds, cp.AllSeconds)
+	// Each CPU column's bound: the slower of its copy and compute bounds
+	// on the cores it uses (bound.go).
+	cost := costOf(id)
+	compute1 := cost.computeSeconds(w.elements, rep.Machine.ClockHz)
+	cores := float64(rep.Machine.GOMAXPROCS)
+	// cpu-all may use one core or all: its copy bound is the faster copy.
+	cp.Bounds = []Bound{boundOf(devCPU1, cp.OneSeconds, compute1), boundOf(devCPUAll, cp.Seconds, compute1/cores)}
+	cp.ComputeNote = cost.note
 	rep.Copies = append(rep.Copies, cp)
 	for i, t := range ts[:ndev] {
 		r := Result{Kernel: name, ID: int(id), Elem: w.info.elem, Size: size, Elements: w.elements, Items: w.items,
 			Chunks: w.chunks(), Device: ops[i].name, Seconds: t.median, Samples: t.samples, WallSeconds: t.wall,
 			Bytes: bytes, CopySeconds: cp.Seconds}
+		var bd *Bound
+		switch ops[i].name {
+		case devCPU1, devSPU: // one core
+			bd = &cp.Bounds[0]
+		case devCPUAll:
+			bd = &cp.Bounds[1]
+		}
+		if bd != nil {
+			r.BoundSeconds, r.BoundKind = bd.Seconds, bd.Kind
+		}
 		if t.median > 0 {
 			r.ElemPerSec = float64(w.elements) / t.median
 			r.BytesPerSec = float64(bytes) / t.median
 			r.CopyFraction = cp.Seconds / t.median
+			r.BoundFraction = r.BoundSeconds / t.median
+		}
+		if i == spuIdx && spuWall > 0 {
+			r.DMAWaitFraction = float64(b.spu.Stats().Stall-spuStall0) / float64(spuWall)
 		}
 		rep.Results = append(rep.Results, r)
 	}
+	if spuNote != "" {
+		rep.SPUNotes = append(rep.SPUNotes, SPUNote{Kernel: name, Size: size, Note: spuNote})
+	}
 	return nil
+}
+
+// boundOf is a column's bound: the slower of its copy and compute bounds.
+func boundOf(dev string, copySec, computeSec float64) Bound {
+	if computeSec > copySec {
+		return Bound{Device: dev, Seconds: computeSec, Kind: "compute", CopySeconds: copySec, ComputeSeconds: computeSec}
+	}
+	return Bound{Device: dev, Seconds: copySec, Kind: "copy", CopySeconds: copySec, ComputeSeconds: computeSec}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/internal/version"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -60,7 +61,7 @@ func TestQuickJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("the JSON does not parse: %v\n%s", err, out)
 	}
-	devices := []string{devCPU1, devCPUAll}
+	devices := []string{devCPU1, devCPUAll, devSPU}
 	if gpuExpected(t, &rep) {
 		devices = append(devices, devGPU, devGPUXfer)
 	}
@@ -75,6 +76,9 @@ func TestQuickJSON(t *testing.T) {
 		for _, size := range []int{1000, 3000} {
 			for _, d := range devices {
 				x := rep.result(k.Name, size, d)
+				if x == nil && d == devSPU && id == kernels.ScanDownsweepU32 {
+					continue // not run there, and said so in SPUNotes
+				}
 				if x == nil {
 					t.Fatalf("no result for %s, size %d, %s", k.Name, size, d)
 				}
@@ -82,11 +86,20 @@ func TestQuickJSON(t *testing.T) {
 					x.CopyFraction <= 0 || len(x.Samples) != 2 || x.Bytes <= 0 || x.Chunks != 1 {
 					t.Fatalf("implausible result %+v", *x)
 				}
+				// Every CPU column has a bound and its fraction; the
+				// GPU columns only the copy fraction.
+				cpu := d == devCPU1 || d == devCPUAll || d == devSPU
+				if cpu != (x.BoundSeconds > 0 && x.BoundFraction > 0 && (x.BoundKind == "copy" || x.BoundKind == "compute")) {
+					t.Fatalf("%s: bound %g s (%q), fraction %g", d, x.BoundSeconds, x.BoundKind, x.BoundFraction)
+				}
 			}
 		}
 	}
-	if len(rep.Results) != len(kernels.IDs())*2*len(devices) {
-		t.Fatalf("%d results, want %d", len(rep.Results), len(kernels.IDs())*2*len(devices))
+	if len(rep.Results) != len(kernels.IDs())*2*len(devices)-2 {
+		t.Fatalf("%d results, want %d (no spu result for scan_downsweep)", len(rep.Results), len(kernels.IDs())*2*len(devices)-2)
+	}
+	if len(rep.SPUNotes) != 2 || rep.SPUNotes[0].Kernel != "scan_downsweep" || rep.Machine.ClockHz <= 0 {
+		t.Fatalf("spu notes %+v, clock %g Hz", rep.SPUNotes, rep.Machine.ClockHz)
 	}
 	if len(rep.Crossovers) != len(kernels.IDs()) || rep.Crossovers[0].Summary == "" {
 		t.Fatalf("crossovers %+v", rep.Crossovers)
@@ -117,19 +130,21 @@ func TestCPUOnlyCSV(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the CSV does not parse: %v\n%s", err, out)
 	}
-	if len(rows) != 1+2*2*2 || strings.Join(rows[0], ",") != strings.Join(csvHeader, ",") {
+	if len(rows) != 1+2*2*3 || strings.Join(rows[0], ",") != strings.Join(csvHeader, ",") {
 		t.Fatalf("CSV rows:\n%s", out)
 	}
 	// Kernels in the order given, sizes ascending, CPU devices only.
-	want := []string{"saxpy,1000,cpu-1", "saxpy,1000,cpu-all", "saxpy,2000,cpu-1", "saxpy,2000,cpu-all",
-		"reduce_sum,1000,cpu-1", "reduce_sum,1000,cpu-all", "reduce_sum,2000,cpu-1", "reduce_sum,2000,cpu-all"}
+	want := []string{"saxpy,1000,cpu-1", "saxpy,1000,cpu-all", "saxpy,1000,spu", "saxpy,2000,cpu-1", "saxpy,2000,cpu-all", "saxpy,2000,spu",
+		"reduce_sum,1000,cpu-1", "reduce_sum,1000,cpu-all", "reduce_sum,1000,spu", "reduce_sum,2000,cpu-1", "reduce_sum,2000,cpu-all", "reduce_sum,2000,spu"}
 	for i, r := range rows[1:] {
 		if got := r[0] + "," + r[3] + "," + r[7]; got != want[i] {
 			t.Fatalf("row %d is %s, want %s", i+1, got, want[i])
 		}
 	}
-	if errs != "" {
-		t.Fatalf("unexpected messages on stderr: %s", errs)
+	// Not a terminal: one progress line per kernel, nothing else.
+	if errs != "kbench: 1/2 saxpy measured"+errs[len("kbench: 1/2 saxpy measured"):] || strings.Count(errs, "\n") != 2 ||
+		!strings.Contains(errs, "kbench: 2/2 reduce_sum measured") {
+		t.Fatalf("stderr is not one progress line per kernel:\n%s", errs)
 	}
 }
 
@@ -141,7 +156,7 @@ func TestTableAndPNG(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit status %d; stderr:\n%s", code, errs)
 	}
-	for _, s := range []string{"kernel", "copy GB/s", "cpu-1", "cpu-all", "skin_lbs", "crc32c_blocks", "4-byte word", "1e4", "crossover", "no GPU measured"} {
+	for _, s := range []string{"kernel", "copy GB/s", "bound-1", "bound-all", "cpu-1", "cpu-all", "spu", "skin_lbs", "crc32c_blocks", "4-byte word", "1e4", "crossover", "no GPU measured"} {
 		if !strings.Contains(out, s) {
 			t.Fatalf("the table lacks %q:\n%s", s, out)
 		}
@@ -163,6 +178,56 @@ func TestTableAndPNG(t *testing.T) {
 		}
 	}
 	checkImage(t, plotFile, "\x89PNG")
+	// The header came first (kbench prints it before measuring), and the
+	// plot's absolute path was printed.
+	if !strings.HasPrefix(out, "kbench "+version.Version+":") {
+		t.Fatalf("the output does not start with the header:\n%s", out)
+	}
+	if !strings.Contains(errs, "kbench: wrote "+plotFile+"\n") {
+		t.Fatalf("stderr does not name the plot %s:\n%s", plotFile, errs)
+	}
+}
+
+// TestVersion: -version prints the version line and exits 0.
+func TestVersion(t *testing.T) {
+	code, out, errs := runKbench("-version")
+	if code != exitOK || out != version.String("kbench")+"\n" || errs != "" {
+		t.Fatalf("-version: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestPlotPathCheckedFirst: an unwritable -plot fails before measuring.
+func TestPlotPathCheckedFirst(t *testing.T) {
+	code, out, errs := runKbench("-cpu-only", "-plot", "/nonexistent/dir/k.svg")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "-plot: open /nonexistent/dir/k.svg") {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+}
+
+// TestBoundOf: a column's bound is the slower of copy and compute, and
+// the clock is measured.
+func TestBoundOf(t *testing.T) {
+	if b := boundOf(devCPU1, 2, 1); b.Kind != "copy" || b.Seconds != 2 {
+		t.Fatalf("%+v", b)
+	}
+	if b := boundOf(devCPU1, 1, 3); b.Kind != "compute" || b.Seconds != 3 {
+		t.Fatalf("%+v", b)
+	}
+	// 103 float lane operations per LBS vertex at 16 per cycle: 1e6
+	// vertices take 6.4375e6 cycles.
+	if s := costOf(kernels.SkinLBS).computeSeconds(1e6, 1e9); s < 6.43e-3 || s > 6.44e-3 {
+		t.Fatalf("LBS compute bound of 1e6 vertices at 1 GHz: %g s", s)
+	}
+	for _, id := range kernels.IDs() {
+		if c := costOf(id); c.floatOps+c.intOps+c.crcBytes <= 0 || c.note == "" {
+			t.Errorf("kernel %d has no cost model", id)
+		}
+	}
+	hz, src := clockHz()
+	t.Logf("clock %.3g Hz (%s)", hz, src)
+	if hz < 1e8 || hz > 1e10 {
+		t.Fatalf("clock %g Hz (%s)", hz, src)
+	}
 }
 
 // TestNoDevice runs kbench as a subprocess whose Vulkan loader finds no
@@ -182,7 +247,7 @@ func TestNoDevice(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 2 || rep.Machine.GPU != "" || rep.Machine.GPUError == "" || strings.Join(rep.Devices, ",") != "cpu-1,cpu-all" {
+	if len(rep.Results) != 3 || rep.Machine.GPU != "" || rep.Machine.GPUError == "" || strings.Join(rep.Devices, ",") != "cpu-1,cpu-all,spu" {
 		t.Fatalf("report without a device: %+v", rep)
 	}
 }
@@ -312,7 +377,7 @@ func TestChunks(t *testing.T) {
 			}
 		}()
 	}
-	b, err := newBench(reg, dev)
+	b, err := newBench(reg, dev, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

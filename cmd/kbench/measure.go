@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vkjobs/vkjobs/affinity"
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -15,6 +17,7 @@ import (
 const (
 	devCPU1     = "cpu-1"        // the CPU kernel on one goroutine, called directly
 	devCPUAll   = "cpu-all"      // the scheduler: every worker plus the main thread helping in Wait
+	devSPU      = "spu"          // the SPU-style local-store executor (affinity.SPU), one unit
 	devGPU      = "gpu-dispatch" // GPU-resident buffers, dispatch time from the executor's timestamps
 	devGPUXfer  = "gpu+xfer"     // host streams: upload, dispatch, read-back, wall clock
 	devCopyName = "copy"         // the memory-copy bound
@@ -203,6 +206,7 @@ type bench struct {
 	main *sched.Ctx
 	dev  *gpu.Device   // nil: CPU only
 	exec *gpu.Executor // nil: CPU only
+	spu  *affinity.SPU
 	obs  *gpuObserver
 	sent int64 // GPU tasks added so far
 
@@ -223,6 +227,67 @@ func (b *bench) runTasks(w *workload, a sched.Affinity, bufs []sched.BufferID) e
 		}
 		if a == sched.GPU {
 			b.sent++
+		}
+		b.ids = append(b.ids, id)
+	}
+	for _, id := range b.ids {
+		if err := b.main.Wait(id); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// spuBinding returns how the SPU-style executor stages kernel id, when it
+// needs more than the declaration: the skinning kernels' bind-pose
+// vertices are a Whole stream, but with Params[0] = 0 (kbench's
+// workloads) vertex i belongs to item i, so they are streamed per item
+// instead of being copied whole into the local store.
+func spuBinding(id sched.KernelID) (affinity.SPUBinding, bool) {
+	switch id {
+	case kernels.SkinLBS, kernels.SkinLBSUniform, kernels.SkinDQS, kernels.SkinDQSUniform:
+		return affinity.SPUBinding{ItemIn: [sched.MaxStreams]bool{0: true}}, true
+	}
+	return affinity.SPUBinding{}, false
+}
+
+// spuFits returns why the SPU-style executor cannot run w's tasks of
+// chunk items (0: w's chunks), or "" when it can.
+func (b *bench) spuFits(w *workload, chunk int) string {
+	if w.id == kernels.ScanDownsweepU32 {
+		// Its values are a Whole stream read at 256 x the absolute work
+		// item, which a chunk staged from item 0 of the local store
+		// cannot rebase (affinity's rule: index streams from Begin).
+		return "not run: its Whole input is indexed by the absolute work item"
+	}
+	// Every task has the same streams per item: the first decides.
+	d := w.taskRange(0, w.spuItems(chunk), nil)
+	if !b.spu.Fits(w.kern, &d) {
+		return fmt.Sprintf("not run: does not fit a local store of %d bytes", b.spu.LocalStore())
+	}
+	return ""
+}
+
+// spuItems is the number of work items per SPU task.
+func (w *workload) spuItems(chunk int) int {
+	if chunk <= 0 {
+		return w.chunk
+	}
+	return min(chunk, w.chunk)
+}
+
+// runSPU adds one SPU task per chunk items (w's chunks when 0) and waits
+// for all of them.
+func (b *bench) runSPU(w *workload, chunk int) error {
+	b.ids = b.ids[:0]
+	var firstErr error
+	n := w.spuItems(chunk)
+	for lo := 0; lo < w.items; lo += n {
+		t := sched.Task{Kernel: w.id, Affinity: sched.SPU, Data: w.taskRange(lo, min(lo+n, w.items), nil)}
+		id, err := b.main.Add(&t)
+		if err != nil {
+			firstErr = err
+			break
 		}
 		b.ids = append(b.ids, id)
 	}
@@ -293,7 +358,7 @@ func (r *residentSet) compare(w *workload, dev string, want [][]byte) error {
 			clear(got)
 			clear(part)
 			got[i], part[i] = buf[:n], want[i][off:off+n]
-			if err := compare(w, dev, part, got); err != nil {
+			if err := compareAt(w, dev, part, got, off); err != nil {
 				return fmt.Errorf("%w (in the piece at byte %d)", err, off)
 			}
 		}

@@ -35,15 +35,22 @@ var deviceStyle = map[string]struct {
 }{
 	devCPU1:     {color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 255}, draw.CircleGlyph{}, nil},
 	devCPUAll:   {color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 255}, draw.SquareGlyph{}, nil},
+	devSPU:      {color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 255}, draw.RingGlyph{}, nil},
 	devGPU:      {color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 255}, draw.TriangleGlyph{}, nil},
 	devGPUXfer:  {color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 255}, draw.PyramidGlyph{}, nil},
 	devCopyName: {color.Gray{Y: 0x70}, draw.CrossGlyph{}, []vg.Length{vg.Points(4), vg.Points(3)}},
+	devBound1:   {color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 255}, draw.PlusGlyph{}, []vg.Length{vg.Points(2), vg.Points(2)}},
 }
+
+// devBound1 is the plot's line of the one-core bound (cpu-1's and spu's).
+const devBound1 = "bound, 1 core"
 
 // writePlot draws, per kernel, throughput (elements per second) against
 // size on log-log axes, one line per device plus the memory-copy bound
-// (the elements per second a plain copy of the same bytes allows), in a
-// grid of panels, to file (.svg or .png).
+// (the elements per second a plain copy of the same bytes allows) and the
+// one-core bound (the slower of copy and compute on one core), in a grid
+// of panels, to file (.svg or .png). The legend gives each CPU column's
+// fraction of its bound at the largest size.
 func (r *Report) writePlot(file string) error {
 	format, err := plotFormat(file)
 	if err != nil {
@@ -62,7 +69,7 @@ func (r *Report) writePlot(file string) error {
 		}
 		plots[i/cols][i%cols] = p
 	}
-	const panelW, panelH = 4 * vg.Inch, 3 * vg.Inch
+	const panelW, panelH = 4 * vg.Inch, 3.2 * vg.Inch
 	c, err := draw.NewFormattedCanvas(panelW*vg.Length(cols), panelH*vg.Length(rows), format)
 	if err != nil {
 		return err
@@ -99,11 +106,21 @@ func (r *Report) kernelPlot(k string) (*plot.Plot, error) {
 	p.X.Tick.Marker, p.Y.Tick.Marker = decades{}, decades{}
 	p.Legend.Top, p.Legend.Left = false, false // bottom right, below the lines (see Y.Min)
 	p.Legend.TextStyle.Font.Size = vg.Points(7)
-	lines := append(append([]string(nil), r.Devices...), devCopyName)
+	lines := append(append([]string(nil), r.Devices...), devCopyName, devBound1)
+	largest := 0
+	for _, s := range r.Sizes {
+		largest = max(largest, s)
+	}
 	for _, d := range lines {
 		var xys plotter.XYs
 		for _, s := range r.Sizes {
 			var x *Result
+			if d == devBound1 {
+				if c, x1 := r.copyOf(k, s), r.result(k, s, devCPU1); c != nil && len(c.Bounds) > 0 && c.Bounds[0].Seconds > 0 && x1 != nil {
+					xys = append(xys, plotter.XY{X: float64(x1.Elements), Y: float64(x1.Elements) / c.Bounds[0].Seconds})
+				}
+				continue
+			}
 			if d == devCopyName {
 				for _, dd := range r.Devices {
 					if x = r.result(k, s, dd); x != nil {
@@ -135,6 +152,9 @@ func (r *Report) kernelPlot(k string) (*plot.Plot, error) {
 		if d == devCopyName {
 			name = "copy bound"
 		}
+		if x := r.result(k, largest, d); x != nil && x.BoundFraction > 0 {
+			name = fmt.Sprintf("%s: %.0f%% of bound at %s", d, 100*x.BoundFraction, formatSize(largest))
+		}
 		p.Add(line, points)
 		p.Legend.Add(name, line, points)
 	}
@@ -144,7 +164,17 @@ func (r *Report) kernelPlot(k string) (*plot.Plot, error) {
 			a.Min, a.Max = a.Min/2, a.Max*2
 		}
 	}
-	p.Y.Min /= 100 // room for the legend below the lowest line
+	// Whole decades on the size axis, so that every panel has labelled
+	// ticks (sizes rounded up to whole work items, 1024 for 1e3, would
+	// otherwise start the axis after its first label).
+	if p.X.Min > 0 && p.X.Max > 0 {
+		p.X.Min = math.Pow(10, math.Floor(math.Log10(p.X.Min)+1e-9))
+		p.X.Max = math.Pow(10, math.Ceil(math.Log10(p.X.Max)-1e-9))
+		if p.X.Min == p.X.Max {
+			p.X.Max *= 10
+		}
+	}
+	p.Y.Min /= 1000 // room for the legend below the lowest line
 	p.Title.Text = k
 	p.X.Label.Text = "size (" + elems + ")"
 	p.Y.Label.Text = elems + " per second"

@@ -13,6 +13,7 @@ import (
 
 // Report is everything kbench measured; -json writes it as is.
 type Report struct {
+	Version    string      `json:"version"`
 	Machine    Machine     `json:"machine"`
 	Reps       int         `json:"reps"`
 	MinSample  string      `json:"min_sample"`
@@ -22,6 +23,28 @@ type Report struct {
 	Results    []Result    `json:"results"`
 	Copies     []Copy      `json:"copies"`
 	Crossovers []Crossover `json:"crossovers"`
+	// The SPU-style executor's settings (-spu-store, -spu-chunk), and the
+	// kernels and sizes it did not run, with why.
+	SPULocalStore int       `json:"spu_local_store"`
+	SPUChunk      int       `json:"spu_chunk"`
+	SPUNotes      []SPUNote `json:"spu_notes,omitempty"`
+}
+
+// SPUNote says why the spu column of a kernel at a size is empty.
+type SPUNote struct {
+	Kernel string `json:"kernel"`
+	Size   int    `json:"size"`
+	Note   string `json:"note"`
+}
+
+// Bound is one CPU column's bound for a workload (bound.go): the slower of
+// the copy bound on its cores and the compute bound of its cores.
+type Bound struct {
+	Device         string  `json:"device"` // cpu-1 (also spu's) or cpu-all
+	Seconds        float64 `json:"seconds"`
+	Kind           string  `json:"kind"` // "copy" or "compute": the slower
+	CopySeconds    float64 `json:"copy_seconds"`
+	ComputeSeconds float64 `json:"compute_seconds"` // 0: clock unknown
 }
 
 // Machine describes where the run happened.
@@ -35,6 +58,10 @@ type Machine struct {
 	GPU        string `json:"gpu,omitempty"`       // device name; empty without a GPU
 	GPUNote    string `json:"gpu_note,omitempty"`  // why there is no GPU column
 	GPUError   string `json:"gpu_error,omitempty"` // gpu.Open's error, when it found no device
+	// ClockHz is the core clock the compute bounds use, and ClockSource
+	// how it was found (bound.go).
+	ClockHz     float64 `json:"clock_hz"`
+	ClockSource string  `json:"clock_source"`
 }
 
 // Result is one kernel at one size on one device.
@@ -57,6 +84,15 @@ type Result struct {
 	BytesPerSec  float64 `json:"bytes_per_sec"`
 	CopySeconds  float64 `json:"copy_seconds"`  // the memory-copy bound for those bytes
 	CopyFraction float64 `json:"copy_fraction"` // CopySeconds / Seconds
+	// The column's bound (CPU columns: cpu-1 and spu one core, cpu-all
+	// all of them; 0 for the GPU columns), which kind it is, and
+	// BoundSeconds / Seconds.
+	BoundSeconds  float64 `json:"bound_seconds,omitempty"`
+	BoundKind     string  `json:"bound_kind,omitempty"`
+	BoundFraction float64 `json:"bound_fraction,omitempty"`
+	// DMAWaitFraction (spu): the share of the run's wall time the kernel
+	// waited for its simulated DMA (affinity.SPUStats.Stall).
+	DMAWaitFraction float64 `json:"dma_wait_fraction,omitempty"`
 }
 
 // Copy is the memory-copy bound measured for one workload: copy() of
@@ -69,6 +105,20 @@ type Copy struct {
 	OneSeconds float64 `json:"one_goroutine_seconds"`
 	AllSeconds float64 `json:"all_goroutines_seconds"`
 	Seconds    float64 `json:"seconds"` // the faster: this machine's bound
+	// Bounds of the CPU columns, one core (cpu-1, spu) and all (cpu-all),
+	// and how the compute bound's arithmetic was counted.
+	Bounds      []Bound `json:"bounds"`
+	ComputeNote string  `json:"compute_note"`
+}
+
+// copyOf returns the copy measurement of kernel at size, or nil.
+func (r *Report) copyOf(kernel string, size int) *Copy {
+	for i := range r.Copies {
+		if c := &r.Copies[i]; c.Kernel == kernel && c.Size == size {
+			return c
+		}
+	}
+	return nil
 }
 
 // Crossover is, per kernel, the smallest size where the GPU beat all CPU
@@ -158,23 +208,57 @@ func formatSize(n int) string {
 	return strconv.Itoa(n)
 }
 
-// writeTable writes the human-readable table and the crossover summary.
-func (r *Report) writeTable(w io.Writer) error {
+// tableHeader is what the table starts with: the machine and what the
+// columns mean. kbench prints it before measuring.
+func (r *Report) tableHeader() string {
 	var b strings.Builder
 	gpu := r.Machine.GPU
 	if gpu == "" {
 		gpu = "none (" + r.Machine.GPUNote + ")"
 	}
-	fmt.Fprintf(&b, "kbench: %d CPUs (GOMAXPROCS %d, scheduler threads %d), %s %s/%s; GPU: %s\n",
-		r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Workers, r.Machine.GoVersion, r.Machine.GOOS, r.Machine.GOARCH, gpu)
+	fmt.Fprintf(&b, "kbench %s: %d CPUs (GOMAXPROCS %d, scheduler threads %d), clock %.2f GHz (%s), %s %s/%s; GPU: %s\n",
+		r.Version, r.Machine.NumCPU, r.Machine.GOMAXPROCS, r.Machine.Workers, r.Machine.ClockHz/1e9, r.Machine.ClockSource,
+		r.Machine.GoVersion, r.Machine.GOOS, r.Machine.GOARCH, gpu)
 	fmt.Fprintf(&b, "Throughput in million elements per second, median of %d samples of at least %s each; in brackets,\n", r.Reps, r.MinSample)
-	fmt.Fprintf(&b, "the fraction of this machine's memory-copy bound (fastest copy of the same bytes in+out).\n")
-	fmt.Fprintf(&b, "%s: the CPU kernel on one goroutine; %s: the scheduler on all workers.\n", devCPU1, devCPUAll)
+	fmt.Fprintf(&b, "the fraction of this machine's memory-copy bound (fastest copy of the same bytes in+out), then for the\n")
+	fmt.Fprintf(&b, "CPU columns the fraction of the column's own bound: the slower of the copy bound on its cores and the\n")
+	fmt.Fprintf(&b, "compute bound (the kernel's float, integer or CRC operations at this clock: 16 float or 24 integer\n")
+	fmt.Fprintf(&b, "lane operations or 8 CRC bytes per cycle and core). bound-1 and bound-all give those bounds in million\n")
+	fmt.Fprintf(&b, "elements per second, c = compute-bound, m = copy (memory) bound; all/1 is cpu-all over cpu-1, then what the\n")
+	fmt.Fprintf(&b, "bounds allow (bound-all over bound-1: below 1.8x memory bandwidth does not allow 1.8x).\n")
+	fmt.Fprintf(&b, "%s: the CPU kernel on one goroutine; %s: the scheduler on all workers; %s: the SPU-style executor\n", devCPU1, devCPUAll, devSPU)
+	fmt.Fprintf(&b, "(one unit, local store %d bytes, %s), w = share of its time waiting on the simulated DMA.\n", r.SPULocalStore, spuChunkText(r.SPUChunk))
 	if r.hasDevice(devGPU) {
 		fmt.Fprintf(&b, "%s: GPU-resident buffers, dispatch time from GPU timestamps; %s: host memory,\n", devGPU, devGPUXfer)
 		fmt.Fprintf(&b, "upload + dispatch + read-back, wall clock.\n")
 	}
 	b.WriteString("\n")
+	return b.String()
+}
+
+func spuChunkText(c int) string {
+	if c <= 0 {
+		return "the other columns' tasks"
+	}
+	return fmt.Sprintf("tasks of %d work items", c)
+}
+
+// boundText writes a bound as million elements per second and its kind.
+func boundText(elements int, bd *Bound) string {
+	if bd == nil || bd.Seconds <= 0 {
+		return "-"
+	}
+	k := "m"
+	if bd.Kind == "compute" {
+		k = "c"
+	}
+	return formatRate(float64(elements)/bd.Seconds/1e6) + k
+}
+
+// writeTable writes the human-readable table (after tableHeader) and the
+// crossover summary.
+func (r *Report) writeTable(w io.Writer) error {
+	var b strings.Builder
 	// Numbers align right; the kernel and element names are padded to a
 	// common width, so they align left.
 	kw, ew := len("kernel"), len("element")
@@ -182,7 +266,7 @@ func (r *Report) writeTable(w io.Writer) error {
 		kw, ew = max(kw, len(x.Kernel)), max(ew, len(x.Elem))
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := fmt.Sprintf("%-*s\t%-*s\tsize\tMB in+out\tcopy GB/s\t", kw, "kernel", ew, "element")
+	head := fmt.Sprintf("%-*s\t%-*s\tsize\tMB in+out\tcopy GB/s\tbound-1\tbound-all\tall/1\t", kw, "kernel", ew, "element")
 	for _, d := range r.Devices {
 		head += d + "\t"
 	}
@@ -199,15 +283,48 @@ func (r *Report) writeTable(w io.Writer) error {
 				continue
 			}
 			copyGBs := float64(first.Bytes) / first.CopySeconds / 1e9
-			line := fmt.Sprintf("%-*s\t%-*s\t%s\t%s\t%.1f\t", kw, k, ew, first.Elem, formatSize(s), formatRate(float64(first.Bytes)/1e6), copyGBs)
+			var b1, ba *Bound
+			if c := r.copyOf(k, s); c != nil && len(c.Bounds) == 2 {
+				b1, ba = &c.Bounds[0], &c.Bounds[1]
+			}
+			scale := "-"
+			if c1, ca := r.result(k, s, devCPU1), r.result(k, s, devCPUAll); c1 != nil && ca != nil && ca.Seconds > 0 && b1 != nil && ba.Seconds > 0 {
+				scale = fmt.Sprintf("%.2fx/%.2fx", c1.Seconds/ca.Seconds, b1.Seconds/ba.Seconds)
+			}
+			line := fmt.Sprintf("%-*s\t%-*s\t%s\t%s\t%.1f\t%s\t%s\t%s\t", kw, k, ew, first.Elem, formatSize(s), formatRate(float64(first.Bytes)/1e6), copyGBs,
+				boundText(first.Elements, b1), boundText(first.Elements, ba), scale)
 			for _, d := range r.Devices {
-				if x := r.result(k, s, d); x != nil {
-					line += fmt.Sprintf("%s (%2.0f%%)\t", formatRate(x.ElemPerSec/1e6), 100*x.CopyFraction)
-				} else {
+				x := r.result(k, s, d)
+				switch {
+				case x == nil:
 					line += "-\t"
+				case x.BoundSeconds > 0:
+					cell := fmt.Sprintf("%s (%2.0f%% %3.0f%%)", formatRate(x.ElemPerSec/1e6), 100*x.CopyFraction, 100*x.BoundFraction)
+					if d == devSPU {
+						cell += fmt.Sprintf(" w%2.0f%%", 100*x.DMAWaitFraction)
+					}
+					line += cell + "\t"
+				default:
+					line += fmt.Sprintf("%s (%2.0f%%)\t", formatRate(x.ElemPerSec/1e6), 100*x.CopyFraction)
 				}
 			}
 			fmt.Fprintln(tw, line)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range r.SPUNotes {
+		fmt.Fprintf(&b, "%s %s, %s: %s\n", n.Kernel, formatSize(n.Size), devSPU, n.Note)
+	}
+	fmt.Fprintf(&b, "\ncompute bounds count, per element:\n")
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, k := range r.Kernels {
+		for _, c := range r.Copies {
+			if c.Kernel == k {
+				fmt.Fprintf(tw, "  %s:\t%s\n", k, c.ComputeNote)
+				break
+			}
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -246,7 +363,8 @@ func (r *Report) writeJSON(w io.Writer) error {
 
 // csvHeader is the first row of -csv.
 var csvHeader = []string{"kernel", "id", "element", "size", "elements", "items", "chunks", "device",
-	"seconds", "wall_seconds", "elements_per_sec", "bytes", "bytes_per_sec", "copy_seconds", "copy_fraction"}
+	"seconds", "wall_seconds", "elements_per_sec", "bytes", "bytes_per_sec", "copy_seconds", "copy_fraction",
+	"bound_seconds", "bound_kind", "bound_fraction", "dma_wait_fraction"}
 
 func (r *Report) writeCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
@@ -257,7 +375,8 @@ func (r *Report) writeCSV(w io.Writer) error {
 	for _, x := range r.Results {
 		rec := []string{x.Kernel, strconv.Itoa(x.ID), x.Elem, strconv.Itoa(x.Size), strconv.Itoa(x.Elements),
 			strconv.Itoa(x.Items), strconv.Itoa(x.Chunks), x.Device, g(x.Seconds), g(x.WallSeconds), g(x.ElemPerSec),
-			strconv.FormatInt(x.Bytes, 10), g(x.BytesPerSec), g(x.CopySeconds), g(x.CopyFraction)}
+			strconv.FormatInt(x.Bytes, 10), g(x.BytesPerSec), g(x.CopySeconds), g(x.CopyFraction),
+			g(x.BoundSeconds), x.BoundKind, g(x.BoundFraction), g(x.DMAWaitFraction)}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

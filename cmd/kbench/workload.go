@@ -256,7 +256,12 @@ func (a *array) stream(lo, hi int, buf sched.BufferID) sched.Stream {
 // array) GPU-resident ones.
 func (w *workload) task(c int, bufs []sched.BufferID) sched.TaskData {
 	lo := c * w.chunk
-	hi := min(lo+w.chunk, w.items)
+	return w.taskRange(lo, min(lo+w.chunk, w.items), bufs)
+}
+
+// taskRange returns the task data of work items [lo, hi) (within one
+// chunk's stream limits).
+func (w *workload) taskRange(lo, hi int, bufs []sched.BufferID) sched.TaskData {
 	var d sched.TaskData
 	d.Params = w.params
 	d.Elements = uint32(hi - lo)
