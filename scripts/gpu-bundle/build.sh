@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# build.sh [OUTDIR] - builds the GPU bundle (make gpu-bundle): a folder of
+# at most 60 MiB that proves this project on an x86-64 Linux machine with a
+# GPU and its driver but no network and no Go toolchain. See README.txt
+# (copied into the bundle) for what it holds and scripts/gpu-bundle/doc.go
+# for the design.
+#
+# Needs: go, gcc (cgo), apt-get (Debian 12, for `apt-get download`; the
+# .deb files are cached in $VKJOBS_DEB_CACHE, default ~/.cache/vkjobs/debs,
+# so later builds work offline), ldd, and Debian's assimp-testmodels (the
+# CMU clips the crowd and the anim tests read).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${1:-$ROOT/out/gpu-bundle}
+GO=${GO:-go}
+MAX_BYTES=$((60 * 1024 * 1024))
+MODULE=github.com/vkjobs/vkjobs
+# The Debian packages run.sh unpacks: the Vulkan loader, the validation
+# layer, and the C++ runtime the layer links (used only when the machine's
+# own is older than the layer needs).
+DEBS=(libvulkan1 vulkan-validationlayers libstdc++6 libgcc-s1)
+DEB_CACHE=${VKJOBS_DEB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vkjobs/debs}
+ASSIMP=/usr/share/assimp/models
+# Libraries every x86-64 glibc system has: the C library's own parts.
+GLIBC_RE='^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libresolv\.so\.2|libutil\.so\.1|libanl\.so\.1)$'
+
+die() { echo "gpu-bundle: $*" >&2; exit 1; }
+say() { echo "gpu-bundle: $*"; }
+
+[ "$(uname -m)" = x86_64 ] || die "builds for x86-64 only (this is $(uname -m))"
+case "$OUT" in /*) ;; *) OUT=$PWD/$OUT ;; esac
+[ "$OUT" != / ] && [ "$OUT" != "$ROOT" ] || die "refusing to use $OUT as the output folder"
+cd "$ROOT"
+
+rm -rf "$OUT.tmp"
+STAGE=$(mktemp -d "${TMPDIR:-/tmp}/gpu-bundle.XXXXXX")
+trap 'rm -rf "$STAGE"' EXIT
+P=$STAGE/payload
+mkdir -p "$P/bin" "$P/pkg" "$P/lib" "$P/share"
+
+# 1. The packages whose test binary links the Vulkan backend (package gpu
+# or the Vulkan binding): every one with GPU tests, found rather than
+# listed so that a new package is carried without editing this script.
+mapfile -t PKGS < <($GO list -test -f '{{if .ForTest}}{{.ForTest}}{{range .Deps}}{{if or (eq . "'$MODULE'/gpu") (eq . "github.com/vulkan-go/vulkan")}} uses-vulkan{{end}}{{end}}{{end}}' ./... |
+	awk '/uses-vulkan/ {print $1}' | sort -u)
+[ ${#PKGS[@]} -gt 0 ] || die "found no package with GPU tests (go list failed?)"
+say "packages with GPU tests: ${PKGS[*]#$MODULE/}"
+
+LDFLAGS='-s -w'
+for pkg in "${PKGS[@]}"; do
+	rel=${pkg#$MODULE}
+	rel=${rel#/}
+	[ -n "$rel" ] || rel=.
+	d=$P/pkg/$rel
+	mkdir -p "$d"
+	name=$(basename "$pkg").test
+	$GO test -c -ldflags="$LDFLAGS" -o "$d/$name" "./$rel" || die "go test -c ./$rel failed"
+	[ -x "$d/$name" ] || die "./$rel: go test -c wrote no binary"
+	# Tests read testdata/ relative to their package directory.
+	if [ -d "$rel/testdata" ]; then cp -r "$rel/testdata" "$d/"; fi
+	echo "$rel $name" >>"$P/tests.txt"
+done
+# The graphics tests of package gpu compile their shaders from gfx_shaders
+# only when glslc is installed; carry nothing else of the source tree.
+
+$GO build -ldflags="$LDFLAGS" -o "$P/bin/crowd" ./cmd/crowd
+$GO build -ldflags="$LDFLAGS" -o "$P/bin/kbench" ./cmd/kbench
+$GO build -ldflags="$LDFLAGS" -o "$P/bin/probe" ./scripts/gpu-bundle/probe
+CGO_ENABLED=0 $GO build -ldflags="$LDFLAGS" -o "$P/bin/imgcmp" ./scripts/gpu-bundle/imgcmp
+cp scripts/gpu-bundle/README.txt "$P/README.txt"
+
+# 2. Shared libraries the binaries link beyond the C library (GLFW's
+# X11: libX11, libxcb, ...), copied under their soname. libvulkan.so.1 is
+# dlopened, so ldd does not list it: it comes from the loader's package.
+for f in "$P"/bin/* "$P"/pkg/*/*.test "$P"/pkg/*/*/*.test "$P"/pkg/*/*/*/*.test; do
+	[ -f "$f" ] || continue
+	deps=$(ldd "$f" 2>/dev/null) || continue # a static binary
+	while read -r soname arrow path _; do
+		[ "$arrow" = "=>" ] || continue
+		[[ $soname =~ $GLIBC_RE ]] && continue
+		[ "$path" = "not" ] && die "$f: $soname not found on this machine"
+		[ -e "$P/lib/$soname" ] || cp -L "$path" "$P/lib/$soname"
+	done <<<"$deps"
+done
+
+# 3. Data the crowd and the anim tests read from Debian's
+# assimp-testmodels (run.sh points VKJOBS_ASSIMP_MODELS here).
+[ -f "$ASSIMP/BVH/01_01.bvh" ] || die "$ASSIMP/BVH is missing: apt-get install assimp-testmodels"
+mkdir -p "$P/share/assimp/models"
+cp -r "$ASSIMP/BVH" "$P/share/assimp/models/"
+grep -rhoE "\"/(glTF2|BVH)/[^\"]+\"" --include='*_test.go' "${PKGS[@]/#$MODULE/.}" 2>/dev/null | tr -d '"' | sort -u |
+	while read -r f; do
+		src=$(dirname "$ASSIMP$f")
+		[ -d "$src" ] || die "$ASSIMP$f is missing: apt-get install assimp-testmodels"
+		mkdir -p "$P/share/assimp/models$(dirname "$(dirname "$f")")"
+		cp -r "$src" "$P/share/assimp/models$(dirname "$(dirname "$f")")/"
+	done
+
+# 4. The Debian packages, fetched once with apt-get download.
+mkdir -p "$DEB_CACHE" "$OUT.tmp/debs"
+for p in "${DEBS[@]}"; do
+	deb=$(ls "$DEB_CACHE/${p}_"*_amd64.deb 2>/dev/null | sort -V | tail -1 || true)
+	if [ -z "$deb" ]; then
+		(cd "$DEB_CACHE" && apt-get download "$p:amd64" >/dev/null 2>"$STAGE/apt.err") ||
+			{ cat "$STAGE/apt.err" >&2; die "apt-get download $p failed (no network to the Debian mirror, and nothing in $DEB_CACHE)"; }
+		deb=$(ls "$DEB_CACHE/${p}_"*_amd64.deb | sort -V | tail -1)
+	fi
+	cp "$deb" "$OUT.tmp/debs/"
+done
+
+# 5. Assemble: run.sh, the compressed payload, the packages, a manifest.
+cp scripts/gpu-bundle/run.sh "$OUT.tmp/run.sh"
+chmod +x "$OUT.tmp/run.sh"
+cp scripts/gpu-bundle/README.txt "$OUT.tmp/README.txt"
+tar -C "$STAGE" -cf - payload | gzip -9 >"$OUT.tmp/payload.tar.gz"
+{
+	echo "vkjobs GPU bundle"
+	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+	echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), $($GO version)"
+	echo "tests: $(awk '{print $1}' "$P/tests.txt" | tr '\n' ' ')"
+	echo "libraries: $(cd "$P/lib" && ls | tr '\n' ' ')"
+	echo "debs: $(cd "$OUT.tmp/debs" && ls | tr '\n' ' ')"
+	echo "payload files (uncompressed bytes):"
+	(cd "$P" && find . -type f -printf '  %s %P\n' | sort -k2)
+} >"$OUT.tmp/MANIFEST.txt"
+
+size=$(du -sb "$OUT.tmp" | cut -f1)
+[ "$size" -le "$MAX_BYTES" ] || die "the bundle is $size bytes, over the 60 MiB limit ($MAX_BYTES)"
+rm -rf "$OUT"
+mv "$OUT.tmp" "$OUT"
+say "wrote $OUT ($(awk -v b="$size" 'BEGIN{printf "%.1f MiB", b/1048576}')): copy it to the GPU machine and run: $(basename "$OUT")/run.sh REPORT_DIR"

@@ -1,0 +1,282 @@
+package gpubundle
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+const maxBundleBytes = 60 << 20
+
+// EnvBundleTest enables TestBundle (make test sets it): building the
+// bundle links every GPU test binary and takes a minute or two.
+const EnvBundleTest = "VKJOBS_GPU_BUNDLE_TEST"
+
+// TestScripts: both scripts parse.
+func TestScripts(t *testing.T) {
+	for _, s := range []string{"build.sh", "run.sh"} {
+		if out, err := exec.Command("bash", "-n", s).CombinedOutput(); err != nil {
+			t.Errorf("bash -n %s: %v\n%s", s, err, out)
+		}
+	}
+}
+
+// findICD runs run.sh --find-icd on a system root with env added.
+func findICD(t *testing.T, sysroot string, env ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", "run.sh", "--find-icd")
+	cmd.Env = append(cleanEnv(), "VKJOBS_BUNDLE_SYSROOT="+sysroot)
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// cleanEnv is the environment without the loader's variables.
+func cleanEnv() []string {
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "VK_DRIVER_FILES=") && !strings.HasPrefix(e, "VK_ICD_FILENAMES=") &&
+			!strings.HasPrefix(e, "XDG_DATA_DIRS=") && !strings.HasPrefix(e, "XDG_CONFIG_DIRS=") {
+			env = append(env, e)
+		}
+	}
+	return env
+}
+
+func write(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFindICD: the NVIDIA driver search on fake system roots.
+func TestFindICD(t *testing.T) {
+	// A manifest in the loader's folders wins.
+	root := t.TempDir()
+	write(t, root+"/usr/local/nvidia/lib64/libGLX_nvidia.so.0", "")
+	write(t, root+"/etc/vulkan/icd.d/nvidia_icd.json", `{"ICD": {"library_path": "libGLX_nvidia.so.0"}}`)
+	out, err := findICD(t, root)
+	if err != nil || !strings.HasPrefix(out, root+"/etc/vulkan/icd.d/nvidia_icd.json (found in /etc/vulkan/icd.d)") {
+		t.Errorf("manifest in /etc/vulkan/icd.d: %v\n%s", err, out)
+	}
+
+	// Only the library (a container without the manifest): one is written.
+	root = t.TempDir()
+	write(t, root+"/usr/local/nvidia/lib64/libGLX_nvidia.so.0", "")
+	out, err = findICD(t, root)
+	if err != nil || !strings.Contains(out, "written by run.sh for "+root+"/usr/local/nvidia/lib64/libGLX_nvidia.so.0") ||
+		!strings.Contains(out, `"library_path": "`+root+`/usr/local/nvidia/lib64/libGLX_nvidia.so.0"`) {
+		t.Errorf("library only: %v\n%s", err, out)
+	}
+
+	// A manifest under /usr/local/nvidia.
+	root = t.TempDir()
+	write(t, root+"/usr/local/nvidia/vulkan/icd.d/nvidia_icd.json", "{}")
+	if out, err = findICD(t, root); err != nil || !strings.Contains(out, "found under /usr/local/nvidia") {
+		t.Errorf("manifest under /usr/local/nvidia: %v\n%s", err, out)
+	}
+
+	// VK_DRIVER_FILES is taken as the user's choice.
+	if out, err = findICD(t, root, "VK_DRIVER_FILES=/opt/x/icd.json"); err != nil || !strings.HasPrefix(out, "/opt/x/icd.json ($VK_DRIVER_FILES)") {
+		t.Errorf("VK_DRIVER_FILES: %v\n%s", err, out)
+	}
+
+	// Nothing: an error saying where it looked and what to do.
+	out, err = findICD(t, t.TempDir())
+	if err == nil || !strings.Contains(out, "no NVIDIA Vulkan driver found") || !strings.Contains(out, "/usr/share/vulkan/icd.d") ||
+		!strings.Contains(out, "NVIDIA_DRIVER_CAPABILITIES") {
+		t.Errorf("no driver: err %v, want a failure naming the places searched\n%s", err, out)
+	}
+
+	// lavapipe, and a manifest that does not exist.
+	root = t.TempDir()
+	write(t, root+"/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", "{}")
+	cmd := exec.Command("bash", "run.sh", "--driver", "lavapipe", "--find-icd")
+	cmd.Env = append(cleanEnv(), "VKJOBS_BUNDLE_SYSROOT="+root)
+	if b, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(b), root+"/usr/share/vulkan/icd.d/lvp_icd.x86_64.json") {
+		t.Errorf("--driver lavapipe: %v\n%s", err, b)
+	}
+	cmd = exec.Command("bash", "run.sh", "--driver", "/nonexistent.json", "--find-icd")
+	if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "--driver /nonexistent.json: no such ICD manifest") {
+		t.Errorf("--driver /nonexistent.json: %v\n%s", err, b)
+	}
+}
+
+// glibc is the C library's own parts, which the bundle does not carry.
+var glibc = regexp.MustCompile(`^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libresolv\.so\.2|libutil\.so\.1|libanl\.so\.1)$`)
+
+// TestBundle builds the bundle, checks its size and its libraries, and
+// runs it in its short mode on lavapipe with the bundled loader and layer.
+func TestBundle(t *testing.T) {
+	if os.Getenv(EnvBundleTest) != "1" {
+		t.Skipf("set %s=1 to build and run the GPU bundle (make test does)", EnvBundleTest)
+	}
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "gpu-bundle")
+	build := exec.Command("bash", "build.sh", bundle)
+	start := time.Now()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build.sh: %v\n%s", err, out)
+	} else {
+		t.Logf("build.sh (%.0f s): %s", time.Since(start).Seconds(), lastLine(out))
+	}
+
+	// Size.
+	var size int64
+	filepath.WalkDir(bundle, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				size += fi.Size()
+			}
+		}
+		return nil
+	})
+	t.Logf("bundle size: %d bytes (%.1f MiB)", size, float64(size)/(1<<20))
+	if size > maxBundleBytes {
+		t.Errorf("the bundle is %d bytes, over the 60 MiB limit", size)
+	}
+
+	// Contents: the packages with GPU tests, the programs, the packages.
+	un := filepath.Join(dir, "unpacked")
+	out, err := exec.Command(filepath.Join(bundle, "run.sh"), "--unpack", un).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run.sh --unpack: %v\n%s", err, out)
+	}
+	tests, err := os.ReadFile(filepath.Join(un, "payload/tests.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range []string{"gpu", "kernels", "anim", "affinity", "stress", "cmd/crowd", "cmd/kbench"} {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(pkg) + ` `).Match(tests) {
+			t.Errorf("tests.txt lacks %s, a package with GPU tests:\n%s", pkg, tests)
+		}
+	}
+	for _, f := range []string{"payload/bin/crowd", "payload/bin/kbench", "payload/bin/probe", "payload/bin/imgcmp",
+		"payload/share/assimp/models/BVH/01_01.bvh", "payload/pkg/cmd/crowd/testdata/cesium_man.gltf"} {
+		if _, err := os.Stat(filepath.Join(un, f)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// Libraries: with every folder of the bundle that holds a shared
+	// library in LD_LIBRARY_PATH, ldd must resolve everything the
+	// binaries, the loader and the layer need inside the bundle, except the
+	// C library's own parts.
+	var libDirs, elfs []string
+	seen := map[string]bool{}
+	filepath.WalkDir(un, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		name := d.Name()
+		isLib := strings.Contains(name, ".so")
+		if isLib && !seen[filepath.Dir(p)] {
+			seen[filepath.Dir(p)] = true
+			libDirs = append(libDirs, filepath.Dir(p))
+		}
+		if isLib || strings.HasSuffix(name, ".test") || filepath.Base(filepath.Dir(p)) == "bin" {
+			if b, err := os.ReadFile(p); err == nil && bytes.HasPrefix(b, []byte("\x7fELF")) {
+				elfs = append(elfs, p)
+			}
+		}
+		return nil
+	})
+	if _, err := os.Stat(filepath.Join(un, "vk/usr/lib/x86_64-linux-gnu/libvulkan.so.1")); err != nil {
+		t.Errorf("no loader: %v", err)
+	}
+	ldPath := strings.Join(libDirs, ":")
+	checked := 0
+	for _, f := range elfs {
+		cmd := exec.Command("ldd", f)
+		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+ldPath)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			if bytes.Contains(b, []byte("not a dynamic executable")) {
+				continue // a static Go binary (imgcmp)
+			}
+			t.Errorf("ldd %s: %v\n%s", f, err, b)
+			continue
+		}
+		checked++
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 1 || glibc.MatchString(filepath.Base(fields[0])) || strings.Contains(fields[0], "statically") {
+				continue
+			}
+			if len(fields) < 3 || fields[1] != "=>" || !strings.HasPrefix(fields[2], un+"/") {
+				t.Errorf("%s needs %s, which the bundle does not carry (ldd: %q)", strings.TrimPrefix(f, un+"/"), fields[0], sc.Text())
+			}
+		}
+	}
+	t.Logf("ldd: %d dynamic ELF files, every library in the bundle or glibc (LD_LIBRARY_PATH=%s)", checked, ldPath)
+	if checked < 10 {
+		t.Errorf("ldd checked only %d files", checked)
+	}
+
+	// The short run on lavapipe.
+	rep := filepath.Join(dir, "report")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, filepath.Join(bundle, "run.sh"), "--short", "--driver", "lavapipe", rep)
+	run.Env = cleanEnv()
+	start = time.Now()
+	out, err = run.CombinedOutput()
+	report, rerr := os.ReadFile(filepath.Join(rep, "report.txt"))
+	t.Logf("run.sh --short --driver lavapipe (%.0f s), report.txt:\n%s", time.Since(start).Seconds(), report)
+	if err != nil || rerr != nil {
+		t.Fatalf("run.sh: %v (report: %v); output ends:\n%s", err, rerr, tail(out, 40))
+	}
+	r := string(report)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^device: llvmpipe`),
+		regexp.MustCompile(`(?m)^driver: /\S*/lvp_icd\S*\.json`),
+		regexp.MustCompile(`(?m)^mapped: /\S+/vk/usr/lib/x86_64-linux-gnu/libvulkan\.so\.1`), // the bundled loader
+		regexp.MustCompile(`(?m)^mapped: /\S+/vk/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation\.so`),
+		regexp.MustCompile(`(?m)^mapped: \S*libvulkan_lvp\.so`),
+		regexp.MustCompile(`(?m)^  PASS +\S+s  test-gpu +\d+ passed, 0 failed`),
+		regexp.MustCompile(`(?m)^  PASS +\S+s  kbench-quick`),
+		regexp.MustCompile(`(?m)^  PASS +\S+s  compare-cpu-gpu +.*within the tolerance`),
+		regexp.MustCompile(`(?m)^== crowd -offload gpu \(summary\) ==`),
+	} {
+		if !want.MatchString(r) {
+			t.Errorf("report.txt lacks %s", want)
+		}
+	}
+	if m := regexp.MustCompile(`(?m)^mapped: /usr/\S*libvulkan\.so`).FindString(r); m != "" {
+		t.Errorf("the system's loader ran, not the bundle's: %s", m)
+	}
+	if m := regexp.MustCompile(`(?m)^result: (\d+) of (\d+) steps passed`).FindStringSubmatch(r); m == nil || m[1] != m[2] {
+		t.Errorf("not every step passed: %v", m)
+	}
+	for _, f := range []string{"kbench.txt", "crowd-cpu.png", "crowd-gpu.png", "crowd-auto.png", "logs/probe.log"} {
+		if fi, err := os.Stat(filepath.Join(rep, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

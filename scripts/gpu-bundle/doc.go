@@ -1,0 +1,92 @@
+// Package gpubundle holds the tests of the GPU bundle: `make gpu-bundle`
+// (build.sh) builds, on this Debian 12 machine, a folder of at most 60 MiB
+// that proves the project on an x86-64 Linux machine with a GPU and its
+// driver but no network, no root and no Go toolchain, and run.sh runs it
+// there. The package has no code of its own; the bundle's two Go tools are
+// its sub-packages probe (open the device, print it) and imgcmp (compare
+// the crowd's CPU and GPU images).
+//
+// # What the bundle holds, and why so
+//
+// The tests are carried as test binaries (go test -c, stripped with -s -w,
+// SPIR-V embedded by go:embed), one per package whose test binary links
+// the Vulkan backend: build.sh finds them with go list -test (the test
+// variant's dependencies include package gpu or the Vulkan binding), so a
+// new package with GPU tests is carried without editing the script. Each
+// runs with a copy of its package directory's testdata as its working
+// directory, as go test would run it. The crowd and kbench are carried as
+// programs. All of it is one gzip tarball (the binaries halve), because the
+// uncompressed binaries alone would exceed the size limit.
+//
+// The Vulkan loader (libvulkan1), the validation layer
+// (vulkan-validationlayers) and the C++ runtime the layer links (libstdc++6,
+// libgcc-s1) are Debian 12's packages, fetched with apt-get download
+// (cached, so that later builds need no network) and unpacked by run.sh
+// with dpkg-deb -x, which needs no root: the packages keep their versions
+// and copyright files, and the loader the tests meet is a released one,
+// not whatever this machine happens to have. The loader is found by the
+// binaries because package gpu dlopens libvulkan.so.1 and run.sh puts the
+// unpacked library first in LD_LIBRARY_PATH. The bundled libstdc++ is used
+// only when the machine's lacks the newest GLIBCXX version the layer
+// needs: a newer libstdc++ serves older programs, so the machine's own is
+// preferred (the driver may be linked against it).
+//
+// The crowd and gpu/present link X11 through GLFW (cgo). A GPU server may
+// have no X11 libraries, so build.sh carries every shared library ldd
+// lists for the binaries beyond the C library itself (libX11, libxcb,
+// libXau, libXdmcp, libbsd, libmd), under their sonames. A headless build
+// of the crowd without GLFW was rejected: it needs a build tag through
+// packages this bundle does not own, for about 1.6 MB of libraries. The
+// glibc is not carried: the binaries need Debian 12's (2.36) or newer,
+// which such a machine has.
+//
+// The crowd and the anim tests read the CMU motion capture of Debian's
+// assimp-testmodels; the bundle carries the files they use and run.sh
+// points VKJOBS_ASSIMP_MODELS at them (the one code change the bundle
+// needed: the directory was a constant).
+//
+// # run.sh
+//
+// The driver: --driver nvidia (the default) takes $VK_DRIVER_FILES or
+// $VK_ICD_FILENAMES when set, else the first nvidia*.json in the loader's
+// manifest folders (/etc/vulkan/icd.d, /usr/share/vulkan/icd.d, the XDG
+// ones, and under /usr/local/nvidia), else, as in containers where only
+// the driver's libraries are mounted, it writes a manifest for
+// libGLX_nvidia.so.0 found through ldconfig or in the usual folders; it
+// fails naming every place it looked. --driver lavapipe takes Mesa's
+// lvp_icd*.json (how CI runs the bundle); --driver FILE.json any manifest.
+// It sets VK_DRIVER_FILES (and the older VK_ICD_FILENAMES) to that one
+// manifest, so the device the tests choose is the GPU, and VK_LAYER_PATH to
+// the bundled layer.
+//
+// The steps, each with a time-out (timeout(1)) that also keeps the time
+// the later steps need, within --budget seconds (450 by default, so that
+// the whole run, unpacking included, takes under 8 minutes): probe (the
+// device chosen and why, every device enumerated, and the loader, layer
+// and driver files mapped into the process: proof of which ran); every
+// test binary with -test.v and CI=true (no device is a failure, not a
+// skip; the tests open the device with the validation layer on and fail on
+// any message), skipping only the tests that need the build tools (shader
+// staleness needs glslc, which CI checks; two crowd tests build the demo
+// with go), and without CI=true for gpu/present when there is no display
+// and no Xvfb, so that its window tests skip and say so; kbench -quick; the
+// crowd, 1000 characters x 90 bones, 120 frames, headless, with -offload
+// cpu, gpu (with a trace) and auto; imgcmp between the CPU image and the
+// GPU and auto ones, with the crowd tests' tolerance. After every step it
+// rewrites OUTDIR/report.txt, so a run cut short still leaves a report.
+// --short is the CI variant (fewer kernel sizes, 64 characters, 6
+// frames, -test.short).
+//
+// # Tests
+//
+// TestScripts and TestFindICD run in every go test ./...: the scripts
+// parse, and the driver search finds a manifest, writes one for a bare
+// libGLX_nvidia.so.0, honours VK_DRIVER_FILES and fails with a message
+// that says where it looked (on fake system roots, VKJOBS_BUNDLE_SYSROOT).
+// TestBundle, run by make test with VKJOBS_GPU_BUNDLE_TEST=1, builds the
+// bundle, checks its size (at most 60 MiB) and, with ldd and the bundle's
+// library folders as LD_LIBRARY_PATH, that every library its binaries,
+// loader and layer need is in the bundle or is part of the C library, then
+// runs run.sh --short --driver lavapipe and requires every step to pass
+// on the bundled loader and layer.
+package gpubundle
