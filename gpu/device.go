@@ -158,6 +158,12 @@ const (
 	// FaultAllocation makes the next vkAllocateMemory return
 	// VK_ERROR_OUT_OF_DEVICE_MEMORY without calling the driver.
 	FaultAllocation
+	// FaultStall makes the next command buffer an executor records wait,
+	// before any of its work, for a Vulkan event that only
+	// Device.ReleaseStall (or Device.Close) sets: GPU work that provably
+	// cannot finish however fast or loaded the machine is, for tests of
+	// fence time-outs.
+	FaultStall
 )
 
 // limits are the device limits the package uses.
@@ -229,6 +235,9 @@ type Device struct {
 
 	faultSubmit atomic.Int32
 	faultAlloc  atomic.Int32
+	faultStall  atomic.Int32
+	stallMu     sync.Mutex
+	stallEv     vk.Event // FaultStall's event, created on first use
 
 	clockOnce sync.Once
 	clockOff  int64 // host ns (sched.Nanotime) = gpu ns + clockOff
@@ -737,13 +746,52 @@ func (d *Device) ValidationErr() error {
 }
 
 // InjectFault makes the device simulate f once (see Fault). For tests.
-func (d *Device) InjectFault(f Fault) {
+// It fails only when FaultStall's event cannot be created.
+func (d *Device) InjectFault(f Fault) error {
 	switch f {
 	case FaultSubmitDeviceLost:
 		d.faultSubmit.Add(1)
 	case FaultAllocation:
 		d.faultAlloc.Add(1)
+	case FaultStall:
+		d.stallMu.Lock()
+		defer d.stallMu.Unlock()
+		if d.stallEv == vk.NullEvent {
+			ci := &vk.EventCreateInfo{SType: vk.StructureTypeEventCreateInfo}
+			var ev vk.Event
+			r := Result(vk.CreateEvent(d.dev, ci, nil, &ev))
+			ci.Free()
+			if err := check("vkCreateEvent", r); err != nil {
+				return err
+			}
+			d.stallEv = ev
+		} else if err := check("vkResetEvent", Result(vk.ResetEvent(d.dev, d.stallEv))); err != nil {
+			return err
+		}
+		d.faultStall.Add(1)
 	}
+	return nil
+}
+
+// ReleaseStall sets FaultStall's event: the stalled command buffer runs.
+func (d *Device) ReleaseStall() error {
+	d.stallMu.Lock()
+	defer d.stallMu.Unlock()
+	if d.stallEv == vk.NullEvent {
+		return nil
+	}
+	return check("vkSetEvent", Result(vk.SetEvent(d.dev, d.stallEv)))
+}
+
+// stallEvent returns FaultStall's event when a stall is pending, consuming
+// it, else vk.NullEvent. Called by the submitter while recording.
+func (d *Device) stallEvent() vk.Event {
+	if d.faultStall.Load() <= 0 || !takeFault(&d.faultStall) {
+		return vk.NullEvent
+	}
+	d.stallMu.Lock()
+	defer d.stallMu.Unlock()
+	return d.stallEv
 }
 
 // takeFault consumes one pending injection of a fault counter.
@@ -841,6 +889,9 @@ func (d *Device) Close() error {
 	}
 	d.emu.Unlock()
 	var errs []error
+	if err := d.ReleaseStall(); err != nil { // a stalled command buffer would never finish
+		errs = append(errs, err)
+	}
 	for _, e := range execs {
 		if err := e.Close(); err != nil {
 			errs = append(errs, err)
@@ -860,6 +911,10 @@ func (d *Device) Close() error {
 
 // destroy frees whatever exists, in reverse order of creation.
 func (d *Device) destroy() {
+	if d.dev != nil && d.stallEv != vk.NullEvent {
+		vk.DestroyEvent(d.dev, d.stallEv, nil)
+		d.stallEv = vk.NullEvent
+	}
 	if d.dev != nil {
 		d.bmu.Lock()
 		bufs := make([]*Buffer, 0, len(d.bufs))

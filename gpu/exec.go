@@ -694,6 +694,9 @@ func (e *Executor) record(sl *slot) error {
 	if err := check("vkBeginCommandBuffer", s.begin(cb)); err != nil {
 		return err
 	}
+	if ev := e.d.stallEvent(); ev != vk.NullEvent {
+		s.waitEvent(cb, ev) // FaultStall
+	}
 	n := uint32(len(sl.jobs))
 	sl.copyTS = e.ts && len(sl.copyIn)+len(sl.copyOut) > 0
 	if e.ts {

@@ -556,20 +556,41 @@ func TestDeviceLostFailsFast(t *testing.T) {
 	}
 }
 
+// TestFenceTimeout: a command buffer that waits for an event the host has
+// not set (FaultStall) cannot complete, however fast or loaded the
+// machine, so its tasks fail with ErrTimeout; once the event is set the
+// executor reuses the late command buffer and goes on.
 func TestFenceTimeout(t *testing.T) {
-	n := spinItems(t, 300*time.Millisecond)
-	e := newEnv(t, device(t, false), ExecutorOptions{FenceTimeout: 30 * time.Millisecond, HungAfter: 1000}, sched.Config{})
-	in, out := make([]uint32, n), make([]uint32, n)
+	dev := device(t, false)
+	e := newEnv(t, dev, ExecutorOptions{FenceTimeout: 30 * time.Millisecond, HungAfter: 1 << 20}, sched.Config{})
+	must(t, dev.InjectFault(FaultStall))
+	released := false
+	defer func() {
+		if !released {
+			must(t, dev.ReleaseStall())
+		}
+	}()
+	in, out := ramp32(1000), make([]uint32, 1000)
 	err := e.main.Wait(e.add(t, spinTask(in, out)))
 	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "vkWaitForFences") {
 		t.Fatalf("err = %v, want ErrTimeout from vkWaitForFences", err)
 	}
+	must(t, dev.ReleaseStall())
+	released = true
 	// The executor keeps working once the late command buffer completes.
 	z := make([]float32, 10)
 	must(t, e.main.Wait(e.add(t, saxpyTask(1, ramp(10, 1, 0), ramp(10, 1, 0), z))))
 	if z[9] != 18 || e.dev.Lost() != nil {
 		t.Fatalf("after the time-out: z[9] = %v, lost %v", z[9], e.dev.Lost())
 	}
+}
+
+func ramp32(n int) []uint32 {
+	s := make([]uint32, n)
+	for i := range s {
+		s[i] = uint32(i)
+	}
+	return s
 }
 
 func TestCloseFinishesJobsAndLeavesNoGoroutine(t *testing.T) {

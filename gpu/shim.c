@@ -241,6 +241,7 @@ const char *vkj_dev_init(vkj_dev *d, VkInstance inst, VkDevice dev) {
 	LOAD(CmdResetQueryPool)
 	LOAD(GetQueryPoolResults)
 	LOAD(CreateComputePipelines)
+	LOAD(CmdWaitEvents)
 #undef LOAD
 	return NULL;
 }
@@ -409,6 +410,16 @@ void vkj_dispatch(const vkj_dev *d, VkCommandBuffer cb, uint64_t pipeline, uint6
 	if (q >= 0) {
 		d->CmdWriteTimestamp(cb, (VkPipelineStageFlagBits)stage1, H(VkQueryPool, qpool), (uint32_t)q + 1);
 	}
+}
+
+void vkj_wait_event(const vkj_dev *d, VkCommandBuffer cb, uint64_t event) {
+	VkEvent e = H(VkEvent, event);
+	VkMemoryBarrier mb = {0};
+	mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+	mb.srcAccessMask = VK_ACCESS_HOST_WRITE_BIT;
+	mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_SHADER_READ_BIT;
+	d->CmdWaitEvents(cb, 1, &e, VK_PIPELINE_STAGE_HOST_BIT,
+		VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 1, &mb, 0, NULL, 0, NULL);
 }
 
 VkResult vkj_queries(const vkj_dev *d, uint64_t pool, uint32_t first, uint32_t n, uint64_t *out) {

@@ -265,6 +265,10 @@ func (s shimDev) dispatch(cb vk.CommandBuffer, pipe uint64, layout vk.PipelineLa
 		C.uint64_t(itemsPerGroup), C.uint32_t(maxGroups), hQueryPool(qpool), C.int32_t(q), C.uint32_t(stage0), C.uint32_t(stage1))
 }
 
+func (s shimDev) waitEvent(cb vk.CommandBuffer, ev vk.Event) {
+	C.vkj_wait_event(s.p, cmdBuf(cb), ptrU64(unsafe.Pointer(ev)))
+}
+
 func (s shimDev) queries(pool vk.QueryPool, first, n uint32, out []uint64) Result {
 	if n == 0 {
 		return Success

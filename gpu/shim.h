@@ -71,6 +71,7 @@ typedef struct vkj_dev {
 	PFN_vkCmdResetQueryPool CmdResetQueryPool;
 	PFN_vkGetQueryPoolResults GetQueryPoolResults;
 	PFN_vkCreateComputePipelines CreateComputePipelines;
+	PFN_vkCmdWaitEvents CmdWaitEvents;
 } vkj_dev;
 
 // vkj_dev_init fills d; it returns NULL or the name of a missing function.
@@ -110,6 +111,9 @@ VkResult vkj_set(const vkj_dev *d, uint64_t pool, uint64_t layout, const vkj_des
 void vkj_dispatch(const vkj_dev *d, VkCommandBuffer cb, uint64_t pipeline, uint64_t layout, uint64_t set,
 	const uint32_t *params, uint32_t begin, uint32_t end, uint64_t items_per_group, uint32_t max_groups,
 	uint64_t qpool, int32_t q, uint32_t stage0, uint32_t stage1);
+// vkj_wait_event makes the command buffer wait for a host-set event before
+// its later transfer and compute work (FaultStall).
+void vkj_wait_event(const vkj_dev *d, VkCommandBuffer cb, uint64_t event);
 VkResult vkj_queries(const vkj_dev *d, uint64_t pool, uint32_t first, uint32_t n, uint64_t *out);
 
 #endif
