@@ -12,7 +12,7 @@ DEB_PKGS := mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-validationlayers
 	vulkan-tools glslc spirv-tools xvfb xauth libx11-dev libxrandr-dev libxinerama-dev \
 	libxcursor-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev assimp-testmodels gcc
 
-.PHONY: deps build test bench demo shaders shaders-check soak fuzz fmt-check vet
+.PHONY: deps build test bench demo shaders shaders-check soak fuzz fmt-check vet gpu-bundle
 
 # GPU tests run with the Vulkan validation layer on and fail on any message;
 # CI=true turns "no Vulkan device" from a skip into a failure.
@@ -56,6 +56,8 @@ test: deps fmt-check vet shaders-check
 	KERNELS_GO=1 $(GO) test -count=1 -run 'LocalToModel|Pose|Skin|LBS|DQS|CPURefuses|Alloc|Sum|MinMax|Avg32|Expand|Scan|Saxpy' ./kernels/
 	$(GO) test -count=1 -race -timeout 20m ./sched/... ./gpu/... ./stress/... ./affinity/... ./render/... ./evstream/...
 	$(MAKE) --no-print-directory fuzz
+	# The GPU bundle: build it, check its size and libraries, run its short mode on lavapipe (about 2 minutes).
+	VKJOBS_GPU_BUNDLE_TEST=1 $(GO) test -count=1 -timeout 15m -run TestBundle ./scripts/gpu-bundle/
 
 # Long randomized stress of the scheduler (minutes, millions of tasks).
 SOAK ?= 3m
@@ -67,3 +69,10 @@ bench: deps
 
 demo: deps
 	$(GO) run ./cmd/crowd
+
+# A folder (at most 60 MiB) that proves the project on a machine with a GPU
+# and its driver but no network and no Go: copy it there and run
+# gpu-bundle/run.sh REPORT_DIR (see scripts/gpu-bundle/README.txt).
+GPU_BUNDLE ?= out/gpu-bundle
+gpu-bundle: deps
+	bash scripts/gpu-bundle/build.sh $(GPU_BUNDLE)
