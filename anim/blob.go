@@ -36,7 +36,7 @@ import (
 //	string table of n strings: n+1 uint32 offsets into the bytes that follow
 const (
 	blobMagic      = 0x4D494E41 // "ANIM"
-	blobVersion    = 1
+	blobVersion    = 2
 	skelTag        = 0x4C454B53 // "SKEL"
 	clipTag        = 0x50494C43 // "CLIP"
 	blobHeaderSize = 48
@@ -873,8 +873,8 @@ func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames
 			br.seek(words, pos)
 			params := readParams(&br, kind)
 			mode := params & 7
-			if mode > modeAll || (kind != uint32(TrackRotation) && mode != 0) || params>>28 >= numPreds {
-				return bad("track %d: mode %d predictor %d", k, mode, params>>28)
+			if mode > modeAll || (kind != uint32(TrackRotation) && mode != 0) || params>>28&3 >= numPreds {
+				return bad("track %d: mode %d predictor %d", k, mode, params>>28&3)
 			}
 			for c := range ncompOf(kind, mode) {
 				if kc := params >> (8 + 5*c) & 31; kc > maxRiceK {

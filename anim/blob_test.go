@@ -194,7 +194,7 @@ func TestBlobInvalid(t *testing.T) {
 		{"truncated body", "blob size", func(d []byte) []byte { return d[:len(d)-4] }, false},
 		{"trailing bytes", "truncated header", func(d []byte) []byte { return append(d, 0, 0, 0, 0, 0, 0, 0, 0) }, false},
 		{"bad magic", "bad magic", set(0, 0x12345678), false},
-		{"bad version", "version", set(4, 2), false},
+		{"bad version", "version", set(4, 1), false},
 		{"size too large", "blob size", set(8, uint32(len(good))+4), false},
 		{"size unaligned", "blob size", set(8, uint32(len(good))-2), false},
 		{"checksum", "checksum", func(d []byte) []byte { d[len(d)-20] ^= 1; return d }, true},

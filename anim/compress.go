@@ -95,7 +95,7 @@ type CompressStats struct {
 	ConstantTracks int
 	QuantLimited   int     // tracks whose quantisation alone misses Tolerance
 	ChainShare     float64 // the share of Tolerance the tracks were given (uniform: the per-segment error target / Tolerance)
-	P99            float64 // measured 99th percentile at VertexDistance (0 with Passes 1)
+	P99            float64 // measured 99th percentile at VertexDistance, the larger of at and between samples (ErrorStats.WorstP99; 0 with Passes 1)
 	Passes         int     // compressions run to get here
 	Duration       time.Duration
 }
@@ -113,6 +113,7 @@ type spoint struct {
 // parameters (set by choose).
 type segData struct {
 	mode uint32 // rotation component dropped (0..3) or modeAll
+	lin  uint32 // 1: linear between points (see curveCoeffs)
 	pts  []spoint
 	disc uint32    // 1 when two points share a frame (time deltas may be 0)
 	pm   uint32    // predictor
@@ -277,7 +278,8 @@ func rotationTarget(decParent, srcParent, q Quat) Quat {
 const maxChainShare = 1
 
 // measureP99 writes cc to a blob of its own and measures, through the
-// sampler, the 99th percentile of the error at distance d.
+// sampler, the 99th percentile of the error at distance d: the larger of
+// the one at samples and the one between them (ErrorStats.WorstP99).
 func measureP99(sk *Skeleton, c *Clip, cc *CompressedClip, d float64) (float64, error) {
 	var b Builder
 	if err := b.AddClip(b.AddSkeleton(sk), cc); err != nil {
@@ -295,7 +297,7 @@ func measureP99(sk *Skeleton, c *Clip, cc *CompressedClip, d float64) (float64, 
 	if err != nil {
 		return 0, err
 	}
-	return st[0].P99, nil
+	return st[0].WorstP99(), nil
 }
 
 // compressPass compresses c once with every track's threshold at
@@ -379,11 +381,11 @@ func compressPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share
 	mult := allocate(sk, flv, lv, animated)
 	cc.tols = make([]float64, 3*nb)
 	cc.closed = comp
-	fitOne := func(ti int, tr *Track) {
+	fitOne := func(ti int, tr *Track, between func(s int, u float64) [4]float64) {
 		b, k := ti/3, TrackKind(ti%3)
 		tt := trackTol * mult[ti]
 		tl := trackLevers(k)
-		sl, lim := compressTrack(tr, b, k, weightOf(tl, b, k), tl.axis[b], c.Frames, segFrames, nseg, tt)
+		sl, lim := compressTrack(tr, between, b, k, weightOf(tl, b, k), tl.axis[b], c.Frames, segFrames, nseg, tt)
 		results[ti].slot, results[ti].limited = sl, lim
 		cc.tols[ti] = tt
 	}
@@ -393,7 +395,13 @@ func compressPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share
 			open = append(open, ti)
 		}
 	}
-	parallel(open, func(ti int) { fitOne(ti, &c.Tracks[ti]) })
+	srcBetween := func(ti int) func(s int, u float64) [4]float64 {
+		tr := &c.Tracks[ti]
+		return func(s int, u float64) [4]float64 {
+			return c.ValueAt(ti, (float64(tr.Frames[s])+u)/c.Rate)
+		}
+	}
+	parallel(open, func(ti int) { fitOne(ti, &c.Tracks[ti], srcBetween(ti)) })
 	if comp {
 		// Closed loop: each animated rotation is fitted against the local
 		// rotation that puts its bone's model-space orientation where the
@@ -438,7 +446,21 @@ func compressPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share
 						}
 						tgt.Values[s] = [4]float64(q)
 					}
-					fitOne(ti, &tgt)
+					// Between frames the target is the source's rotation
+					// there, corrected by the slerp of the corrections at
+					// the two frames around it.
+					src := srcBetween(ti)
+					between := func(s int, u float64) [4]float64 {
+						q := Quat(src(s, u))
+						if p < 0 {
+							return [4]float64(q)
+						}
+						f := int(tr.Frames[s])
+						d0 := rotationTarget(decModel[p][f], srcModel[p][f], IdentityQuat)
+						d1 := rotationTarget(decModel[p][f+1], srcModel[p][f+1], IdentityQuat)
+						return [4]float64(slerp(d0, d1, u).mul(q).normalized())
+					}
+					fitOne(ti, &tgt, between)
 					vals := results[ti].slot.decodeFrames(c.Frames, segFrames)
 					for f := range dl {
 						v := vals[f]
@@ -777,7 +799,7 @@ func (sl *slotTrack) decodeFrames(frames, segFrames int) [][4]float32 {
 	nseg := len(sl.segs)
 	for s := range sl.segs {
 		sd := &sl.segs[s]
-		ft := &fitTrack{kind: sl.kind, frames: make([]float32, len(sd.pts))}
+		ft := &fitTrack{kind: sl.kind, frames: make([]float32, len(sd.pts)), lin: sd.lin == 1}
 		pts := make([]fpoint, len(sd.pts))
 		for i, p := range sd.pts {
 			ft.frames[i] = float32(p.t)
@@ -804,7 +826,7 @@ func (sl *slotTrack) decodeFrames(frames, segFrames int) [][4]float32 {
 				continue
 			}
 			var co [16]float32
-			invH := curveCoeffs(&p0, &p1, &p2, &p3, &co)
+			invH := curveCoeffs(&p0, &p1, &p2, &p3, ft.lin, &co)
 			out[s*segFrames+f] = evalCoeffs(&co, p1.t, invH, x, sl.kind == TrackRotation)
 		}
 	}
@@ -817,7 +839,15 @@ var stepFractions = []float64{0.9, 0.75, 0.6, 0.45, 0.3, 0.18, 0.08}
 
 // compressTrack decides whether a track is constant (returning its value)
 // or fits it, returning the animated slot with the cheapest grid step.
-func compressTrack(tr *Track, bone int, kind TrackKind, weight float64, axis [][4]float32, frames, segFrames, nseg int, tol float64) (*slotTrack, bool) {
+//
+// between(s, u) is the reference value at fraction u of the way from
+// sample s to sample s+1 (Clip.ValueAt): each segment is fitted both as a
+// Hermite curve and as a linear one, each following the source between
+// samples too, and keeps the one within tol everywhere (else the one that
+// misses by less), then the one that codes smaller (the Hermite fit is
+// skipped where the linear one is within tol and keeps two thirds of the
+// samples or more).
+func compressTrack(tr *Track, between func(s int, u float64) [4]float64, bone int, kind TrackKind, weight float64, axis [][4]float32, frames, segFrames, nseg int, tol float64) (*slotTrack, bool) {
 	maxAbs := 0.0
 	for _, v := range tr.Values {
 		for c := range 4 {
@@ -838,19 +868,42 @@ func compressTrack(tr *Track, bone int, kind TrackKind, weight float64, axis [][
 		sl := newSlot(bone, kind, math.Max(step, minStep), maxAbs, nseg)
 		bits, ok := 0, true
 		for s := range nseg {
-			ft := segmentTrack(tr, kind, weight, axis, sl.step, s*segFrames, s*segFrames+segLenOf(frames, segFrames, s))
-			pts, fitted := ft.fit(tol)
+			ft := segmentTrack(tr, between, kind, weight, axis, sl.step, s*segFrames, s*segFrames+segLenOf(frames, segFrames, s))
+			var best segData
+			fitted, bestExcess := false, 0.0
+			for _, lin := range []bool{true, false} {
+				if !lin && fitted && bestExcess == 0 && 3*len(best.pts) >= 2*len(ft.src) {
+					// The line keeps most samples and follows the source
+					// everywhere: a Hermite curve, which must also follow
+					// it between samples, saves almost never enough to
+					// pay for its second fit.
+					break
+				}
+				ft.lin = lin
+				pts, excess, ok := ft.fit(tol)
+				if !ok {
+					continue
+				}
+				sd := segData{mode: ft.mode, pts: make([]spoint, len(pts))}
+				if lin {
+					sd.lin = 1
+				}
+				for i, p := range pts {
+					sd.pts[i] = spoint{t: uint32(ft.frames[p.s]), idx: p.idx}
+				}
+				sl.segs[s] = sd
+				sl.choose(s)
+				// within tol everywhere first, then the fewest bits
+				if !fitted || excess < bestExcess || (excess == bestExcess && sl.segs[s].bits < best.bits) {
+					best, fitted, bestExcess = sl.segs[s], true, excess
+				}
+			}
 			if !fitted {
 				ok = false
 				break
 			}
-			sd := segData{mode: ft.mode, pts: make([]spoint, len(pts))}
-			for i, p := range pts {
-				sd.pts[i] = spoint{t: uint32(ft.frames[p.s]), idx: p.idx}
-			}
-			sl.segs[s] = sd
-			sl.choose(s)
-			bits += sl.segs[s].bits
+			sl.segs[s] = best
+			bits += best.bits
 		}
 		if ok && bits < bestBits {
 			best, bestBits, worse = sl, bits, 0
@@ -868,8 +921,8 @@ func compressTrack(tr *Track, bone int, kind TrackKind, weight float64, axis [][
 	// sample on the finest grid; the error is the quantisation error.
 	sl := newSlot(bone, kind, math.Max(stepFractions[len(stepFractions)-1]*tol/(1.75*weight), minStep), maxAbs, nseg)
 	for s := range nseg {
-		ft := segmentTrack(tr, kind, weight, axis, sl.step, s*segFrames, s*segFrames+segLenOf(frames, segFrames, s))
-		sd := segData{mode: ft.mode, pts: make([]spoint, len(ft.src))}
+		ft := segmentTrack(tr, between, kind, weight, axis, sl.step, s*segFrames, s*segFrames+segLenOf(frames, segFrames, s))
+		sd := segData{mode: ft.mode, lin: 1, pts: make([]spoint, len(ft.src))}
 		for i := range sd.pts {
 			sd.pts[i] = spoint{t: uint32(ft.frames[i]), idx: ft.idx[i]}
 		}
@@ -936,8 +989,10 @@ func trackRange(tr *Track) (lo, hi Vec3) {
 
 // segmentTrack extracts frames [a, b] of a track: the right-hand value at
 // a, the left-hand value at b, and both samples of interior
-// discontinuities, each with its value after quantisation on the grid.
-func segmentTrack(tr *Track, kind TrackKind, weight float64, axis [][4]float32, step float32, a, b int) *fitTrack {
+// discontinuities, each with its value after quantisation on the grid,
+// and the reference between neighbouring samples (between, as in
+// compressTrack).
+func segmentTrack(tr *Track, between func(s int, u float64) [4]float64, kind TrackKind, weight float64, axis [][4]float32, step float32, a, b int) *fitTrack {
 	lo := tr.sampleIndex(a)
 	hi := sort.Search(len(tr.Frames), func(i int) bool { return int(tr.Frames[i]) >= b })
 	ft := &fitTrack{kind: kind, weight: weight, step: step, src: tr.Values[lo : hi+1]}
@@ -949,6 +1004,15 @@ func segmentTrack(tr *Track, kind TrackKind, weight float64, axis [][4]float32, 
 		ft.axis = make([][4]float32, len(ft.src))
 		for i := range ft.src {
 			ft.axis[i] = axis[tr.Frames[lo+i]]
+		}
+	}
+	ft.mid = make([][BetweenPoints][4]float64, len(ft.src))
+	for i := 0; i+1 < len(ft.src); i++ {
+		if tr.Frames[lo+i+1] == tr.Frames[lo+i] {
+			continue
+		}
+		for k := range BetweenPoints {
+			ft.mid[i][k] = between(lo+i, float64(k+1)/(BetweenPoints+1))
 		}
 	}
 	ft.idx = make([][4]int32, len(ft.src))
@@ -1001,7 +1065,7 @@ func (sl *slotTrack) choose(s int) {
 		}
 	}
 	// parameters + first point raw + the coded later points
-	sd.bits = 3 + 1 + 2 + 4 + 5*nc + sl.absBits*nc + tbits + best
+	sd.bits = 3 + 1 + 2 + 4 + 1 + 5*nc + sl.absBits*nc + tbits + best
 }
 
 // pred is the prediction of component c of point k (k >= 1) of segment s.
@@ -1014,13 +1078,13 @@ func (sl *slotTrack) pred(s, k, c int, pm uint32) int32 {
 }
 
 // packParams packs coding parameters as the cursor stores them:
-// mode | disc<<3 | kt<<4 | kc[c]<<(8+5c) | pm<<28.
-func packParams(mode, disc, pm, kt uint32, kc [4]uint32) uint32 {
-	return mode | disc<<3 | kt<<4 | kc[0]<<8 | kc[1]<<13 | kc[2]<<18 | kc[3]<<23 | pm<<28
+// mode | disc<<3 | kt<<4 | kc[c]<<(8+5c) | pm<<28 | lin<<30.
+func packParams(mode, disc, pm, kt, lin uint32, kc [4]uint32) uint32 {
+	return mode | disc<<3 | kt<<4 | kc[0]<<8 | kc[1]<<13 | kc[2]<<18 | kc[3]<<23 | pm<<28 | lin<<30
 }
 
 // writeHeader writes the track's segment header: parameters (mode 3 bits,
-// disc 1, predictor 2, time Rice 4, 5 per component), the first point raw
+// disc 1, predictor 2, time Rice 4, linear 1, 5 per component), the first point raw
 // (absBits per component), the second point, and the third unless the
 // second ends the segment.
 func (sl *slotTrack) writeHeader(w *bitWriter, s int, end uint32) {
@@ -1030,6 +1094,7 @@ func (sl *slotTrack) writeHeader(w *bitWriter, s int, end uint32) {
 	w.write(sd.disc, 1)
 	w.write(sd.pm, 2)
 	w.write(sd.kt, 4)
+	w.write(sd.lin, 1)
 	for c := range nc {
 		w.write(sd.kc[c], 5)
 	}

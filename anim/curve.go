@@ -30,19 +30,31 @@ type cpoint struct {
 // c0 + u(c1 + u(c2 + u c3)); the tangent scales h/(t2-t0) and h/(t3-t1)
 // lie in (0, 1] as in the BitSquid formulation. It returns 1/h (0 for a
 // zero-length interval, whose coefficients then hold p2 as a constant).
-func curveCoeffs(p0, p1, p2, p3 *cpoint, c *[16]float32) float32 {
-	return curveCoeffsV(p0.t, p1.t, p2.t, p3.t, &p0.v, &p1.v, &p2.v, &p3.v, c)
+//
+// With lin (a segment's linear flag) the tangents are the chord and the
+// cubic degenerates to the line c0 + u·(p2 - p1): lerp between points
+// (nlerp for rotations, once normalised), which is what glTF LINEAR keys
+// and sampled motion capture mean between samples, where a Hermite curve
+// through the samples would swing past them.
+func curveCoeffs(p0, p1, p2, p3 *cpoint, lin bool, c *[16]float32) float32 {
+	return curveCoeffsV(p0.t, p1.t, p2.t, p3.t, &p0.v, &p1.v, &p2.v, &p3.v, lin, c)
 }
 
 // curveCoeffsV is curveCoeffs on times and values held apart (the
 // sampler's cursor keeps them in separate words).
-func curveCoeffsV(t0, t1, t2, t3 float32, a0, b1, b2, a3 *[4]float32, c *[16]float32) float32 {
+func curveCoeffsV(t0, t1, t2, t3 float32, a0, b1, b2, a3 *[4]float32, lin bool, c *[16]float32) float32 {
 	h := t2 - t1
 	if !(h > 0) {
 		for i := range 4 {
 			c[i], c[4+i], c[8+i], c[12+i] = b2[i], 0, 0, 0
 		}
 		return 0
+	}
+	if lin {
+		for i := range 4 {
+			c[i], c[4+i], c[8+i], c[12+i] = b1[i], b2[i]-b1[i], 0, 0
+		}
+		return recip(h)
 	}
 	var s1, s2 float32 = 1, 1 // h/(t2-t0), h/(t3-t1)
 	if t0 == t1 {

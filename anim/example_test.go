@@ -59,8 +59,8 @@ func Example() {
 	// Output:
 	// swing: 2 bones, 2.0 s, 1 animated track(s)
 	// t=0.0 s: arm at (0.500, 1.500, 0.000) m
-	// t=0.5 s: arm at (0.354, 1.854, 0.000) m
-	// t=1.5 s: arm at (0.354, 1.146, 0.000) m
+	// t=0.5 s: arm at (0.354, 1.853, 0.000) m
+	// t=1.5 s: arm at (0.354, 1.147, 0.000) m
 }
 
 // swing is an arm (0.5 m) swinging about z on a shoulder 1.5 m up, 2 s at
@@ -139,6 +139,6 @@ func ExampleCodec() {
 			c.Codec(), cc.Stats.Bytes, c.CursorWords(), cc.Stats.P99*1000, 2*math.Asin(float64(r[2]))*180/math.Pi)
 	}
 	// Output:
-	// curve: 332 bytes, 72 cursor words, p99 error 0.51 mm; the shoulder at 0.5 s turned 45.0 degrees
+	// curve: 348 bytes, 72 cursor words, p99 error 0.97 mm; the shoulder at 0.5 s turned 45.0 degrees
 	// uniform: 548 bytes, 8 cursor words, p99 error 0.83 mm; the shoulder at 0.5 s turned 45.0 degrees
 }

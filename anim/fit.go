@@ -17,6 +17,14 @@ type fitTrack struct {
 	// axis, for rotations, holds per sample the lever about each local
 	// axis (see leverArms); nil means the isotropic bound angle × weight.
 	axis [][4]float32
+	// mid[s] holds the source's reference values at BetweenPoints evenly
+	// spaced times inside (frames[s], frames[s+1]) (Clip.ValueAt): the
+	// fit honours the source between samples too. Unused for the two
+	// samples of a discontinuity.
+	mid [][BetweenPoints][4]float64
+	// lin makes the fitted curve linear between points (tangents equal
+	// to the chord: lerp, and nlerp for rotations) instead of Hermite.
+	lin bool
 }
 
 // fpoint is a curve point during fitting: its sample and its stored value.
@@ -30,15 +38,35 @@ type fpoint struct {
 // value v against sample s: angle × reach for rotations, distance × parent
 // scale for translations, scale difference × reach for scales.
 func (ft *fitTrack) errAt(s int, v [4]float32) float64 {
-	src := &ft.src[s]
+	var ax *[4]float32
+	if ft.axis != nil {
+		ax = &ft.axis[s]
+	}
+	return ft.errRef(&ft.src[s], ax, v)
+}
+
+// errMid is errAt against the reference at between-point k of interval
+// [s, s+1] (the levers: the larger of the two samples').
+func (ft *fitTrack) errMid(s, k int, v [4]float32) float64 {
+	var ax *[4]float32
+	if ft.axis != nil {
+		a, b := &ft.axis[s], &ft.axis[s+1]
+		m := [4]float32{max(a[0], b[0]), max(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])}
+		ax = &m
+	}
+	return ft.errRef(&ft.mid[s][k], ax, v)
+}
+
+// errRef is the displacement bound of value v against reference src, with
+// levers ax (nil: isotropic).
+func (ft *fitTrack) errRef(src *[4]float64, ax *[4]float32, v [4]float32) float64 {
 	if ft.kind == TrackRotation {
 		q := Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.normalized()
-		if ft.axis == nil {
+		if ax == nil {
 			return quatAngle(Quat(*src), q) * ft.weight
 		}
 		// |(ΔR - I) y| = |2 vec(Δq) × y| with Δq = src⁻¹ q.
 		d := Quat(*src).conj().mul(q)
-		ax := &ft.axis[s]
 		perAxis := 2 * (math.Abs(d[0])*float64(ax[0]) + math.Abs(d[1])*float64(ax[1]) + math.Abs(d[2])*float64(ax[2]))
 		chord := 2 * math.Sqrt(d[0]*d[0]+d[1]*d[1]+d[2]*d[2]) * float64(ax[3])
 		return math.Min(perAxis, chord)
@@ -76,7 +104,9 @@ func (ft *fitTrack) window(pts []fpoint, i int) (p0, p1, p2, p3 cpoint) {
 }
 
 // intervalErr is the largest error over the samples of interval i, end
-// points included, evaluated exactly as the sampler does.
+// points included, and over BetweenPoints times inside each pair of
+// neighbouring samples (against the source's interpolation, ft.mid),
+// evaluated exactly as the sampler does.
 func (ft *fitTrack) intervalErr(pts []fpoint, i int) float64 {
 	p0, p1, p2, p3 := ft.window(pts, i)
 	a, b := pts[i].s, pts[i+1].s
@@ -84,25 +114,38 @@ func (ft *fitTrack) intervalErr(pts []fpoint, i int) float64 {
 		return math.Max(ft.errAt(a, pts[i].v), ft.errAt(b, pts[i+1].v))
 	}
 	var c [16]float32
-	invH := curveCoeffs(&p0, &p1, &p2, &p3, &c)
+	invH := curveCoeffs(&p0, &p1, &p2, &p3, ft.lin, &c)
 	rot := ft.kind == TrackRotation
 	m := 0.0
 	for s := a; s <= b; s++ {
 		m = math.Max(m, ft.errAt(s, evalCoeffs(&c, p1.t, invH, ft.frames[s], rot)))
+		if s == b || ft.mid == nil || ft.frames[s+1] == ft.frames[s] {
+			continue
+		}
+		for k := range BetweenPoints {
+			x := ft.frames[s] + float32(k+1)/(BetweenPoints+1)*(ft.frames[s+1]-ft.frames[s])
+			m = math.Max(m, ft.errMid(s, k, evalCoeffs(&c, p1.t, invH, x, rot)))
+		}
 	}
 	return m
 }
 
-// fit chooses curve points so that every sample is within tol: start from
-// the end points (and both samples of each discontinuity), then repeatedly
-// split the interval with the largest error at its middle sample. It fails
-// when a sample's quantisation error alone exceeds tol.
-func (ft *fitTrack) fit(tol float64) ([]fpoint, bool) {
+// fit chooses curve points so that every sample, and every reference
+// point between samples, is within tol: start from the end points (and
+// both samples of each discontinuity), then repeatedly split the interval
+// with the largest error at its middle sample. It fails when a sample's
+// quantisation error alone exceeds tol. Where the curve between two
+// neighbouring samples, both points, still leaves the source by more
+// than tol between them (a source curve the line cannot follow, a kink
+// the Hermite tangents round off) no point can help: fit accepts it and
+// returns the largest such error as excess (0 when every point is within
+// tol).
+func (ft *fitTrack) fit(tol float64) (pts []fpoint, excess float64, ok bool) {
 	n := len(ft.frames)
 	if ft.quantErr() > tol {
-		return nil, false
+		return nil, 0, false
 	}
-	pts := []fpoint{ft.point(0)}
+	pts = []fpoint{ft.point(0)}
 	for s := 1; s < n-1; s++ {
 		if ft.frames[s] == ft.frames[s+1] {
 			if pts[len(pts)-1].s != s {
@@ -130,7 +173,9 @@ func (ft *fitTrack) fit(tol float64) ([]fpoint, bool) {
 		}
 		a, b := pts[worst].s, pts[worst+1].s
 		if b-a < 2 {
-			return nil, false // only quantisation error left; excluded above
+			excess = math.Max(excess, we)
+			errs[worst] = -1 // nothing left to add here
+			continue
 		}
 		pts = append(pts, fpoint{})
 		copy(pts[worst+2:], pts[worst+1:])
@@ -138,8 +183,10 @@ func (ft *fitTrack) fit(tol float64) ([]fpoint, bool) {
 		errs = append(errs, 0)
 		copy(errs[worst+1:], errs[worst:])
 		for i := max(worst-1, 0); i <= min(worst+2, len(errs)-1); i++ {
-			errs[i] = ft.intervalErr(pts, i)
+			if errs[i] >= 0 {
+				errs[i] = ft.intervalErr(pts, i)
+			}
 		}
 	}
-	return pts, true
+	return pts, excess, true
 }

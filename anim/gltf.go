@@ -727,6 +727,27 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 			clip.Tracks[b*3+int(k)] = tr
 		}
 	}
+	// Between samples the reference is the glTF's own interpolation of
+	// its keys (folded like the samples for roots).
+	anc := make([]Transform, sk.NumBones())
+	for b := range anc {
+		anc[b] = IdentityTransform
+		if sk.Parents[b] < 0 {
+			anc[b] = g.rootAnc[b]
+		}
+	}
+	clip.Between = func(i int, t float64) [4]float64 {
+		b, k := i/3, TrackKind(i%3)
+		c := byKey[[2]int{b, int(k)}]
+		if c == nil {
+			return clip.Tracks[i].Values[0]
+		}
+		tr := Track{Values: [][4]float64{c.value(t)}}
+		if sk.Parents[b] < 0 {
+			foldTrack(&tr, k, anc[b])
+		}
+		return tr.Values[0]
+	}
 	if err := clip.Validate(sk); err != nil {
 		return nil, g.errf(aelem, "%v", err)
 	}
@@ -798,9 +819,18 @@ func keyGridRate(chans []gltfChannel) float64 {
 	}
 	// A sparse key grid (simple_skin keys every 0.5 s) is refined to a
 	// multiple of at least 24 Hz so the fitted curve follows the glTF
-	// interpolation between keys, not just the keys.
-	if best < 24 {
-		best *= math.Ceil(24 / best)
+	// interpolation between keys, not just the keys; with CUBICSPLINE keys
+	// to at least 60 Hz, as a clip's interpolation between its samples
+	// (lerp, or a Hermite curve through them) follows a cubic only within
+	// its curvature times the interval squared.
+	floor := 24.0
+	for _, c := range chans {
+		if c.interp == "CUBICSPLINE" {
+			floor = 60
+		}
+	}
+	if best < floor {
+		best *= math.Ceil(floor / best)
 	}
 	return best
 }

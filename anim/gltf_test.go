@@ -261,13 +261,10 @@ func TestGLTFFiles(t *testing.T) {
 		bones, frames int
 		rate          float64
 	}{
-		{sharedData(t, "cesium_man.gltf"), 19, 49, 24},
-		{sharedData(t, "rigged_simple.gltf"), 2, 51, 24},
+		{testModel(t, "cesium_man.gltf"), 19, 49, 24},
+		{testModel(t, "rigged_simple.gltf"), 2, 51, 24},
 		{simple, 2, 133, 24},
 	} {
-		if _, err := os.Stat(tc.path); err != nil {
-			t.Fatalf("%v (the shared data set is part of the project)", err)
-		}
 		im, err := LoadFile(tc.path, ImportOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -297,7 +294,7 @@ func TestGLTFFiles(t *testing.T) {
 	}
 	// cesium_man: the Z-up root node is folded in, so the figure stands
 	// on y: its head is well above its feet in model space.
-	im, _ := LoadFile(sharedData(t, "cesium_man.gltf"), ImportOptions{})
+	im, _ := LoadFile(testModel(t, "cesium_man.gltf"), ImportOptions{})
 	local := make([]Transform, 19)
 	model := make([]mat4, 19)
 	im.Clips[0].Pose(0, local)
@@ -334,16 +331,14 @@ func FuzzGLTF(f *testing.F) {
 	})
 }
 
-// sharedData finds a file of the project's shared data set, which sits
-// beside the repository (../shared/data from its root).
-func sharedData(t *testing.T, name string) string {
+// testModel returns the path of a glTF test model: the repository keeps
+// one copy of each, beside cmd/crowd's tests (cmd/crowd/testdata, with
+// their attribution).
+func testModel(t *testing.T, name string) string {
 	t.Helper()
-	for _, dir := range []string{filepath.Join("..", "..", "shared", "data"), "/work/shared/data"} {
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
+	p := filepath.Join("..", "cmd", "crowd", "testdata", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("test model: %v", err)
 	}
-	t.Fatalf("%s not found in ../shared/data beside the repository (the shared data set is part of the project)", name)
-	return ""
+	return p
 }

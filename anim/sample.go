@@ -307,18 +307,19 @@ func readParams(br *bitBuf, kind uint32) uint32 {
 	disc := br.bits(1)
 	pm := br.bits(2)
 	kt := br.bits(4)
+	lin := br.bits(1)
 	var kc [4]uint32
 	for c := range ncompOf(kind, mode) {
 		kc[c] = br.bits(5)
 	}
-	return packParams(mode, disc, pm, kt, kc)
+	return packParams(mode, disc, pm, kt, lin, kc)
 }
 
 // readPoint reads a point (time delta and index residuals) of a track
 // whose two previous points are (t2, i2) and (t3, i3).
 func readPoint(br *bitBuf, params, kind, t2, t3 uint32, i2, i3 *[4]int32) (t uint32, idx [4]int32) {
 	t = t3 + br.rice(params>>4&15) + 1 - params>>3&1
-	pm := params >> 28
+	pm := params >> 28 & 3
 	nc := ncompOf(kind, params&7)
 	idx[0] = predict(t2, t3, t, i2[0], i3[0], pm) + unzigzag(br.rice(params>>8&31))
 	idx[1] = predict(t2, t3, t, i2[1], i3[1], pm) + unzigzag(br.rice(params>>13&31))
@@ -345,7 +346,7 @@ func readRecord(words []uint32, pos uint32, kind uint32, cs []uint32) uint32 {
 	e := cs[slRing+head*ringWords:][:5]
 	params := cs[slParams]
 	t2, t3 := cs[slT2], cs[slT3]
-	pm := params >> 28
+	pm := params >> 28 & 3
 	four := kind == uint32(TrackRotation) && params&7 == modeAll
 
 	// Window 1: time, components 0 and 1. A code past the window's end
@@ -494,7 +495,7 @@ func updateCoeffs(cs []uint32, kind uint32, step float32) {
 	r0, r1, r2, r3 := &ring[head], &ring[(head+1)&3], &ring[(head+2)&3], &ring[(head+3)&3]
 	t1 := float32(r1[0])
 	c := (*[16]float32)(unsafe.Pointer(&cs[slCoef]))
-	invH := curveCoeffsV(float32(r0[0]), t1, float32(r2[0]), float32(r3[0]), ringValue(r0), ringValue(r1), ringValue(r2), ringValue(r3), c)
+	invH := curveCoeffsV(float32(r0[0]), t1, float32(r2[0]), float32(r3[0]), ringValue(r0), ringValue(r1), ringValue(r2), ringValue(r3), cs[slParams]>>30&1 == 1, c)
 	cs[slT1] = math.Float32bits(t1)
 	cs[slInvH] = math.Float32bits(invH)
 	cs[slFresh] = 0

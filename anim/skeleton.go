@@ -119,6 +119,48 @@ type Clip struct {
 	Frames int     // number of samples; the clip lasts (Frames-1)/Rate s
 	Tracks []Track // three per bone: Tracks[bone*3+kind]
 	Events []Event // sorted by time
+	// Between, when not nil, returns track i's value at time t seconds as
+	// the source defines it between samples (glTF: its sampler's LINEAR,
+	// STEP or CUBICSPLINE interpolation of the keys); at a sample's time it
+	// must agree with the sample. Nil means sampled motion (BVH, Resample):
+	// between two samples the reference is their lerp (translation, scale)
+	// or slerp on the shorter arc (rotation), as ACL assumes. Measure and
+	// Compress's calibration check the decoded clip against this reference
+	// between samples too; the curve fitter follows it (see ValueAt).
+	Between func(track int, t float64) [4]float64
+}
+
+// ValueAt returns track i's reference value at time t seconds (clamped to
+// the clip): Between when set, else the lerp/slerp of the two samples
+// around t (the right-hand value at a discontinuity's frame, the
+// left-hand one at the next). Rotations may come back as q or -q.
+func (c *Clip) ValueAt(i int, t float64) [4]float64 {
+	if c.Between != nil {
+		return c.Between(i, t)
+	}
+	tr := &c.Tracks[i]
+	x := math.Max(0, math.Min(t*c.Rate, float64(c.Frames-1)))
+	f0 := int(math.Floor(x))
+	u := x - float64(f0)
+	a := tr.Values[tr.sampleIndex(f0)]
+	if u == 0 || f0+1 >= c.Frames {
+		return a
+	}
+	b := tr.Values[tr.leftIndex(f0+1)]
+	return lerpValue(TrackKind(i%3), a, b, u)
+}
+
+// lerpValue interpolates two samples: slerp on the shorter arc for
+// rotations, lerp otherwise.
+func lerpValue(k TrackKind, a, b [4]float64, u float64) [4]float64 {
+	if k == TrackRotation {
+		return [4]float64(slerp(Quat(a), Quat(b), u))
+	}
+	var v [4]float64
+	for j := range 3 {
+		v[j] = a[j] + (b[j]-a[j])*u
+	}
+	return v
 }
 
 // NumBones returns the number of bones the clip animates.
@@ -221,6 +263,15 @@ func (t *Track) sampleIndex(f int) int {
 	return lo - 1
 }
 
+// leftIndex returns the index of the value at frame f from the left (the
+// earlier of a discontinuity pair).
+func (t *Track) leftIndex(f int) int {
+	if f < len(t.Frames) && int(t.Frames[f]) == f && (f == 0 || int(t.Frames[f-1]) != f) {
+		return f
+	}
+	return sort.Search(len(t.Frames), func(k int) bool { return int(t.Frames[k]) >= f })
+}
+
 // Pose fills out (one Transform per bone) with the clip's values at frame f
 // (right-hand values at discontinuities).
 func (c *Clip) Pose(f int, out []Transform) {
@@ -298,15 +349,11 @@ func (c *Clip) Resample(rate float64) (*Clip, error) {
 			a := src.Values[src.sampleIndex(f0)] // right-hand value at f0
 			v := a
 			if f0+1 < c.Frames && u > 1e-9 {
-				bIdx := sort.Search(len(src.Frames), func(k int) bool { return int(src.Frames[k]) >= f0+1 })
-				b := src.Values[bIdx] // left-hand value at f0+1
-				if rot {
-					v = [4]float64(slerp(Quat(a), Quat(b), u))
-				} else {
-					for k := range 3 {
-						v[k] = a[k] + (b[k]-a[k])*u
-					}
-				}
+				b := src.Values[src.leftIndex(f0+1)] // left-hand value at f0+1
+				v = lerpValue(TrackKind(i%3), a, b, u)
+			}
+			if c.Between != nil {
+				v = c.Between(i, float64(f)/rate)
 			}
 			// A source discontinuity in (prevSrc, f0] becomes one here.
 			if f > 0 && f < frames-1 {

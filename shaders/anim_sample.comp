@@ -127,8 +127,9 @@ uint readParams(inout uint pos, uint kind) {
     uint disc = bitsAt(pos + 3u, 1u);
     uint pm = bitsAt(pos + 4u, 2u);
     uint kt = bitsAt(pos + 6u, 4u);
-    pos += 10u;
-    uint p = mode | disc << 3u | kt << 4u | pm << 28u;
+    uint lin = bitsAt(pos + 10u, 1u);
+    pos += 11u;
+    uint p = mode | disc << 3u | kt << 4u | pm << 28u | lin << 30u;
     uint nc = ncompOf(kind, mode);
     for (uint c = 0u; c < nc; c++) {
         p |= bitsAt(pos, 5u) << (8u + 5u * c);
@@ -140,7 +141,7 @@ uint readParams(inout uint pos, uint kind) {
 // readPoint reads a point after (t2, i2), (t3, i3): anim's readPoint.
 uint readPoint(inout uint pos, uint params, uint kind, uint t2, uint t3, ivec4 i2, ivec4 i3, out ivec4 idx) {
     uint t = t3 + rice(pos, params >> 4u & 15u) + 1u - (params >> 3u & 1u);
-    uint pm = params >> 28u;
+    uint pm = params >> 28u & 3u;
     uint nc = ncompOf(kind, params & 7u);
     idx = ivec4(0);
     for (uint c = 0u; c < nc; c++) {
@@ -174,7 +175,7 @@ void readRecord(inout uint pos, uint kind, uint cs) {
     uint params = cur[cs + SL_PARAMS];
     uint t2 = cur[cs + SL_T2], t3 = cur[cs + SL_T3];
     uint t = t3 + rice(pos, params >> 4u & 15u) + 1u - (params >> 3u & 1u);
-    uint pm = params >> 28u;
+    uint pm = params >> 28u & 3u;
     uint nc = ncompOf(kind, params & 7u);
     cur[e + 4u] = 0u;
     for (uint c = 0u; c < nc; c++) {
@@ -304,6 +305,16 @@ void updateCoeffs(uint cs, uint kind, float step) {
             cur[c + 8u + i] = 0u;
             cur[c + 12u + i] = 0u;
         }
+    } else if ((cur[cs + SL_PARAMS] >> 30u & 1u) == 1u) {
+        // linear segment: c0 + u (p2 - p1)
+        for (uint i = 0u; i < 4u; i++) {
+            precise float d = p[2][i] - p[1][i];
+            cur[c + i] = floatBitsToUint(p[1][i]);
+            cur[c + 4u + i] = floatBitsToUint(d);
+            cur[c + 8u + i] = 0u;
+            cur[c + 12u + i] = 0u;
+        }
+        invH = recip(h);
     } else {
         precise float s1 = 1.0, s2 = 1.0;
         vec4 a0 = p[0], a3 = p[3];

@@ -47,7 +47,7 @@ const MaxBones = 256
 
 // version changes whenever the blob the builder writes would change, so
 // that stale cache entries are not used.
-const version = "crowd-rig-4"
+const version = "crowd-rig-5"
 
 // Options select the content.
 type Options struct {
