@@ -25,6 +25,7 @@ type Ctx struct {
 	current TaskID // task whose kernel runs now (owner only)
 	rng     uint32
 	misses  int      // runOne's misses in a row (owner only)
+	inline  int      // empty tasks being completed inside ready, nested (owner only)
 	ev      RunEvent // scratch for the Observer (owner only)
 	ncache  int
 	// The debt (see deferDec): owed counts every decrement of a parent's

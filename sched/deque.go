@@ -8,6 +8,11 @@ import (
 // cacheLine is the padding unit that keeps hot per-thread fields apart.
 const cacheLine = 64
 
+// maxDefaultDeque caps the default deque capacity (Config.DequeSize
+// defaults to the pool size): 16384 entries of 4 bytes, 192 KiB per thread
+// for the three priority levels.
+const maxDefaultDeque = 16384
+
 // noItem is returned by queue operations that found nothing.
 const noItem = ^uint32(0)
 

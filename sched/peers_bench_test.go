@@ -525,7 +525,9 @@ func BenchmarkPeersDAG(b *testing.B) {
 					if _, err := m.Add(&Task{Parent: join, Dependency: prev[(j+1)%dagWidth]}); err != nil {
 						b.Fatal(err)
 					}
-					must(b, m.Run(join))
+					if err := m.Run(join); err != nil {
+						b.Fatal(err)
+					}
 					node.Dependency = join
 					if cur[j], err = m.Add(&node); err != nil {
 						b.Fatal(err)

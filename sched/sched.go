@@ -24,7 +24,12 @@ type Config struct {
 	// the caller helps run work (or sleeps) until a slot frees.
 	PoolSize int
 	// DequeSize is each thread's deque capacity per priority level (power
-	// of two, default 1024). Overflow goes to the shared queue.
+	// of two, default PoolSize up to maxDefaultDeque). Overflow goes to the
+	// shared queue. A deque as large as the pool never overflows: with
+	// 1024, a thread that added faster than the others took its tasks
+	// spilled into the shared queue, whose lock the adder and every
+	// thief then took once per task: a slow mode (2-3x per empty task)
+	// that lasted as long as the adder stayed ahead.
 	DequeSize int
 	// Kernels is the kernel registry; default a new one with KernelNone.
 	Kernels *Registry
@@ -340,7 +345,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	cfg.PoolSize = pow2(cfg.PoolSize)
 	if cfg.DequeSize == 0 {
-		cfg.DequeSize = 1024
+		cfg.DequeSize = min(cfg.PoolSize, maxDefaultDeque)
 	}
 	cfg.DequeSize = pow2(cfg.DequeSize)
 	if cfg.Kernels == nil {
@@ -801,6 +806,16 @@ func (s *Scheduler) ready(idx uint32, c *Ctx) {
 	}
 	switch a {
 	case AnyWorker:
+		if sl.task.Kernel == KernelNone && c != nil && c.inline < maxInline {
+			// An empty task (a join) has no work to run: complete its
+			// own part here rather than queue it for a thread that
+			// would only do this. Its completion may ready more empty
+			// tasks, completed here in turn up to maxInline deep.
+			c.inline++
+			s.finish(idx, nil, c)
+			c.inline--
+			return
+		}
 		s.pushCPU(idx, sl.task.Priority.level(), c)
 	case GPU:
 		s.execJobs.Add(1)
@@ -821,6 +836,11 @@ func (s *Scheduler) ready(idx uint32, c *Ctx) {
 		s.wakeThread(t)
 	}
 }
+
+// maxInline bounds how deeply ready completes empty tasks in place (a
+// chain of joins each readied by the previous one's completion); deeper
+// ones are queued, so the stack stays small.
+const maxInline = 8
 
 // coExecute splits task idx at item `at`: [Begin, at) on device where and
 // [at, End) on CPU workers, both as children of idx.
