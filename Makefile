@@ -1,6 +1,8 @@
 # Two commands do everything on a fresh Debian machine (run as root):
 #   make demo   - the main job (crowd demo; headless when there is no display)
 #   make test   - every check CI runs
+# On any other system, without root: make check (gofmt, and vet, staticcheck
+# and tests of the pure-Go packages; needs Go alone).
 SHELL := /bin/bash
 GO ?= go
 export PATH := $(PATH):/usr/local/go/bin
@@ -12,7 +14,7 @@ DEB_PKGS := mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-validationlayers
 	vulkan-tools glslc spirv-tools xvfb xauth libx11-dev libxrandr-dev libxinerama-dev \
 	libxcursor-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev assimp-testmodels gcc
 
-.PHONY: deps build test bench demo shaders shaders-check soak fuzz fmt-check vet gpu-bundle
+.PHONY: deps build test bench benchmarks check demo shaders shaders-check soak fuzz fmt-check vet staticcheck gpu-bundle
 
 # GPU tests run with the Vulkan validation layer on and fail on any message;
 # CI=true turns "no Vulkan device" from a skip into a failure.
@@ -36,6 +38,15 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
+# staticcheck is pinned in go.mod (tool directive).
+staticcheck:
+	$(GO) tool staticcheck ./...
+
+# No root, no apt, no C compiler: gofmt, then vet, staticcheck and tests of
+# the packages that need no cgo (CGO_ENABLED=0). make test is the full run.
+check:
+	bash scripts/check.sh
+
 shaders: deps
 	bash shaders/build.sh
 	sh gpu/testdata/gen.sh
@@ -50,7 +61,7 @@ FUZZTIME ?= 8s
 fuzz:
 	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
-test: deps fmt-check vet shaders-check
+test: deps fmt-check vet staticcheck shaders-check
 	$(GO) test -count=1 -timeout 30m ./...
 	# The kernels' pure-Go paths (the fallbacks of the AVX2 assembly): local-to-model, skinning, reduce, scan, expand, saxpy.
 	KERNELS_GO=1 $(GO) test -count=1 -run 'LocalToModel|Pose|Skin|LBS|DQS|CPURefuses|Alloc|Sum|MinMax|Avg32|Expand|Scan|Saxpy' ./kernels/
@@ -67,8 +78,18 @@ soak: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sched/... ./gpu/... ./kernels/...
 
+# Regenerates BENCHMARKS.md's generated block (a few minutes; not in make test).
+COUNT ?= 5
+BENCHTIME ?= 200ms
+benchmarks:
+	COUNT=$(COUNT) BENCHTIME=$(BENCHTIME) GO=$(GO) bash scripts/benchmarks.sh
+
+# The first build compiles GLFW and the Vulkan bindings with cgo (about a
+# minute); go build -v names each package as it is compiled.
 demo: deps
-	$(GO) run ./cmd/crowd
+	@echo "demo: building cmd/crowd into bin/crowd (the first build compiles GLFW and Vulkan bindings with cgo: about a minute)"
+	$(GO) build -v -o bin/crowd ./cmd/crowd
+	./bin/crowd
 
 # A folder (at most 60 MiB) that proves the project on a machine with a GPU
 # and its driver but no network and no Go: copy it there and run
