@@ -7,8 +7,8 @@
 // hand-written ones between their own begin/end markers) as it is; it
 // creates the file, or appends the block, when they are missing.
 //
-//	go test -run '^$' -bench . -count 5 ./sched/ > bench.out
-//	go run ./scripts/benchreport -in bench.out -meta meta.md -md BENCHMARKS.md
+//	go test -run '^$' -bench . -count 5 ./sched/ > /tmp/bench.out
+//	go run ./scripts/benchreport -in /tmp/bench.out -meta /tmp/meta.md -md BENCHMARKS.md
 //
 // scripts/benchmarks.sh (make benchmarks) runs the chosen benchmarks and
 // this program.
