@@ -14,6 +14,23 @@
 // Each task scope carries the kernel name, the task ID, its parent and its
 // dependency in its arguments; dependencies are also drawn as flow arrows
 // from the end of the dependency's last scope to the start of the dependent.
+//
+// Slices on one track of a Chrome trace must nest: two complete ("X")
+// events on the same (pid, tid) are either disjoint or one contains the
+// other (Perfetto drops the others). A CPU thread's scopes nest by
+// construction (a task that waits runs other tasks inside its own scope),
+// but shared tracks do not: the GPU executor has several command buffers
+// in flight, so one batch's tasks overlap the next batch's, and a foreign
+// goroutine's scopes may overlap another's. WriteChrome therefore spreads
+// every track over as many lanes as it needs, each lane a thread of the
+// trace named after the track ("GPU", "GPU #2", ...): a slice goes to the
+// first lane where it nests (starts after the lane's open slices end, or
+// inside the innermost one), so a track whose slices nest stays one lane.
+// With the GPU's two command buffers in flight that is, in practice, a
+// lane per submission slot. Rejected: async ("b"/"e") events, which may
+// overlap freely but lose the thread grouping and the flow arrows' binding
+// points in Perfetto; and clipping slices, which would misstate durations.
+// CheckChrome verifies the result (and any Chrome trace).
 package trace
 
 import (
@@ -227,6 +244,64 @@ func (r *Recorder) tid(e *Event) int {
 	return len(r.threads) + 2
 }
 
+// lanes returns the trace thread ID of each event of evs (which are sorted
+// by start): its track's tid, or the tid of an extra lane of the track
+// where its slice nests (see the package documentation). newLane is
+// called for each extra lane with the track's tid, the lane's tid and the
+// lane's number on its track (1 for the second lane).
+func (r *Recorder) lanes(evs []Event, newLane func(track, tid, n int)) []int {
+	type lane struct {
+		tid  int
+		open []int64 // stop times of the open slices, innermost last
+	}
+	byTrack := map[int][]*lane{}
+	next := len(r.threads) + 3
+	order := make([]int, len(evs))
+	for i := range order {
+		order[i] = i
+	}
+	// Outer slices first among equal starts, so that inner ones nest.
+	sort.SliceStable(order, func(a, b int) bool {
+		ea, eb := &evs[order[a]], &evs[order[b]]
+		if ea.Start != eb.Start {
+			return ea.Start < eb.Start
+		}
+		return ea.Stop > eb.Stop
+	})
+	tids := make([]int, len(evs))
+	for _, i := range order {
+		e := &evs[i]
+		base := r.tid(e)
+		if e.Kind == KindFrame {
+			tids[i] = base // an instant: no slice
+			continue
+		}
+		ls := byTrack[base]
+		var l *lane
+		for _, c := range ls {
+			for len(c.open) > 0 && c.open[len(c.open)-1] <= e.Start {
+				c.open = c.open[:len(c.open)-1]
+			}
+			if len(c.open) == 0 || e.Stop <= c.open[len(c.open)-1] {
+				l = c
+				break
+			}
+		}
+		if l == nil {
+			l = &lane{tid: base}
+			if len(ls) > 0 {
+				l.tid = next
+				next++
+				newLane(base, l.tid, len(ls))
+			}
+			byTrack[base] = append(ls, l)
+		}
+		l.open = append(l.open, e.Stop)
+		tids[i] = l.tid
+	}
+	return tids
+}
+
 type chromeEvent struct {
 	Name string         `json:"name"`
 	Cat  string         `json:"cat,omitempty"`
@@ -257,13 +332,26 @@ func (r *Recorder) WriteChrome(w io.Writer) error {
 	meta(len(r.threads), "GPU")
 	meta(len(r.threads)+1, "SPU")
 	meta(len(r.threads)+2, "other")
+	tids := r.lanes(evs, func(tid, lane, sortIndex int) {
+		name := "other"
+		switch {
+		case tid < len(r.threads):
+			name = r.threads[tid].name
+		case tid == len(r.threads):
+			name = "GPU"
+		case tid == len(r.threads)+1:
+			name = "SPU"
+		}
+		out = append(out, chromeEvent{Name: "thread_name", Ph: "M", Pid: 1, Tid: lane, Args: map[string]any{"name": fmt.Sprintf("%s #%d", name, sortIndex+1)}})
+		out = append(out, chromeEvent{Name: "thread_sort_index", Ph: "M", Pid: 1, Tid: lane, Args: map[string]any{"sort_index": tid}})
+	})
 	// The last scope of each task, for dependency arrows.
-	last := map[sched.TaskID]*Event{}
+	last := map[sched.TaskID]int{}
 	for i := range evs {
 		e := &evs[i]
 		if e.Kind == KindTask {
-			if p, ok := last[e.Task]; !ok || p.Stop < e.Stop {
-				last[e.Task] = e
+			if p, ok := last[e.Task]; !ok || evs[p].Stop < e.Stop {
+				last[e.Task] = i
 			}
 		}
 	}
@@ -277,7 +365,7 @@ func (r *Recorder) WriteChrome(w io.Writer) error {
 				Ts: us(e.Start), Pid: 1, Tid: r.tid(e)})
 		case KindScope:
 			d := us(e.Stop - e.Start)
-			out = append(out, chromeEvent{Name: e.Label, Cat: "scope", Ph: "X", Ts: us(e.Start), Dur: &d, Pid: 1, Tid: r.tid(e)})
+			out = append(out, chromeEvent{Name: e.Label, Cat: "scope", Ph: "X", Ts: us(e.Start), Dur: &d, Pid: 1, Tid: tids[i]})
 		case KindTask:
 			d := us(e.Stop - e.Start)
 			args := map[string]any{
@@ -294,13 +382,13 @@ func (r *Recorder) WriteChrome(w io.Writer) error {
 				args["failed"] = true
 			}
 			out = append(out, chromeEvent{Name: r.kernelName(e.Kernel), Cat: "task", Ph: "X", Ts: us(e.Start), Dur: &d,
-				Pid: 1, Tid: r.tid(e), Args: args})
-			if dep, ok := last[e.Dependency]; ok && e.Dependency != sched.NoTask && dep.Stop <= e.Start {
+				Pid: 1, Tid: tids[i], Args: args})
+			if di, ok := last[e.Dependency]; ok && e.Dependency != sched.NoTask && evs[di].Stop <= e.Start {
 				flow++
 				id := fmt.Sprint(flow)
 				out = append(out,
-					chromeEvent{Name: "dependency", Cat: "dep", Ph: "s", ID: id, Ts: us(dep.Stop), Pid: 1, Tid: r.tid(dep)},
-					chromeEvent{Name: "dependency", Cat: "dep", Ph: "f", Bp: "e", ID: id, Ts: us(e.Start), Pid: 1, Tid: r.tid(e)})
+					chromeEvent{Name: "dependency", Cat: "dep", Ph: "s", ID: id, Ts: us(evs[di].Stop), Pid: 1, Tid: tids[di]},
+					chromeEvent{Name: "dependency", Cat: "dep", Ph: "f", Bp: "e", ID: id, Ts: us(e.Start), Pid: 1, Tid: tids[i]})
 			}
 		}
 	}

@@ -194,3 +194,90 @@ func BenchmarkObserver(b *testing.B) {
 		})
 	}
 }
+
+// TestGPUOverlapGetsLanes: the GPU executor reports tasks of two command
+// buffers in flight, which partly overlap (as in a crowd run with
+// -offload gpu). Written on one track they would be invalid; WriteChrome
+// gives the track a second lane, and CheckChrome accepts the result.
+func TestGPUOverlapGetsLanes(t *testing.T) {
+	rec := New(2, 1024)
+	ms := int64(1_000_000)
+	gpu := func(task uint32, start, stop int64) {
+		rec.TaskRan(&sched.RunEvent{Thread: -1, Where: sched.GPU, Task: sched.TaskID(task), Kernel: 1, Start: start, Stop: stop})
+	}
+	// Batch A [0, 1.6 ms): tasks spread over it; batch B [0.5, 2 ms)
+	// overlaps it partly; batch C nests inside nothing and follows.
+	gpu(1, 0, 8*ms/10)
+	gpu(2, 8*ms/10, 16*ms/10)
+	gpu(3, 5*ms/10, 2*ms)
+	gpu(4, 3*ms, 4*ms)
+	// A CPU thread's nested scopes stay on one lane.
+	rec.TaskRan(&sched.RunEvent{Thread: 0, Where: sched.AnyWorker, Task: 10, Start: 0, Stop: 10 * ms})
+	rec.TaskRan(&sched.RunEvent{Thread: 0, Where: sched.AnyWorker, Task: 11, Start: 2 * ms, Stop: 3 * ms})
+	var buf bytes.Buffer
+	if err := rec.WriteChrome(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckChrome(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatalf("WriteChrome wrote overlapping slices: %v", err)
+	}
+	var doc struct {
+		TraceEvents []struct {
+			Name string         `json:"name"`
+			Ph   string         `json:"ph"`
+			Tid  int            `json:"tid"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	names := map[int]string{}
+	tids := map[string]map[int]bool{}
+	for _, e := range doc.TraceEvents {
+		if e.Ph == "M" && e.Name == "thread_name" {
+			names[e.Tid] = e.Args["name"].(string)
+		}
+	}
+	for _, e := range doc.TraceEvents {
+		if e.Ph == "X" {
+			w := e.Args["where"].(string)
+			if tids[w] == nil {
+				tids[w] = map[int]bool{}
+			}
+			tids[w][e.Tid] = true
+		}
+	}
+	if len(tids["gpu"]) != 2 || len(tids["cpu"]) != 1 {
+		t.Fatalf("tracks by placement: %v (names %v); want 2 GPU lanes and 1 CPU lane", tids, names)
+	}
+	for tid := range tids["gpu"] {
+		if n := names[tid]; n != "GPU" && n != "GPU #2" {
+			t.Errorf("GPU lane %d is named %q", tid, n)
+		}
+	}
+}
+
+// TestCheckChromeFindsOverlap: the checker refuses a partial overlap on
+// one track and accepts the same slices on two tracks, or nested.
+func TestCheckChromeFindsOverlap(t *testing.T) {
+	for _, c := range []struct {
+		trace string
+		bad   bool
+	}{
+		{`[{"name":"a","ph":"X","ts":0,"dur":1615,"pid":1,"tid":5},{"name":"b","ph":"X","ts":1000,"dur":473,"pid":1,"tid":5},{"name":"c","ph":"X","ts":1500,"dur":473,"pid":1,"tid":5}]`, true},
+		{`{"traceEvents":[{"name":"a","ph":"X","ts":0,"dur":1615,"pid":1,"tid":5},{"name":"c","ph":"X","ts":1500,"dur":473,"pid":1,"tid":6}]}`, false},
+		{`{"traceEvents":[{"name":"a","ph":"X","ts":0,"dur":1615,"pid":1,"tid":5},{"name":"b","ph":"X","ts":1000,"dur":615,"pid":1,"tid":5},{"name":"c","ph":"X","ts":1615,"dur":1,"pid":1,"tid":5}]}`, false},
+		{`{"traceEvents":[{"name":"a","ph":"X","ts":0,"pid":1,"tid":5}]}`, true},
+		{`not json`, true},
+	} {
+		err := CheckChrome(strings.NewReader(c.trace))
+		if (err != nil) != c.bad {
+			t.Errorf("%s: err = %v, want bad=%v", c.trace, err, c.bad)
+		}
+	}
+	err := CheckChrome(strings.NewReader(`[{"name":"a","ph":"X","ts":0,"dur":1615,"pid":1,"tid":5},{"name":"b","ph":"X","ts":1000,"dur":1000,"pid":1,"tid":5}]`))
+	if err == nil || !strings.Contains(err.Error(), `1 of 2 complete slices`) || !strings.Contains(err.Error(), `slice "b"`) {
+		t.Errorf("err = %v, want it to count and name the overlap", err)
+	}
+}

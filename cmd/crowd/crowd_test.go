@@ -24,6 +24,7 @@ import (
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
+	"github.com/vkjobs/vkjobs/trace"
 )
 
 // cacheDir holds the compressed clips for the whole test binary, so that
@@ -209,7 +210,8 @@ func TestHeadlessCPUvsGPU(t *testing.T) {
 	if a.st.kernels[anim.SampleKernelID][devCPU].calls.Load() == 0 {
 		t.Error("no sampling ran")
 	}
-	g, _ := demo(t, append(common, "-offload", "gpu", "-out", gpuPNG)...)
+	gtr := filepath.Join(dir, "trace_gpu.json")
+	g, _ := demo(t, append(common, "-offload", "gpu", "-out", gpuPNG, "-trace", gtr)...)
 	for _, k := range []struct {
 		name string
 		id   int
@@ -233,6 +235,13 @@ func TestHeadlessCPUvsGPU(t *testing.T) {
 		t.Errorf("cpu and gpu images differ: %d of %d pixels by more than 8 (tolerance 1%%)", bad, total)
 	}
 	checkTrace(t, tr, a.s.Threads())
+	for _, f := range []string{tr, gtr} { // slices on one track nest (Perfetto drops the others)
+		if b, err := os.ReadFile(f); err != nil {
+			t.Error(err)
+		} else if err := trace.CheckChrome(bytes.NewReader(b)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
 	b, err := os.ReadFile(svg)
 	if err != nil || !bytes.Contains(b, []byte("<svg")) || !bytes.Contains(b, []byte("anim_sample")) {
 		t.Errorf("timeline %s: %v, %d bytes without the frame's kernels", svg, err, len(b))
