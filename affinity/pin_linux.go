@@ -152,5 +152,3 @@ func FromUnix(u *unix.CPUSet) CPUSet {
 	}
 	return s
 }
-
-const pinSupported = true

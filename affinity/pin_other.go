@@ -32,5 +32,3 @@ func PinCurrentThreadTo(set CPUSet) error {
 func setaffinity(s CPUSet) error {
 	return fmt.Errorf("affinity: pin to CPUs %s: %w", s, ErrUnsupported)
 }
-
-const pinSupported = false
