@@ -205,8 +205,41 @@ func dot4(a, b *[4]float32) float32 {
 // dqs skins items [begin, end) by blending dual quaternions: weights of
 // bones antipodal to the first are negated, the blend is divided by the
 // length of its real part, positions are rotated and translated, normals
-// rotated.
+// rotated. On amd64 with AVX2 it runs dqsAVX2 (skin_amd64.go) over runs of
+// vertices within one instance, elsewhere dqsGo.
 func dqs(s *skinSetup, pal []DualQuat, begin, end, stride uint32) error {
+	if !lbsFast {
+		return dqsGo(s, pal, begin, end, stride)
+	}
+	out := s.out[begin:end]
+	apal := pal[:uint32(len(pal))] // dqsGo compares indices with uint32(len(pal))
+	v, inst := s.v, s.base
+	for i := 0; i < len(out); {
+		n := len(out) - i
+		if s.nv != 0 {
+			n = min(n, int(s.nv-v))
+		}
+		k := dqsAVX2(s.verts[v:int(v)+n], apal, out[i:i+n], inst)
+		if k < n {
+			// An odd last vertex, or a pair with a joint outside the
+			// palette: dqsGo (the same bits) finishes the run and reports
+			// the bad joint at its item.
+			rest := skinSetup{verts: s.verts, out: s.out, nv: s.nv, v: v + uint32(k), base: inst}
+			b := begin + uint32(i+k)
+			if err := dqsGo(&rest, pal, b, b+uint32(n-k), stride); err != nil {
+				return err
+			}
+		}
+		i += n
+		if v += uint32(n); v == s.nv {
+			v, inst = 0, inst+stride
+		}
+	}
+	return nil
+}
+
+// dqsGo is dqs in pure Go, the reference of the assembly.
+func dqsGo(s *skinSetup, pal []DualQuat, begin, end, stride uint32) error {
 	verts, out := s.verts, s.out[begin:end]
 	np := uint32(len(pal))
 	v, inst := s.v, s.base

@@ -8,8 +8,8 @@ import "golang.org/x/sys/cpu"
 // condition is poseHasAsm's, so both assembly paths switch together).
 var lbsHasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-// lbsFast selects lbsAVX2 in lbs; tests clear it to run the pure-Go path
-// (lbsGo) on the same machine.
+// lbsFast selects lbsAVX2 in lbs and dqsAVX2 in dqs; tests clear it to
+// run the pure-Go paths (lbsGo, dqsGo) on the same machine.
 var lbsFast = lbsHasAsm
 
 // lbsAVX2 is lbsGo in AVX2 assembly (skin_amd64.s) for one run of
@@ -59,3 +59,29 @@ var lbsFast = lbsHasAsm
 //
 //go:noescape
 func lbsAVX2(verts []SkinVertex, pal []Mat4, out []SkinnedVertex, base uint32) int
+
+// dqsAVX2 is dqsGo in AVX2 assembly (dqs_amd64.s) for one run of vertices
+// with a fixed palette offset, two vertices at a time: out[k] is verts[k]
+// skinned with pal[verts[k].Palette + base + joint], for k below
+// min(len(verts), len(out)) rounded down to even. It returns how many
+// vertices it completed: that many, or the first k of a pair with a
+// palette index not below len(pal) (checked before any of the pair's
+// dual quaternions is read; out[k:] is not written). dqs runs the rest
+// (an odd last vertex, or the pair with the bad joint, which it reports)
+// through dqsGo. It reads and writes nothing outside the three slices.
+//
+// Vertex A of a pair lives in the low and B in the high 128-bit half of
+// every ymm register, and every shuffle stays within halves, so each
+// instruction serves both (which also gives the out-of-order core two
+// independent chains). The three antipodality dot products are summed in
+// dot4's order after a 4x4 transpose of their products; the weights are
+// broadcast by vpermilps; the blend, normalisation, translation and the
+// two rotations (cross products as vpermilps permutations yzx and zxy)
+// follow dqsGo's expressions operation by operation, with no FMA and the
+// correctly rounded square root and division, so the results are dqsGo's
+// bits as the gc compiler builds it for GOAMD64=v1 and v2 (with v3 it
+// fuses multiply-adds itself and the paths differ by a few ULPs;
+// TestSkinDQSAsm checks a relative tolerance and, below v3, equal bits).
+//
+//go:noescape
+func dqsAVX2(verts []SkinVertex, pal []DualQuat, out []SkinnedVertex, base uint32) int
