@@ -109,6 +109,7 @@ func (c *Ctx) Wait(id TaskID) error {
 			break
 		}
 		if spins++; spins < s.cfg.SpinRounds {
+			spinPause(spins)
 			continue // no Gosched: see Config.SpinRounds
 		}
 		spins = 0
@@ -167,6 +168,7 @@ func (c *Ctx) WaitEvent(e *Event) {
 			continue
 		}
 		if spins++; spins < s.cfg.SpinRounds {
+			spinPause(spins)
 			continue // no Gosched: see Config.SpinRounds
 		}
 		spins = 0
@@ -406,6 +408,24 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 	}
 }
 
+// spinPause is called on every idle round before the thread sleeps: every
+// yieldEvery rounds (about 0.5 µs of looking) it lets the OS run another
+// thread on this CPU (osYield). On a quiet machine nobody else is
+// runnable and the call returns at once. When the cores are shared with
+// other programs, a spinning thread otherwise holds a CPU that the thread
+// with the work (often the one it waits for) is queued for; the
+// measurement is in BENCHMARKS.md (section sched-peers). It is not
+// Gosched, which moves the goroutine to the global run queue
+// (Config.SpinRounds).
+func spinPause(spins int) {
+	if spins%yieldEvery == 0 {
+		osYield()
+	}
+}
+
+// yieldEvery is how many idle rounds pass between two osYields.
+const yieldEvery = 16
+
 // recheckSleep and recheckLast: the first and last delay after which a
 // sleeping thread looks for work that a push racing with its sleep left
 // unannounced (see sleep); each delay is four times the previous.
@@ -446,6 +466,7 @@ func (c *Ctx) workerLoop() {
 			continue
 		}
 		if spins++; spins < s.cfg.SpinRounds {
+			spinPause(spins)
 			continue // no Gosched: see Config.SpinRounds
 		}
 		spins = 0

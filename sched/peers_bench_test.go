@@ -21,6 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/alitto/pond/v2"
 	gotaskflow "github.com/noneback/go-taskflow"
@@ -225,6 +226,62 @@ func BenchmarkPeersEmpty(b *testing.B) {
 		}
 		pt.stop()
 	})
+}
+
+// BenchmarkPeersEmptyMix: the scheduler, the channel pool and pond side
+// by side in one op (one round of 10,000 empty tasks each, in turn), so
+// that load from other programs, which drifts over seconds, falls on all
+// three alike. It reports each one's ns/task over the whole run and the
+// ratios sched/chanpool and sched/pond; with -count 10 the ratios of the
+// ten runs are the figures BENCHMARKS.md quotes.
+func BenchmarkPeersEmptyMix(b *testing.B) {
+	_, m := peerSched(b)
+	cp := newChanPool(runtime.GOMAXPROCS(0), 1024)
+	defer cp.close()
+	pp := newPond(b)
+	var wg sync.WaitGroup
+	f := func() { wg.Done() }
+	task := Task{Kernel: pkEmpty}
+	var ts, tc, tp time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		root, err := m.Create(&Task{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		task.Parent = root
+		for range peerTasks {
+			if _, err := m.Add(&task); err != nil {
+				b.Fatal(err)
+			}
+		}
+		must(b, m.Run(root))
+		must(b, m.Wait(root))
+		t1 := time.Now()
+		for range peerTasks {
+			wg.Add(1)
+			cp.Go(f)
+		}
+		wg.Wait()
+		t2 := time.Now()
+		for range peerTasks {
+			wg.Add(1)
+			if err := pp.Go(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+		wg.Wait()
+		t3 := time.Now()
+		ts, tc, tp = ts+t1.Sub(t0), tc+t2.Sub(t1), tp+t3.Sub(t2)
+	}
+	b.StopTimer()
+	n := float64(b.N) * peerTasks
+	b.ReportMetric(float64(ts.Nanoseconds())/n, "sched-ns/task")
+	b.ReportMetric(float64(tc.Nanoseconds())/n, "chanpool-ns/task")
+	b.ReportMetric(float64(tp.Nanoseconds())/n, "pond-ns/task")
+	b.ReportMetric(float64(ts)/float64(tc), "sched/chanpool")
+	b.ReportMetric(float64(ts)/float64(tp), "sched/pond")
 }
 
 // Fib: fib(25) with a task per call, each call n >= 2 spawning both
