@@ -376,9 +376,6 @@ func (b *Blob) NumSkeletons() int { return len(b.skels) }
 // Skeleton returns skeleton i, in offset order.
 func (b *Blob) Skeleton(i int) SkeletonView { return SkeletonView{b, b.skels[i]} }
 
-func (b *Blob) u32(off uint32) uint32  { return b.words[off/4] }
-func (b *Blob) f32(off uint32) float32 { return math.Float32frombits(b.words[off/4]) }
-
 // validateBlob checks the blob starting at byte off and returns its size.
 func (b *Blob) validateBlob(off int) (int, error) {
 	bad := func(at int, format string, args ...any) error {

@@ -54,12 +54,6 @@ func (s *bvhScanner) errf(line int, format string, args ...any) error {
 	return &ParseError{File: s.file, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-// line returns the 1-based number of the line the next token is on.
-func (s *bvhScanner) line() int {
-	s.skipBlank()
-	return s.li + 1
-}
-
 func (s *bvhScanner) skipBlank() {
 	for len(s.toks) == 0 && s.li+1 < len(s.lines) {
 		s.li++

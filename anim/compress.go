@@ -89,7 +89,7 @@ type CompressStats struct {
 	RawBytes       int // ACL's count: (4+3+3) float32 per bone per sample
 	Bytes          int // the clip record in the blob (tables, stream, events, name)
 	StreamBytes    int // curve points only (uniform: the segments, without padding)
-	Points         int // curve points stored, all tracks (uniform: (track, frame) samples with frame bits)
+	Points         int // source samples stored as curve points, all tracks (a segment boundary's, stored in both segments, once; uniform: (track, frame) samples with frame bits)
 	Samples        int // source samples of the animated tracks
 	AnimatedTracks int
 	ConstantTracks int
@@ -505,8 +505,11 @@ func compressPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share
 	st.RawBytes = nb * c.Frames * 40
 	st.StreamBytes = int((cc.segBits[len(cc.segBits)-1] + 7) / 8)
 	for _, sl := range cc.slots {
-		for _, sd := range sl.segs {
+		for s, sd := range sl.segs {
 			st.Points += len(sd.pts)
+			if s > 0 {
+				st.Points-- // the boundary sample, stored by both segments
+			}
 		}
 	}
 	st.Bytes = cc.recordBytes()

@@ -92,13 +92,8 @@ func cmuBlob(tb testing.TB) *Blob {
 
 var cmuAt sync.Map // "codec:cm@Hz" -> []byte
 
-// cmuBlobAt compresses the CMU clips at another error target (cm),
-// resampled to hz first when hz > 0.
-func cmuBlobAt(tb testing.TB, cm string, hz float64) *Blob {
-	return cmuBlobCodec(tb, cm, hz, CodecCurve)
-}
-
-// cmuBlobCodec is cmuBlobAt with the given codec.
+// cmuBlobCodec compresses the CMU clips with codec at another error
+// target (cm), resampled to hz first when hz > 0.
 func cmuBlobCodec(tb testing.TB, cm string, hz float64, codec Codec) *Blob {
 	ims, _, _ := cmuData(tb)
 	key := fmt.Sprintf("%v:%s@%g", codec, cm, hz)
