@@ -330,7 +330,7 @@ func TestSampleKernelRegistration(t *testing.T) {
 		t.Fatal("SampleInput is not 8 bytes")
 	}
 	// What kernels' own TestSPIRVShippedShaders checks of its shaders.
-	m, err := kernels.ParseSPIRV(k.GPU.(*bind.Binding).SPIRV)
+	m, err := kernels.ParseSPIRV(k.GPU.SPIRV)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -794,7 +794,7 @@ func BenchmarkSampleGPU(b *testing.B) {
 	reg := sampleRegistry(b)
 	for i, ls := range locals {
 		kk := k
-		bb := *k.GPU.(*bind.Binding)
+		bb := *k.GPU
 		bb.LocalSize = ls
 		kk.GPU = &bb
 		if err := reg.Register(SampleKernelID+1+sched.KernelID(i), kk); err != nil {
