@@ -117,6 +117,9 @@ func TestFindICD(t *testing.T) {
 // glibc is the C library's own parts, which the bundle does not carry.
 var glibc = regexp.MustCompile(`^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libresolv\.so\.2|libutil\.so\.1|libanl\.so\.1)$`)
 
+// sharedLib matches a shared library's file name.
+var sharedLib = regexp.MustCompile(`\.so(\.[0-9.]+)?$`)
+
 // TestBundle builds the bundle, checks its size and its libraries, and
 // runs it in its short mode on lavapipe with the bundled loader and layer.
 func TestBundle(t *testing.T) {
@@ -181,7 +184,7 @@ func TestBundle(t *testing.T) {
 			return nil
 		}
 		name := d.Name()
-		isLib := strings.Contains(name, ".so")
+		isLib := sharedLib.MatchString(name)
 		if isLib && !seen[filepath.Dir(p)] {
 			seen[filepath.Dir(p)] = true
 			libDirs = append(libDirs, filepath.Dir(p))

@@ -243,6 +243,7 @@ section() { # TITLE FILE
 }
 
 write_report() {
+	local o n
 	{
 		echo "vkjobs GPU bundle report ($([ "$SHORT" = 1 ] && echo short || echo full) run, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(elapsed "$T0") s so far)"
 		sed -n 's/^commit: /bundle: commit /p; s/^built: /built: /p' "$B/MANIFEST.txt" 2>/dev/null
