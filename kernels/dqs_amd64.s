@@ -199,9 +199,13 @@ loop:
 	VADDPS      Y8, Y10, Y8
 	VADDPS      Y1, Y8, Y11            // [px py pz -]
 
-	// Normal: the same rotation, no translation.
+	// Normal: the same rotation, no translation. Lane 3 of the load is
+	// the joints word, as a float a denormal, which would cost a
+	// microcode assist in every operation on it: it is zeroed.
 	VMOVUPS     12(SI), X10
 	VINSERTF128 $1, 60(SI), Y10, Y10
+	VXORPS      Y13, Y13, Y13
+	VBLENDPS    $0x88, Y13, Y10, Y10
 	VPERMILPS   $0xd2, Y10, Y7
 	VPERMILPS   $0xc9, Y10, Y8
 	VMULPS      Y7, Y5, Y7
