@@ -95,9 +95,12 @@ find_icd() {
 	if [ -n "${VK_ICD_FILENAMES:-}" ]; then ICD_HOW="\$VK_ICD_FILENAMES"; echo "$VK_ICD_FILENAMES"; return 0; fi
 	local dirs=(/etc/vulkan/icd.d /usr/share/vulkan/icd.d /usr/local/etc/vulkan/icd.d /usr/local/share/vulkan/icd.d
 		/usr/local/nvidia/icd.d /usr/local/nvidia/share/vulkan/icd.d /usr/local/nvidia/etc/vulkan/icd.d)
-	local IFS=:
-	for d in ${XDG_CONFIG_DIRS:-/etc/xdg} ${XDG_DATA_DIRS:-/usr/local/share:/usr/share}; do dirs+=("$d/vulkan/icd.d"); done
-	unset IFS
+	local xdg x
+	IFS=: read -ra xdg <<<"${XDG_CONFIG_DIRS:-/etc/xdg}:${XDG_DATA_DIRS:-/usr/local/share:/usr/share}"
+	for d in "${xdg[@]}"; do
+		for x in "${dirs[@]}"; do [ "$x" = "$d/vulkan/icd.d" ] && continue 2; done
+		[ -n "$d" ] && dirs+=("$d/vulkan/icd.d")
+	done
 	for d in "${dirs[@]}"; do
 		for f in "$SYSROOT$d"/nvidia*.json; do
 			[ -f "$f" ] && { ICD_HOW="found in $d"; echo "$f"; return 0; }
@@ -250,7 +253,7 @@ write_report() {
 		echo "machine: $(uname -srm); $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)); $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); $(getconf GNU_LIBC_VERSION 2>/dev/null)"
 		[ -n "${GPUS:-}" ] && echo "nvidia-smi: $GPUS"
 		echo "driver: ${ICD:-none} (${ICD_HOW:-})"
-		echo "loader: ${LOADER:-} ; validation layer: ${LAYER:-} ; C++ runtime: ${CXX_HOW:-}"
+		[ -z "${LOADER:-}" ] || echo "loader: $LOADER; validation layer: $LAYER; C++ runtime: $CXX_HOW"
 		if [ -s "$LOGS/probe.log" ]; then
 			echo
 			echo "== device (probe, validation on) =="
@@ -321,18 +324,19 @@ run_step() {
 
 # ---------------------------------------------------------------- setup
 
+# setup_fail SUMMARY: the set-up failed; logs/setup.log says why.
 setup_fail() {
 	step_line FAIL "$(elapsed "$T0")" setup "$1"
-	echo "$1" >>"$W/failures.txt"
+	cat "$LOGS/setup.log" >>"$W/failures.txt"
 	write_report
-	echo "run.sh: $1" >&2
+	cat "$LOGS/setup.log" >&2
 	echo "run.sh: report: $REPORT" >&2
 	exit 1
 }
 
 command -v nvidia-smi >/dev/null && GPUS=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | paste -sd';' -)
-unpack "$W" 2>"$LOGS/setup.log" || setup_fail "unpacking the bundle failed: $(tail -n 3 "$LOGS/setup.log")"
-ICD=$(find_icd 2>>"$LOGS/setup.log") || setup_fail "$(cat "$LOGS/setup.log")"
+unpack "$W" 2>"$LOGS/setup.log" || setup_fail "unpacking the bundle failed"
+ICD=$(find_icd 2>>"$LOGS/setup.log") || setup_fail "no $DRIVER Vulkan driver found"
 find_icd >/dev/null 2>&1 # again in this shell, for ICD_HOW
 LOADER="bundled $(basename "$(readlink -f "${LIBPATH%%:*}/libvulkan.so.1")")"
 LAYER="bundled $(sed -n 's/.*"api_version": *"\([^"]*\)".*/\1/p' "$LAYER_DIR/VkLayer_khronos_validation.json" | head -1) in $LAYER_DIR"
