@@ -3,8 +3,11 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // spinWork burns a little CPU per element, so a thief has time to steal.
@@ -191,5 +194,78 @@ func TestForeignIDsAfterManySchedulers(t *testing.T) {
 		if _, err := rm.Add(&Task{Dependency: id}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// within runs f and fails the test if it has not returned after d (a hang
+// becomes a failure with every goroutine's stack, not a stuck test binary).
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%s: still blocked after %v\n%s", what, d, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// A cycle through parents and dependencies is refused by Add where it is
+// cheap to see, and one that Add cannot see no longer hangs its waiters:
+// Close fails its tasks (ErrCycle) and every Wait returns.
+func TestCycles(t *testing.T) {
+	s, err := New(Config{Workers: 2})
+	must(t, err)
+	defer s.Close()
+	// X -> child C -> D -> X: D depends on X, C (X's child) on D.
+	x, err := s.Create(&Task{})
+	must(t, err)
+	d, err := s.Add(&Task{Dependency: x})
+	must(t, err)
+	if _, err := s.Add(&Task{Parent: x, Dependency: d}); !errors.Is(err, ErrCycle) {
+		t.Fatalf("Add closing the cycle X -> C -> D -> X: %v, want ErrCycle", err)
+	}
+	if _, err := s.Add(&Task{Parent: x, Dependency: x}); !errors.Is(err, ErrSelfDepend) {
+		t.Fatalf("Add depending on its parent: %v, want ErrSelfDepend", err)
+	}
+	must(t, s.Run(x))
+	must(t, s.Wait(x))
+	must(t, s.Wait(d))
+
+	// One step longer (X -> child C -> D -> E -> X): Add does not see it.
+	x, err = s.Create(&Task{})
+	must(t, err)
+	e, err := s.Add(&Task{Dependency: x})
+	must(t, err)
+	d, err = s.Add(&Task{Dependency: e})
+	must(t, err)
+	c, err := s.Add(&Task{Parent: x, Dependency: d})
+	must(t, err)
+	must(t, s.Run(x))
+	ids := []TaskID{x, c, d, e}
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { errs[i] = s.Wait(id) })
+	}
+	within(t, 20*time.Second, "Close with a cycle", func() {
+		if err := s.Close(); !errors.Is(err, ErrCycle) {
+			t.Errorf("Close: %v, want an error naming the cycle", err)
+		}
+	})
+	within(t, 20*time.Second, "Wait on the tasks of a cycle", wg.Wait)
+	for i, id := range ids {
+		if !errors.Is(errs[i], ErrCycle) && !errors.Is(errs[i], ErrClosed) {
+			t.Errorf("Wait %v during Close: %v, want ErrCycle or ErrClosed", id, errs[i])
+		}
+		within(t, 20*time.Second, "Wait after Close", func() {
+			if err := s.Wait(id); err == nil {
+				t.Errorf("Wait %v after Close: nil, want an error", id)
+			}
+		})
 	}
 }

@@ -112,6 +112,7 @@ var (
 	ErrAbandoned    = errors.New("task abandoned")
 	ErrTimeout      = errors.New("wait timed out")
 	ErrThreadsTaken = errors.New("all MainThreads are already registered")
+	ErrCycle        = errors.New("dependency cycle")
 )
 
 // TaskError is the error of a failed task: it names the task and kernel.
@@ -149,6 +150,7 @@ type slotFields struct {
 	kid     uint32      // task.Kernel, for Abandon: stored with storeUnpublished32, read atomically
 	err     atomic.Pointer[TaskError]
 	kern    *Kernel
+	dep     uint64 // task.Dependency: stored with storeUnpublished64, read atomically (Add's cycle check)
 	task    Task
 }
 
@@ -587,7 +589,7 @@ func (s *Scheduler) checkID(id TaskID, what string) error {
 func (s *Scheduler) add(t *Task, c *Ctx) (TaskID, error) { return s.create(t, c, false) }
 
 func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
-	if s.closing.Load() && (c == nil || c.running == 0) {
+	if s.closing.Load() && (c == nil || c.running == 0 || s.stopping.Load()) {
 		return NoTask, ErrClosed
 	}
 	k := s.reg.Lookup(t.Kernel)
@@ -623,17 +625,8 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 		return NoTask, err
 	}
 	if t.Dependency != NoTask && t.Parent != NoTask {
-		// Depending on an ancestor deadlocks: the ancestor waits for us.
-		for p := t.Parent; p != NoTask; {
-			if p == t.Dependency {
-				return NoTask, fmt.Errorf("sched: Add: kernel %q: dependency %v is an ancestor: %w", k.Name, p, ErrSelfDepend)
-			}
-			sl := &s.slots[p.index()]
-			pi := sl.parent
-			if pi == 0 || sl.genLoad() != p.gen() {
-				break
-			}
-			p = makeID(s.id, s.slots[pi-1].genLoad(), pi-1)
+		if err := s.addCycle(t.Parent, t.Dependency); err != nil {
+			return NoTask, fmt.Errorf("sched: Add: kernel %q: %w", k.Name, err)
 		}
 	}
 
@@ -681,6 +674,7 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	}
 	storeUnpublished32(&sl.parent, parent)
 	storeUnpublished32(&sl.kid, uint32(t.Kernel))
+	storeUnpublished64(&sl.dep, uint64(t.Dependency))
 	if hold {
 		sl.held.Store(true)
 	}
@@ -689,6 +683,41 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	}
 	s.start(idx, c)
 	return id, nil
+}
+
+// addCycle refuses the cycles a new task with this parent and dependency
+// would close that are cheap to see: depending on an ancestor (the
+// ancestor waits for the new task), or on a task that itself depends on an
+// ancestor (X -> child C -> D -> X: D waits for X, X for C, C for D). Both
+// reads are of lines checkID just read. Longer cycles (through deeper
+// dependency chains or through other tasks' children) are not looked for
+// here; Close fails their tasks with ErrCycle, and a Wait that would sleep
+// forever on one returns ErrCycle (Ctx.Wait).
+func (s *Scheduler) addCycle(parent, dep TaskID) error {
+	// dep's own dependency, if dep has not finished: the value is dep's
+	// if dep's generation did not move while it was read.
+	var dep2 TaskID
+	if ds := &s.slots[dep.index()]; ds.genLoad() == dep.gen() {
+		d := TaskID(atomic.LoadUint64(&ds.dep))
+		if ds.genLoad() == dep.gen() {
+			dep2 = d
+		}
+	}
+	for p := parent; p != NoTask; {
+		if p == dep {
+			return fmt.Errorf("dependency %v is an ancestor: %w", p, ErrSelfDepend)
+		}
+		if p == dep2 {
+			return fmt.Errorf("dependency %v depends on %v, an ancestor of the new task: %w", dep, p, ErrCycle)
+		}
+		sl := &s.slots[p.index()]
+		pi := atomic.LoadUint32(&sl.parent)
+		if pi == 0 || sl.genLoad() != p.gen() {
+			break
+		}
+		p = makeID(s.id, s.slots[pi-1].genLoad(), pi-1)
+	}
+	return nil
 }
 
 // start makes a created task wait for its dependency or run.
@@ -885,6 +914,7 @@ func (s *Scheduler) initSub(x, p uint32, begin, end uint32, a Affinity, c *Ctx) 
 	atomic.StoreInt32(&xs.open, 1)
 	storeUnpublished32(&xs.parent, p+1)
 	storeUnpublished32(&xs.kid, uint32(ps.task.Kernel))
+	storeUnpublished64(&xs.dep, 0)
 }
 
 func (s *Scheduler) pushCPU(idx uint32, lv int, c *Ctx) {
@@ -1199,8 +1229,10 @@ func (s *Scheduler) wakeAll() {
 // or failed with an error its waiters see (tasks made with Create and never
 // Run fail with ErrClosed). It knows the drain is over when every thread
 // sleeps, every queue is empty and no executor holds a job, so the hot
-// path keeps no task counter for it. Tasks that could never run (a
-// dependency cycle through their parents) are reported in the error.
+// path keeps no task counter for it. Tasks that can still never run then
+// (a cycle through their dependencies and parents, which Add could not
+// see) fail with ErrClosed and ErrCycle, so that every Wait returns, and
+// the error counts them.
 // Close returns when no goroutine of the scheduler is left. A kernel that
 // never returns blocks Close (Abandon fails its task, but its goroutine
 // cannot be stopped). Call Close after the last Add: an Add racing with
@@ -1236,6 +1268,7 @@ func (s *Scheduler) Close() error {
 		// during the drain and never Run are failed, which may release
 		// more work, until none is left.
 		s.wakeAll()
+		cycles := 0
 		for d := 20 * time.Microsecond; ; d = min(2*d, 5*time.Millisecond) {
 			if !s.quiescent() {
 				time.Sleep(d)
@@ -1249,14 +1282,24 @@ func (s *Scheduler) Close() error {
 				}
 			}
 			if held == 0 {
-				break
+				// Tasks still open now can never run: only a cycle
+				// through dependencies and parents leaves them (a
+				// kernel waiting in one sleeps, and counts as idle).
+				// Fail them, so that every Wait returns; that can wake
+				// such kernels, so look again until none is left.
+				n := s.failStuck()
+				if n == 0 {
+					break
+				}
+				cycles += n
 			}
 			s.wakeAll()
 		}
+		if cycles > 0 {
+			errs = append(errs, fmt.Errorf("sched: Close: %d tasks could never run (a cycle through their dependencies and parents): they failed with %w", cycles, ErrCycle))
+		}
 		if n := s.live(); n > 0 {
-			// Only a dependency cycle through parents can leave tasks
-			// that nothing will ever run.
-			errs = append(errs, fmt.Errorf("sched: Close: %d tasks can never run (a dependency cycle through their parents)", n))
+			errs = append(errs, fmt.Errorf("sched: Close: %d tasks left unfinished", n))
 		}
 		s.stopping.Store(true)
 		s.wakeAll()
@@ -1282,18 +1325,27 @@ func (s *Scheduler) Abandon(id TaskID, err error) error {
 	if id == NoTask {
 		return fmt.Errorf("sched: Abandon: no task")
 	}
-	idx := id.index()
-	sl := &s.slots[idx]
-	want := uint64(id.gen()) << 32
 	if err == nil {
 		err = ErrAbandoned
 	} else {
 		err = fmt.Errorf("%w: %w", ErrAbandoned, err)
 	}
+	if !s.abandon(id, err) {
+		return fmt.Errorf("sched: Abandon %v: task already finished or abandoned", id)
+	}
+	return nil
+}
+
+// abandon is Abandon with the task's error given whole; it reports whether
+// it failed the task (false: it had finished or was abandoned).
+func (s *Scheduler) abandon(id TaskID, err error) bool {
+	idx := id.index()
+	sl := &s.slots[idx]
+	want := uint64(id.gen()) << 32
 	for {
 		h := sl.deps.Load()
 		if h&^0xffffffff != want || uint32(h) >= depsAbandoned {
-			return fmt.Errorf("sched: Abandon %v: task already finished or abandoned", id)
+			return false
 		}
 		// Read before the CAS: once it succeeds the kernel may return and
 		// the slot be reused at once. If the slot was reused before these
@@ -1324,10 +1376,30 @@ func (s *Scheduler) Abandon(id TaskID, err error) error {
 				s.decOpen(p-1, nil)
 			}
 			s.wakeWaiters()
-			return nil
+			return true
 		}
 		sl.err.CompareAndSwap(te, nil) // not ours after all (a dependent came, the task completed, or the slot was reused)
 	}
+}
+
+// failStuck fails, with ErrClosed and ErrCycle, every task that is still
+// open once Close found that nothing can run (see Close), and returns how
+// many it failed. Failing one releases what waits for it (its dependents
+// fail, its parent loses a child), so most of a cycle goes with its first.
+func (s *Scheduler) failStuck() int {
+	n := 0
+	for i := range s.slots {
+		sl := &s.slots[i]
+		h := sl.deps.Load()
+		if atomic.LoadInt32(&sl.open) <= 0 || sl.sub || uint32(h) == depsAbandoned {
+			continue
+		}
+		id := makeID(s.id, uint32(h>>32), uint32(i))
+		if s.abandon(id, fmt.Errorf("%w: %w: the task waits, through dependencies and children, for itself", ErrClosed, ErrCycle)) {
+			n++
+		}
+	}
+	return n
 }
 
 // Pending returns how many tasks are allocated (queued, running, waiting

@@ -21,3 +21,6 @@ func storeRelease32(p *uint32, v uint32)
 // (a later storeRelease publishes it) but that Abandon may read atomically
 // for a slot being reused, and then discard. A plain store, inlined.
 func storeUnpublished32(p *uint32, v uint32) { *p = v }
+
+// storeUnpublished64 is storeUnpublished32 for 64-bit fields.
+func storeUnpublished64(p *uint64, v uint64) { *p = v }
