@@ -79,7 +79,7 @@
 //	  in 0  x float32 (n*256) -> out 0 sums float32 (n); Params[0] valid inputs (0 = all)
 //	MinMaxF32                        Reduce, Factor 256
 //	  in 0  x float32 (n*256) -> out 0 MinMax 8 B (n); NaNs ignored, empty = (+Inf, -Inf)
-//	Avg32F32                         Reduce, Factor 32: the seed's "average of every 32 elements"
+//	Avg32F32                         Reduce, Factor 32: "the average of every 32 elements" (see below)
 //	  in 0  x float32 (n*32)  -> out 0 avg float32 (n); empty block = 0
 //	ExpandLerp                       Expand, Factor 8
 //	  in 0  segments Segment 8 B (n) -> out 0 samples float32 (n*8): A + (B-A)*k/8
@@ -101,12 +101,17 @@
 // may have up to 256 bones. The uniform-palette variants hold the palette in
 // one 64 KiB uniform block (UniformPaletteBytes): a GPU task must bind that
 // whole size even for a shorter palette (pad the stream); their CPU
-// functions refuse a palette longer than the block. Measured on lavapipe
-// (BenchmarkGPUSkinPalette, 1M vertices, GPU-resident buffers, dispatch
-// time, median of 5 interleaved runs), the uniform block is faster, though
-// not the 2x of VULKAN_NOTES.md: LBS 38.8 against 27.8 Mvert/s (1.4x), DQS
-// 44.1 against 37.8 (1.17x); DQS outruns LBS on lavapipe, which gathers
-// half as many palette bytes per vertex.
+// functions refuse a palette longer than the block. On lavapipe the uniform
+// block is faster than the storage buffer, by less than the 2x sometimes
+// quoted for it, and DQS outruns LBS there, gathering half as many palette
+// bytes per vertex (BenchmarkGPUSkinPalette; figures in BENCHMARKS.md,
+// section kernels).
+//
+// Reduce and Expand are the task kinds of Stefan Reinalter's task model
+// ("Building a load-balanced task scheduler - Part 2: Task model",
+// Molecular Musings, April 2012,
+// https://blog.molecular-matters.com/2012/04/), whose example of an N:1
+// task, "the average of every 32 elements", is Avg32F32.
 //
 // # Composing a multi-range scan
 //
@@ -135,10 +140,13 @@
 //
 //	ScanReduceU32, ScanDownsweepU32, CRC32CBlocks   bit-exact
 //	SumF32, Avg32F32 (full blocks), ExpandLerp, Saxpy
-//	    bit-exact for normal (non-denormal) inputs: the shaders use `precise`
-//	    (no fused multiply-add, no reassociation) and the Go code rounds each
-//	    product with an explicit float32 conversion, so both compute the same
-//	    operations in the same order. GPUs may flush denormals to zero.
+//	    bit-exact against the Go code for normal (non-denormal) inputs: the
+//	    shaders use `precise` (no fused multiply-add, no reassociation) and
+//	    the Go code rounds each product with an explicit float32 conversion,
+//	    so both compute the same operations in the same order. GPUs may
+//	    flush denormals to zero. The AVX2 sums (SumF32, Avg32F32) are within
+//	    (factor+16) * 2^-24 * scale * sum |x| of the block of the GPU's
+//	    (TestGPUMatchesCPU checks both).
 //	MinMaxF32                        exact, except that -0 and +0 may differ
 //	Avg32F32 (partial blocks)        3 ULP (Vulkan allows 2.5 ULP for division)
 //	SkinLBS*, SkinDQS*               |gpu-cpu| <= 2e-5 * max(1, |cpu|) per component
@@ -149,42 +157,49 @@
 // 2-ULP sqrt/inversesqrt of GLSL. The CPU kernels themselves are tested
 // against independent float64 references with the same bounds.
 //
-// # Measured speed (this 2-vCPU machine, Go 1.26, see bench_test.go)
+// # CPU paths: the Go reference and the AVX2 assembly
 //
-// Skinning 1M vertices (256 characters x 4096 vertices, 90 bones), Mvert/s,
-// quiet machine (other jobs running on the same two cores halve the
-// parallel figures):
+// Every kernel's Go code is the reference and the fallback: it computes
+// the shader's operations in the shader's order. On amd64 CPUs with AVX2
+// and FMA (golang.org/x/sys/cpu, checked at init) most kernels run
+// assembly instead; KERNELS_GO=1 makes the tests run the Go code (the
+// Makefile does both), and the purego build tag removes the assembly. Each
+// assembly path's tolerance against the Go code:
 //
-//	                     1 goroutine   scheduler   2 hand-split goroutines
-//	LBS                      50-54      105-106          105-106
-//	LBS, GOAMD64=v3          68-70        133            128-131
-//	DQS                      27-29        56               54-56
-//	DQS, GOAMD64=v3            29          57                57
+//	SkinLBS*  lbsAVX2 (skin_amd64.s), one vertex per iteration, two matrix
+//	          columns per ymm register                             bit-exact
+//	SkinDQS*  dqsAVX2 (dqs_amd64.s), two vertices per iteration, one per
+//	          128-bit half of every ymm register                   bit-exact
+//	LocalToModel*  poseChainAVX2 (pose_amd64.s), FMA      |asm-go| <= 1e-5 x magnitude
+//	ScanReduceU32, ScanDownsweepU32, ExpandLerp, Saxpy
+//	          stream_amd64.s                                       bit-exact
+//	MinMaxF32 stream_amd64.s: equal values; -0 and +0 may differ where a block holds both
+//	SumF32, Avg32F32 (whole blocks)  stream_amd64.s, 32 partial sums
+//	          |asm-go| <= (factor+16) * 2^-24 * scale * sum |x| of the block
+//	CRC32CBlocks  hash/crc32 (the CRC32 instruction) in both paths
 //
-// The scheduler matches hand-split goroutines, allocation-free (the
-// goroutines cost 4 allocations per run). Layout variants of LBS on one
-// goroutine, measured, not guessed: the registered 48-byte AoS vertex with
-// float weights is fastest (54 Mvert/s); a 48-byte 3x4 palette gains nothing
-// (42-51); SoA input and output is 17% slower (44-45); 8-bit packed weights
-// in a 32-byte vertex are 25% slower (37-41: the decode costs more than the
-// 16 bytes saved); skipping zero weights with a branch is 24% slower (41,
-// mispredicted). Other kernels, one goroutine: CRC32CBlocks 20 GB/s
-// (hardware CRC), SumF32 8 GB/s, Avg32F32 11 GB/s, MinMaxF32 3.4 GB/s,
-// ScanReduceU32 11 GB/s, a full 1M-value AddScan about 1 ms, saxpy of 1M
-// (L3-resident) 0.45 ms, 0.25 ms through the scheduler; LocalToModelSkin of
-// 1000 90-bone skeletons 0.72 ms, 8 ns per bone, with the AVX2+FMA assembly
-// (pose_amd64.go; pure Go 2.6 ms, 29 ns per bone; medians of 5 interleaved
-// runs; cmd/crowd's BenchmarkLocalToModel, thread CPU time: 2.32 -> 0.74
-// ms, 26 -> 8.3 ns per bone), 0.79 ms through the scheduler (2.8 ms), which
-// no longer gains from the second core (probably memory-bound: some 300
-// bytes of traffic per bone). Run: go test -run '^$' -bench . ./kernels/
+// "Bit-exact" holds for the gc compiler below GOAMD64=v3; with v3 it fuses
+// the Go code's multiply-adds itself and the skinning paths then differ by
+// a few ULPs (the tests check a relative tolerance there). The assembly
+// computes without FMA wherever the Go code's bits can be kept, at some
+// cost in speed (FMA in LBS was 10-12% faster but moved short normals by
+// more than 1e-6); the float sums cannot be kept both fast and in index
+// order (a single chain of adds is bound by the add latency, not by
+// memory), so they have the tolerance above, which is also what they must
+// match on the GPU (whose shaders sum in index order). Partial blocks (a
+// valid count that ends inside a block) run the Go loop.
 //
-// The skinning figures above are the pure-Go LBS. On amd64 with AVX2 the
-// SkinLBS kernels run lbsAVX2 (skin_amd64.go) per run of vertices within
-// one instance; it computes the Go code's bits (no FMA) and reports bad
-// joints at the same vertex. One goroutine, crowd shape, medians of 6
-// interleaved runs (BenchmarkSkinLBSPath): 2 joints 14.0 -> 4.9 ns per
-// vertex (2.9x), 4 joints 18.1 -> 6.3 (2.9x), the mixed 1-4 weights 19.6
-// -> 5.6 (3.5x: Go loses more to the mispredicted joint-count branch). KERNELS_GO=1
-// makes the tests run the pure-Go paths of both assembly kernels.
+// Rejected alternatives, measured on one goroutine (BENCHMARKS.md, section
+// kernels): for LBS, a 48-byte 3x4 palette, SoA input and output, 8-bit
+// packed weights in a 32-byte vertex and skipping zero weights with a
+// branch were all slower than the registered 48-byte AoS vertex with float
+// weights; vectorising the sums across blocks (one block per lane, which
+// keeps index order) needs a transpose that costs more shuffles than the
+// loads it feeds; one DQS vertex per iteration left the out-of-order core
+// waiting on a chain of some 130 cycles of latency per vertex (two vertices
+// per register: 2.5x faster).
+//
+// cmd/kbench states every CPU kernel's speed as a fraction of its bound,
+// the copy bound of its bytes or a compute bound from its arithmetic per
+// element and the core's measured clock, whichever is slower.
 package kernels

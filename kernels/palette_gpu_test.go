@@ -1,25 +1,16 @@
 package kernels
 
 // The palette layout decision, measured on the GPU rather than taken from
-// VULKAN_NOTES.md ("uniform ~2x faster on lavapipe"): each skinning method
-// with its bone palette in a storage buffer (SkinLBS, SkinDQS) and in a
-// 64 KiB uniform block (SkinLBSUniform, SkinDQSUniform), on the same data.
+// the common advice that a uniform block is about 2x faster than a storage
+// buffer: each skinning method with its bone palette in a storage buffer
+// (SkinLBS, SkinDQS) and in a 64 KiB uniform block (SkinLBSUniform,
+// SkinDQSUniform), on the same data.
 //
 //	go test -run '^$' -bench GPUSkinPalette -count 5 ./kernels/
 //
 // Reported: Mvert/s of the whole round trip (Add to Wait, one task per
 // iteration) and dispatch-Mvert/s from the executor's timestamps (the
-// shader alone). Measured on lavapipe (llvmpipe, LLVM 15, 2 vCPUs, other
-// jobs on the machine), dispatch-Mvert/s, median of five runs of
-// -count 1 in a shell loop so that the variants interleave:
-//
-//	            storage   uniform
-//	LBS           27.8      38.8    (1.40x)
-//	DQS           37.8      44.1    (1.17x)
-//
-// The round trip adds ~2-4%. For comparison, the CPU kernel on one
-// goroutine does ~28 Mvert/s (LBS) and ~25 (DQS) on the same streaming
-// data (cmd/kbench), ~57 and ~48 on both cores.
+// shader alone). The figures are in BENCHMARKS.md, section kernels.
 
 import (
 	"testing"
