@@ -20,8 +20,8 @@ GLOBL dqsOne<>(SB), RODATA|NOPTR, $4
 // of every ymm register (all shuffles stay within halves).
 //
 // Registers: SI &verts[k], DI &out[k], BX pal, R8 len(pal), CX n rounded
-// down to even, R13 k, R14 base, R9-R12 joint byte offsets in pal (A's,
-// then B's); Y0-Y3 the real parts of the four dual quaternions [A | B],
+// down to even, R13 k, R14 base, AX &pal[Palette + base] (pal on the exact
+// path), R9-R12 joint byte offsets from AX (A's, then B's); Y0-Y3 the real parts of the four dual quaternions [A | B],
 // Y4-Y7 their dual parts.
 TEXT ·dqsAVX2(SB), NOSPLIT, $0-88
 	MOVQ    verts_base+0(FP), SI
@@ -42,67 +42,59 @@ loop:
 	// A's indices Palette + base + joint in uint32 (jointIndices), all
 	// four checked against len(pal) before its dual quaternions are read;
 	// then B's. Any bad index ends the run before the pair is written.
+	// Fast check: Palette + base + 255 < len(pal) (64-bit, no wrap-around)
+	// means every index is in range and AX + joint*32 addresses it.
 	MOVL    28(SI), AX
 	ADDL    R14, AX
+	LEAQ    255(AX), DX
+	CMPQ    DX, R8
+	JAE     exactA
+	SHLQ    $5, AX
+	ADDQ    BX, AX                     // &pal[Palette + base]
 	MOVBLZX 24(SI), R9
-	ADDL    AX, R9
-	CMPQ    R9, R8
-	JAE     done
 	MOVBLZX 25(SI), R10
-	ADDL    AX, R10
-	CMPQ    R10, R8
-	JAE     done
 	MOVBLZX 26(SI), R11
-	ADDL    AX, R11
-	CMPQ    R11, R8
-	JAE     done
 	MOVBLZX 27(SI), R12
-	ADDL    AX, R12
-	CMPQ    R12, R8
-	JAE     done
 	SHLQ    $5, R9
 	SHLQ    $5, R10
 	SHLQ    $5, R11
 	SHLQ    $5, R12
-	VMOVUPS (BX)(R9*1), X0
-	VMOVUPS 16(BX)(R9*1), X4
-	VMOVUPS (BX)(R10*1), X1
-	VMOVUPS 16(BX)(R10*1), X5
-	VMOVUPS (BX)(R11*1), X2
-	VMOVUPS 16(BX)(R11*1), X6
-	VMOVUPS (BX)(R12*1), X3
-	VMOVUPS 16(BX)(R12*1), X7
 
-	MOVL        76(SI), AX
-	ADDL        R14, AX
-	MOVBLZX     72(SI), R9
-	ADDL        AX, R9
-	CMPQ        R9, R8
-	JAE         done
-	MOVBLZX     73(SI), R10
-	ADDL        AX, R10
-	CMPQ        R10, R8
-	JAE         done
-	MOVBLZX     74(SI), R11
-	ADDL        AX, R11
-	CMPQ        R11, R8
-	JAE         done
-	MOVBLZX     75(SI), R12
-	ADDL        AX, R12
-	CMPQ        R12, R8
-	JAE         done
-	SHLQ        $5, R9
-	SHLQ        $5, R10
-	SHLQ        $5, R11
-	SHLQ        $5, R12
-	VINSERTF128 $1, (BX)(R9*1), Y0, Y0
-	VINSERTF128 $1, 16(BX)(R9*1), Y4, Y4
-	VINSERTF128 $1, (BX)(R10*1), Y1, Y1
-	VINSERTF128 $1, 16(BX)(R10*1), Y5, Y5
-	VINSERTF128 $1, (BX)(R11*1), Y2, Y2
-	VINSERTF128 $1, 16(BX)(R11*1), Y6, Y6
-	VINSERTF128 $1, (BX)(R12*1), Y3, Y3
-	VINSERTF128 $1, 16(BX)(R12*1), Y7, Y7
+loadA:
+	VMOVUPS (AX)(R9*1), X0
+	VMOVUPS 16(AX)(R9*1), X4
+	VMOVUPS (AX)(R10*1), X1
+	VMOVUPS 16(AX)(R10*1), X5
+	VMOVUPS (AX)(R11*1), X2
+	VMOVUPS 16(AX)(R11*1), X6
+	VMOVUPS (AX)(R12*1), X3
+	VMOVUPS 16(AX)(R12*1), X7
+
+	MOVL    76(SI), AX
+	ADDL    R14, AX
+	LEAQ    255(AX), DX
+	CMPQ    DX, R8
+	JAE     exactB
+	SHLQ    $5, AX
+	ADDQ    BX, AX                     // &pal[Palette + base]
+	MOVBLZX 72(SI), R9
+	MOVBLZX 73(SI), R10
+	MOVBLZX 74(SI), R11
+	MOVBLZX 75(SI), R12
+	SHLQ    $5, R9
+	SHLQ    $5, R10
+	SHLQ    $5, R11
+	SHLQ    $5, R12
+
+loadB:
+	VINSERTF128 $1, (AX)(R9*1), Y0, Y0
+	VINSERTF128 $1, 16(AX)(R9*1), Y4, Y4
+	VINSERTF128 $1, (AX)(R10*1), Y1, Y1
+	VINSERTF128 $1, 16(AX)(R10*1), Y5, Y5
+	VINSERTF128 $1, (AX)(R11*1), Y2, Y2
+	VINSERTF128 $1, 16(AX)(R11*1), Y6, Y6
+	VINSERTF128 $1, (AX)(R12*1), Y3, Y3
+	VINSERTF128 $1, 16(AX)(R12*1), Y7, Y7
 
 	// dot(q0.real, qk.real) for k = 1..3 in dot4's order: the products,
 	// transposed within each half (lane 0 a zero row), summed x + y + z + w.
@@ -238,6 +230,60 @@ loop:
 	ADDQ $2, R13
 	CMPQ R13, CX
 	JB   loop
+
+	JMP  done
+
+	// Exact check of A (near the end of the palette, or uint32
+	// wrap-around): each index AX + joint mod 2^32 against len(pal).
+exactA:
+	MOVBLZX 24(SI), R9
+	ADDL    AX, R9
+	CMPQ    R9, R8
+	JAE     done
+	MOVBLZX 25(SI), R10
+	ADDL    AX, R10
+	CMPQ    R10, R8
+	JAE     done
+	MOVBLZX 26(SI), R11
+	ADDL    AX, R11
+	CMPQ    R11, R8
+	JAE     done
+	MOVBLZX 27(SI), R12
+	ADDL    AX, R12
+	CMPQ    R12, R8
+	JAE     done
+	SHLQ    $5, R9
+	SHLQ    $5, R10
+	SHLQ    $5, R11
+	SHLQ    $5, R12
+	MOVQ    BX, AX                     // the offsets are from pal[0]
+	JMP     loadA
+
+	// Exact check of B (near the end of the palette, or uint32
+	// wrap-around): each index AX + joint mod 2^32 against len(pal).
+exactB:
+	MOVBLZX 72(SI), R9
+	ADDL    AX, R9
+	CMPQ    R9, R8
+	JAE     done
+	MOVBLZX 73(SI), R10
+	ADDL    AX, R10
+	CMPQ    R10, R8
+	JAE     done
+	MOVBLZX 74(SI), R11
+	ADDL    AX, R11
+	CMPQ    R11, R8
+	JAE     done
+	MOVBLZX 75(SI), R12
+	ADDL    AX, R12
+	CMPQ    R12, R8
+	JAE     done
+	SHLQ    $5, R9
+	SHLQ    $5, R10
+	SHLQ    $5, R11
+	SHLQ    $5, R12
+	MOVQ    BX, AX                     // the offsets are from pal[0]
+	JMP     loadB
 
 done:
 	VZEROUPPER

@@ -26,9 +26,12 @@ func TestSkinDQSAsm(t *testing.T) {
 	defer func(f bool) { lbsFast = f }(lbsFast)
 	r := rng(18)
 	const bones = 40
-	for _, nv := range []int{1, 3, 17, 100} {
+	// Palettes of 5*bones take the assembly's exact index check (Palette +
+	// base + 255 beyond the end), of 5*bones+300 its fast one.
+	for _, c := range [][2]int{{1, 0}, {3, 0}, {17, 0}, {100, 0}, {3, 300}, {100, 300}} {
+		nv := c[0]
 		verts := randSkinVertices(r, nv, bones)
-		pal := randDQPalette(r, 5*bones)
+		pal := randDQPalette(r, 5*bones+c[1])
 		for i := range pal {
 			if r.IntN(3) == 0 { // the same rotation with the other sign
 				for k := range 4 {
