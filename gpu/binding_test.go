@@ -110,3 +110,38 @@ func TestValidationMessageBecomesError(t *testing.T) {
 		t.Fatalf("checked creation: err = %v, want ErrBadBinding from the check", err)
 	}
 }
+
+// TestHeapBudget: the device counts what it allocates per heap and refuses,
+// with the figures, an allocation that would take a heap past its size
+// (a crowd too large for the device fails at its setup, not in a frame).
+func TestHeapBudget(t *testing.T) {
+	d := device(t, false)
+	l0 := d.Limits()
+	if l0.DeviceMemory == 0 || l0.MaxStorageBufferRange == 0 || l0.MaxComputeWorkGroupCount == 0 {
+		t.Fatalf("limits %+v", l0)
+	}
+	b, err := d.NewBuffer(1 << 20)
+	must(t, err)
+	if l := d.Limits(); l.DeviceMemoryUsed < l0.DeviceMemoryUsed+1<<20 {
+		t.Errorf("after a 1 MiB buffer: %d bytes used, before %d", l.DeviceMemoryUsed, l0.DeviceMemoryUsed)
+	}
+	b.Close()
+	if l := d.Limits(); l.DeviceMemoryUsed != l0.DeviceMemoryUsed {
+		t.Errorf("after Close: %d bytes used, before %d", l.DeviceMemoryUsed, l0.DeviceMemoryUsed)
+	}
+	// A request for what is left plus one byte is refused without reaching
+	// the driver (testing it through NewBuffer would allocate the rest).
+	h := -1
+	for i, size := range d.heaps {
+		if size == l0.DeviceMemory {
+			h = i
+		}
+	}
+	err = d.reserve(h, l0.DeviceMemory-l0.DeviceMemoryUsed+1)
+	if !errors.Is(err, ErrOutOfMemory) || !strings.Contains(err.Error(), "past its") {
+		t.Fatalf("err = %v, want ErrOutOfMemory with the heap's figures", err)
+	}
+	if l := d.Limits(); l.DeviceMemoryUsed != l0.DeviceMemoryUsed {
+		t.Errorf("a refused reservation counted: %d bytes used, before %d", l.DeviceMemoryUsed, l0.DeviceMemoryUsed)
+	}
+}

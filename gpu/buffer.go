@@ -31,6 +31,8 @@ type memBlock struct {
 	mem    vk.DeviceMemory
 	size   uint64
 	mapped []byte // nil unless host-visible
+	heap   int    // memory heap of mem
+	alloc  uint64 // bytes of mem, counted in Device.heapUsed
 }
 
 // findMemType returns a memory type allowed by bits with all of want,
@@ -94,6 +96,15 @@ func (d *Device) newBlock(size uint64, kind memKind) (memBlock, error) {
 		d.freeBlock(&b)
 		return memBlock{}, fmt.Errorf("%w: a %d-byte buffer exceeds its memory heap of %d bytes", ErrOutOfMemory, req.Size, heap)
 	}
+	// The heap's budget: what this device already allocated there and this
+	// block must fit the heap, so that a run that cannot fit is refused at
+	// its setup with the figures, not later by the driver (or the kernel's
+	// OOM killer, on a CPU device whose heap is host memory).
+	if err := d.reserve(int(d.memTypes[ti].heap), uint64(req.Size)); err != nil {
+		d.freeBlock(&b)
+		return memBlock{}, err
+	}
+	b.heap, b.alloc = int(d.memTypes[ti].heap), uint64(req.Size)
 	if takeFault(&d.faultAlloc) {
 		d.freeBlock(&b)
 		return memBlock{}, fmt.Errorf("%w (injected fault, %d bytes)", check("vkAllocateMemory", ErrorOutOfDeviceMemory), req.Size)
@@ -141,6 +152,28 @@ func (d *Device) freeBlock(b *memBlock) {
 		vk.FreeMemory(d.dev, b.mem, nil)
 		b.mem = vk.NullDeviceMemory
 	}
+	if b.alloc != 0 {
+		d.hmu.Lock()
+		d.heapUsed[b.heap] -= b.alloc
+		d.hmu.Unlock()
+		b.alloc = 0
+	}
+}
+
+// reserve counts n more bytes on heap h, or fails with ErrOutOfMemory when
+// they would take the heap's use past its size.
+func (d *Device) reserve(h int, n uint64) error {
+	d.hmu.Lock()
+	defer d.hmu.Unlock()
+	if d.heapUsed == nil {
+		d.heapUsed = make([]uint64, len(d.heaps))
+	}
+	if used := d.heapUsed[h]; used+n > d.heaps[h] {
+		return fmt.Errorf("%w: %d more bytes would take memory heap %d past its %d bytes (%d already allocated by this device)",
+			ErrOutOfMemory, n, h, d.heaps[h], used)
+	}
+	d.heapUsed[h] += n
+	return nil
 }
 
 // Buffer is a persistent GPU-resident buffer. Name it in a task's stream

@@ -201,6 +201,8 @@ type Device struct {
 	lim       limits
 	memTypes  []memType
 	heaps     []uint64
+	hmu       sync.Mutex
+	heapUsed  []uint64 // bytes this device allocated per heap (newBlock)
 	direct    bool     // streams live in device-local, host-visible, coherent memory
 	robust    bool     // robustBufferAccess enabled
 	cacheUUID [16]byte // pipelineCacheUUID, checked against a cache file's header
@@ -710,6 +712,48 @@ func (d *Device) HostVisible() bool { return d.direct }
 // uses.
 func (d *Device) BindingAlignment() (storage, uniform uint64) {
 	return d.lim.storageAlign, d.lim.uniformAlign
+}
+
+// Limits are what decides whether a workload fits the device: check them
+// before the work (a binding past MaxStorageBufferRange fails its task, an
+// allocation past DeviceMemory fails with ErrOutOfMemory), and scale fence
+// time-outs on a CPU device, whose work competes with the host's.
+type Limits struct {
+	MaxStorageBufferRange uint64 // bytes one storage binding may span
+	MaxUniformBufferRange uint64 // bytes one uniform binding may span
+	// MaxComputeWorkGroupCount is maxComputeWorkGroupCount[0]; the
+	// executor splits a larger dispatch into chunks, so it limits nothing.
+	MaxComputeWorkGroupCount uint32
+	MaxComputeWorkGroupSize  uint32 // maxComputeWorkGroupSize[0]
+	// DeviceMemory is the size of the heap GPU-resident buffers
+	// (NewBuffer) come from, and DeviceMemoryUsed what this device has
+	// allocated there so far (buffers, arenas, staging twins).
+	DeviceMemory, DeviceMemoryUsed uint64
+	// CPU: the device is a CPU implementation (lavapipe), whose work runs
+	// on the host's cores beside the program's own threads.
+	CPU bool
+}
+
+// Limits returns the device's limits and memory use.
+func (d *Device) Limits() Limits {
+	l := Limits{
+		MaxStorageBufferRange:    d.lim.maxStorageRange,
+		MaxUniformBufferRange:    d.lim.maxUniformRange,
+		MaxComputeWorkGroupCount: d.lim.maxGroupCount,
+		MaxComputeWorkGroupSize:  d.lim.maxGroupSize,
+		CPU:                      d.sel.Chosen.Type == TypeCPU,
+	}
+	want := vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit)
+	if ti, ok := d.findMemType(^uint32(0), want, 0); ok {
+		h := d.memTypes[ti].heap
+		l.DeviceMemory = d.heaps[h]
+		d.hmu.Lock()
+		if int(h) < len(d.heapUsed) {
+			l.DeviceMemoryUsed = d.heapUsed[h]
+		}
+		d.hmu.Unlock()
+	}
+	return l
 }
 
 // RobustBufferAccess reports whether the device was created with the

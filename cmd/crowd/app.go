@@ -301,7 +301,7 @@ func (a *app) setup() error {
 		return err
 	}
 	if a.cfg.offload == "gpu" || a.cfg.offload == "auto" {
-		if a.exec, err = gpu.NewExecutor(a.dev, gpu.ExecutorOptions{}); err != nil {
+		if a.exec, err = gpu.NewExecutor(a.dev, gpu.ExecutorOptions{FenceTimeout: a.fenceTimeout()}); err != nil {
 			return err
 		}
 
@@ -353,8 +353,11 @@ func (a *app) setup() error {
 	a.stageOf = stagesFor(cfg.pipeline)
 	a.done = make([]sched.TaskID, cfg.pipeline+1)
 	a.draw.inFlight = 2
-	if err := a.allocSets(); err != nil {
+	if err := a.checkFits(); err != nil {
 		return err
+	}
+	if err := a.allocSets(); err != nil {
+		return a.fitErr(err)
 	}
 	if err := a.setupDrawing(); err != nil {
 		return err

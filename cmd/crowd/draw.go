@@ -121,7 +121,7 @@ func (a *app) setupDrawing() error {
 		}
 		return nil
 	}
-	opts := gpu.GraphicsOptions{Width: a.cfg.width, Height: a.cfg.height, VSync: a.cfg.vsync, FramesInFlight: dr.inFlight}
+	opts := gpu.GraphicsOptions{Width: a.cfg.width, Height: a.cfg.height, VSync: a.cfg.vsync, FramesInFlight: dr.inFlight, FenceTimeout: a.fenceTimeout()}
 	if a.win != nil {
 		opts.Surface = a.win.surface()
 	}
