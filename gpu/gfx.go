@@ -110,6 +110,20 @@ type View struct {
 	LightDir [3]float32
 	// LightColor scales the Lambert term; Ambient is added to it.
 	LightColor, Ambient [3]float32
+	// GroundAmbient, when not zero, makes the ambient light a hemisphere:
+	// Ambient comes from above (the sky), GroundAmbient from below (light
+	// bounced off the ground), blended by the surface normal's height, so
+	// that upward and downward faces differ and shapes read. Zero: Ambient
+	// from every direction.
+	GroundAmbient [3]float32
+	// Eye is the camera's position in world space (for fog).
+	Eye [3]float32
+	// FogDensity, when positive, fades surfaces into FogColor with their
+	// distance d from Eye: the fraction kept is exp(-(d*FogDensity)^2). A
+	// ground that ends in fog the colour of the sky (Clear) reads as
+	// reaching the horizon. Zero: no fog.
+	FogDensity float32
+	FogColor   [3]float32
 	// Clear is the colour the target is cleared to at the start of the
 	// frame (depth is cleared to 1).
 	Clear [4]float32
@@ -143,12 +157,15 @@ func VulkanClip(p [16]float32) [16]float32 {
 	return o
 }
 
-// frameUniforms is View as the shaders' std140 block Frame (112 bytes).
+// frameUniforms is View as the shaders' std140 block Frame (160 bytes).
 type frameUniforms struct {
-	viewProj   [16]float32
-	lightDir   [4]float32
-	lightColor [4]float32
-	ambient    [4]float32
+	viewProj      [16]float32
+	lightDir      [4]float32
+	lightColor    [4]float32
+	ambient       [4]float32
+	groundAmbient [4]float32
+	eyeFog        [4]float32 // xyz eye, w fog density
+	fogColor      [4]float32
 }
 
 const frameUniformBytes = uint64(unsafe.Sizeof(frameUniforms{}))
@@ -494,6 +511,17 @@ func (g *Graphics) SetView(v View) {
 	u.lightDir = [4]float32{l[0] / n, l[1] / n, l[2] / n, 0}
 	u.lightColor = [4]float32{v.LightColor[0], v.LightColor[1], v.LightColor[2], 1}
 	u.ambient = [4]float32{v.Ambient[0], v.Ambient[1], v.Ambient[2], 1}
+	ga := v.GroundAmbient
+	if ga == ([3]float32{}) {
+		ga = v.Ambient
+	}
+	u.groundAmbient = [4]float32{ga[0], ga[1], ga[2], 1}
+	fog := v.FogDensity
+	if !(fog > 0) || math.IsInf(float64(fog), 0) {
+		fog = 0 // NaN, negative or infinite: no fog
+	}
+	u.eyeFog = [4]float32{v.Eye[0], v.Eye[1], v.Eye[2], fog}
+	u.fogColor = [4]float32{v.FogColor[0], v.FogColor[1], v.FogColor[2], 1}
 }
 
 // View returns the view set last.

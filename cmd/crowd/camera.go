@@ -10,6 +10,7 @@ import (
 // by its gather jobs (culling, depth) and its recording (view matrix).
 type camera struct {
 	eye      [3]float32
+	fog      float32       // fog density (gpu.View.FogDensity), per metre
 	viewProj [16]float32   // world to Vulkan clip space, column-major
 	planes   [6][4]float32 // frustum planes: dot(p, (x,y,z,1)) >= 0 inside
 }
@@ -29,26 +30,32 @@ func crowdLayout(n int, spacing float32) (pos [][3]float32, halfX, halfZ float32
 	return pos, halfX, halfZ
 }
 
-// setCamera looks at the crowd from the front (+z side), above, orbiting
-// by angle radians about the vertical axis, framing a crowd of the given
-// half extents and character height for the aspect ratio.
+// set looks at the crowd from the front (+z side) and a little above, as a
+// spectator would, orbiting by angle radians about the vertical axis. The
+// front row fills the picture's width; the rows behind recede towards a
+// horizon about a fifth of the way down the picture, where the ground
+// (groundExtent) fades into fog of the sky's colour. The fog is set so that
+// the back row keeps about three quarters of its colour and the ground is
+// fully fogged well before its edge.
 func (c *camera) set(halfX, halfZ, height, aspect, angle float32) {
 	fovY := float32(40 * math.Pi / 180)
-	target := [3]float32{0, height * 0.45, 0}
-	// Distance that frames the grid seen from the elevation: its near row
-	// (the widest on screen) fits horizontally, its depth vertically.
-	elev := float32(26 * math.Pi / 180)
+	elev := float32(camElevDeg * math.Pi / 180)
 	se, ce := float32(math.Sin(float64(elev))), float32(math.Cos(float64(elev)))
 	tanY := float32(math.Tan(float64(fovY) / 2))
 	hx, hz := max(halfX, halfZ*0.5)+height*0.5, halfZ+height*0.5
-	d := max(hx*1.05/(tanY*aspect)+hz*ce, (hz*se+height)/tanY*1.1)
-	d = max(d, 3*height)
-	r := float32(math.Hypot(float64(hx), float64(hz))) + height
+	// Aim a little in front of the crowd's centre; the rows there span
+	// the picture's width.
 	sa, ca := float32(math.Sin(float64(angle))), float32(math.Cos(float64(angle)))
+	fwd := hz * camForward
+	target := [3]float32{fwd * sa, height * 0.5, fwd * ca}
+	d := camZoom*hx/(tanY*aspect) + fwd
+	d = max(d, 3*height)
 	c.eye = [3]float32{target[0] + d*ce*sa, target[1] + d*se, target[2] + d*ce*ca}
 	view := lookAt(c.eye, target, [3]float32{0, 1, 0})
-	near := max(0.1, d-r*1.5)
-	far := d + r*1.5
+	back := d + hz                 // the farthest characters
+	c.fog = 0.55 / back            // exp(-0.55^2) = 74% kept at the back row
+	near := max(0.1, c.eye[1]*0.5) // the ground is never nearer than the eye's height
+	far := 1.5 * groundExtent(halfX, halfZ, height)
 	proj := gpu.VulkanClip(perspective(fovY, aspect, near, far))
 	c.viewProj = mul4(&proj, &view)
 	m := &c.viewProj
@@ -72,6 +79,25 @@ func (c *camera) set(halfX, halfZ, height, aspect, angle float32) {
 		}
 	}
 }
+
+// groundExtent is the half size of the square ground: far enough that, at
+// the fog set by camera.set (density 0.55 / the back row's distance), the
+// ground is fully fogged (under 1% of its colour left, at 4 times the back
+// row's distance) long before its edge, from any orbit angle.
+func groundExtent(halfX, halfZ, height float32) float32 {
+	hx, hz := max(halfX, halfZ*0.5)+height*0.5, halfZ+height*0.5
+	r := float32(math.Hypot(float64(hx), float64(hz)))
+	return 12 * (r + 10*height)
+}
+
+// The camera's placement (set): elevation above the target, how far in
+// front of the crowd's centre it aims (a fraction of the crowd's half
+// depth), and the share of the crowd's width the aimed-at row spans.
+var (
+	camElevDeg float64 = 18
+	camForward float32 = 0.05
+	camZoom    float32 = 0.75
+)
 
 // visible reports whether a sphere intersects the frustum.
 func (c *camera) visible(p [3]float32, radius float32) bool {

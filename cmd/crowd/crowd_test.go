@@ -578,14 +578,33 @@ func TestEventsSkipUnknown(t *testing.T) {
 	}
 }
 
+// TestCamera: the camera sees the crowd (its centre, its front row, its
+// back corners) and the ground far behind it up to the fog, not what lies
+// behind the camera or far to the side; the fog has hidden the ground
+// before its edge, from every orbit angle.
 func TestCamera(t *testing.T) {
+	const halfX, halfZ, height = 10, 5, 1.6
 	var c camera
-	c.set(10, 5, 1.6, 16.0/9, 0)
-	if !c.visible([3]float32{0, 0.8, 0}, 1) || !c.visible([3]float32{10, 0, 5}, 1) {
-		t.Error("the crowd is not in view")
+	c.set(halfX, halfZ, height, 16.0/9, 0)
+	for _, p := range [][3]float32{{0, 0.8, 0}, {0, 0, halfZ}, {-halfX, 0, -halfZ}, {halfX, 0, -halfZ}, {0, 0, -20 * halfZ}} {
+		if !c.visible(p, 1) {
+			t.Errorf("%v is not in view", p)
+		}
 	}
 	if c.visible([3]float32{0, 0, 500}, 1) || c.visible([3]float32{500, 0, 0}, 1) {
-		t.Error("far away points are in view")
+		t.Error("points behind the camera or far to its side are in view")
+	}
+	g := groundExtent(halfX, halfZ, height)
+	for _, angle := range []float32{0, 1, 2, 3, 4, 5, 6} {
+		c.set(halfX, halfZ, height, 16.0/9, angle)
+		eye := float32(math.Hypot(float64(c.eye[0]), float64(c.eye[2])))
+		if kept := math.Exp(-math.Pow(float64((g-eye)*c.fog), 2)); kept > 0.01 {
+			t.Errorf("orbit %v: the ground's nearest edge keeps %.3f of its colour through the fog", angle, kept)
+		}
+		back := float32(math.Hypot(float64(c.eye[0]), float64(c.eye[2]))) + halfZ
+		if kept := math.Exp(-math.Pow(float64(back*c.fog), 2)); kept < 0.6 {
+			t.Errorf("orbit %v: the back row keeps only %.2f of its colour through the fog", angle, kept)
+		}
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 
+	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/cmd/crowd/internal/rig"
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/render"
 	"github.com/vkjobs/vkjobs/sched"
@@ -44,10 +46,10 @@ type drawing struct {
 	visible  []padCount  // per gather job
 	pkts     []padPacket // per gather job: the packet being written (not on the stack: it would escape through evstream.Put)
 
-	pipeChar, pipeGround render.PipelineID
-	ground               render.MeshID
-	indexCount           uint32
-	inFlight             int // Graphics frames in flight
+	pipeChar, pipeGround, pipeShadow render.PipelineID
+	ground, shadow                   render.MeshID
+	indexCount                       uint32
+	inFlight                         int // Graphics frames in flight
 
 	sorted     *render.Sorted
 	frameErrs  int // frames MergeSort reported problems in
@@ -105,6 +107,9 @@ func (a *app) setupDrawing() error {
 		if dr.pipeGround, err = dr.reg.AddPipeline(render.Pipeline{Name: "ground"}); err != nil {
 			return err
 		}
+		if dr.pipeShadow, err = dr.reg.AddPipeline(render.Pipeline{Name: "shadow"}); err != nil {
+			return err
+		}
 		for v := range w.vsets {
 			for c := range w.n {
 				id, err := dr.reg.AddMesh(render.Mesh{Name: "character", Vertices: uint32(w.verts), Indices: dr.indexCount})
@@ -119,6 +124,10 @@ func (a *app) setupDrawing() error {
 		if dr.ground, err = dr.reg.AddMesh(render.Mesh{Name: "ground", Vertices: 4, Indices: 6}); err != nil {
 			return err
 		}
+		dv, di := shadowDisc()
+		if dr.shadow, err = dr.reg.AddMesh(render.Mesh{Name: "shadow", Vertices: uint32(len(dv)), Indices: uint32(len(di))}); err != nil {
+			return err
+		}
 		return nil
 	}
 	opts := gpu.GraphicsOptions{Width: a.cfg.width, Height: a.cfg.height, VSync: a.cfg.vsync, FramesInFlight: dr.inFlight, FenceTimeout: a.fenceTimeout()}
@@ -129,16 +138,18 @@ func (a *app) setupDrawing() error {
 		return err
 	}
 	dr.deferred = &deferredEnd{Graphics: dr.gfx}
-	v := gpu.DefaultView()
-	v.Clear = [4]float32{0.52, 0.62, 0.72, 1}
-	v.LightDir = [3]float32{-0.35, -0.85, -0.4}
-	v.Ambient = [3]float32{0.3, 0.3, 0.33}
-	v.LightColor = [3]float32{0.85, 0.82, 0.78}
-	dr.gfx.SetView(v)
+	dr.gfx.SetView(sceneView())
 	if dr.pipeChar, err = dr.gfx.AddPipeline(dr.reg, gpu.Pipeline{Name: "skinned"}); err != nil {
 		return err
 	}
 	if dr.pipeGround, err = dr.gfx.AddPipeline(dr.reg, gpu.Pipeline{Name: "ground", Cull: gpu.CullNone}); err != nil {
+		return err
+	}
+	// Contact shadows: translucent discs on the ground, one instance per
+	// character, drawn after the ground and before the characters (their
+	// key's layer) without depth testing, so they never fight the ground's
+	// depth.
+	if dr.pipeShadow, err = dr.gfx.AddPipeline(dr.reg, gpu.Pipeline{Name: "shadow", Instanced: true, Blend: true, NoDepthTest: true, Cull: gpu.CullNone}); err != nil {
 		return err
 	}
 	idx, err := a.dev.NewBuffer(uint64(4 * len(a.rig.Mesh.Indices)))
@@ -165,14 +176,109 @@ func (a *app) setupDrawing() error {
 			}
 		}
 	}
-	gx, gz := w.halfX+3, w.halfZ+3
+	// The ground reaches past the fog's end (camera.set), so it meets the
+	// sky-coloured fog at the horizon instead of ending in the picture.
+	g := groundExtent(w.halfX, w.halfZ, max(a.rig.Height, 1))
 	up := [3]float32{0, 1, 0}
-	verts := []gpu.Vertex{{Pos: [3]float32{-gx, 0, -gz}, Normal: up}, {Pos: [3]float32{-gx, 0, gz}, Normal: up}, {Pos: [3]float32{gx, 0, gz}, Normal: up}, {Pos: [3]float32{gx, 0, -gz}, Normal: up}}
+	verts := []gpu.Vertex{{Pos: [3]float32{-g, 0, -g}, Normal: up}, {Pos: [3]float32{-g, 0, g}, Normal: up}, {Pos: [3]float32{g, 0, g}, Normal: up}, {Pos: [3]float32{g, 0, -g}, Normal: up}}
 	if dr.ground, err = dr.gfx.NewMesh(dr.reg, "ground", verts, []uint32{0, 1, 2, 0, 2, 3}, nil); err != nil {
+		return err
+	}
+	dv, di := shadowDisc()
+	roots, err := clipRoots(a.rig)
+	if err != nil {
+		return err
+	}
+	inst := make([]gpu.Instance, w.n)
+	r := max(a.rig.Height, 1) * 0.3
+	for i := range inst {
+		// Under the character's root: its clip holds the root's
+		// horizontal position (rig keeps the first frame's), placed
+		// by the character's yaw and position.
+		p, c := &w.place[i], roots[w.chars[i].clip]
+		x := p[0]*c[0] + p[8]*c[1] + p[12]
+		z := p[2]*c[0] + p[10]*c[1] + p[14]
+		inst[i] = gpu.Instance{Offset: [3]float32{x, 0, z}, Scale: r, Color: [4]float32{0.05, 0.05, 0.04, 0.45}}
+	}
+	if dr.shadow, err = dr.gfx.NewMesh(dr.reg, "shadow", dv, di, inst); err != nil {
 		return err
 	}
 	return nil
 }
+
+// The scene's colours: a hazy sky that the fog fades into, a warm sun from
+// the upper front left, a bluish sky light from above and a dim brown light
+// bounced from the ground below, so that the upper and lower faces of the
+// figures differ and their shapes read.
+var (
+	skyColour    = [3]float32{0.70, 0.76, 0.82}
+	groundColour = [4]float32{0.52, 0.50, 0.40, 1}
+)
+
+func sceneView() gpu.View {
+	v := gpu.DefaultView()
+	v.Clear = [4]float32{skyColour[0], skyColour[1], skyColour[2], 1}
+	v.FogColor = skyColour
+	v.LightDir = [3]float32{0.45, -0.7, -0.55}
+	v.LightColor = [3]float32{1.0, 0.93, 0.82}
+	v.Ambient = [3]float32{0.36, 0.40, 0.48}
+	v.GroundAmbient = [3]float32{0.20, 0.17, 0.13}
+	return v
+}
+
+// clipRoots returns, per clip of the rig's blob, the horizontal position
+// (x, z) of the skeleton's root at the clip's start: the rig holds the
+// root there for the whole clip, so it is where the character stands.
+func clipRoots(r *rig.Rig) ([][2]float32, error) {
+	n := r.Blob.NumClips()
+	j := anim.SampleJob{Blob: r.Blob, Inputs: make([]anim.SampleInput, n), Cursors: make([]uint32, n*r.CursorStride),
+		CursorStride: r.CursorStride, Poses: make([]float32, n*r.Bones*anim.PoseFloats), Bones: r.Bones}
+	for i := range n {
+		j.Inputs[i].Clip = r.Blob.Clip(i).Offset()
+	}
+	if err := j.Run(); err != nil {
+		return nil, err
+	}
+	root := 0
+	for b, p := range r.Parents {
+		if p < 0 {
+			root = b
+			break
+		}
+	}
+	out := make([][2]float32, n)
+	for i := range out {
+		t := j.Poses[(i*r.Bones+root)*anim.PoseFloats:]
+		out[i] = [2]float32{t[0], t[2]}
+	}
+	return out, nil
+}
+
+// shadowDisc is a unit disc on the ground (y = 0), facing up: a centre and
+// 24 rim vertices; the shadow instances scale and place it.
+func shadowDisc() ([]gpu.Vertex, []uint32) {
+	const seg = 24
+	up := [3]float32{0, 1, 0}
+	v := []gpu.Vertex{{Normal: up}}
+	var idx []uint32
+	for i := range seg {
+		a := 2 * math.Pi * float64(i) / seg
+		v = append(v, gpu.Vertex{Pos: [3]float32{float32(math.Cos(a)), 0, float32(math.Sin(a))}, Normal: up})
+		idx = append(idx, 0, uint32(1+i), uint32(1+(i+1)%seg))
+	}
+	return v, idx
+}
+
+// The draws' layers (the sort key's first field): the ground, then the
+// shadows on it (no depth test), then the characters.
+const (
+	layerGround = iota
+	layerShadows
+	layerCharacters
+)
+
+// shadowIndices is the index count of shadowDisc.
+const shadowIndices = 3 * 24
 
 // gatherKernel (kGather) is one gather job: it walks characters [begin,
 // end), culls them against the frame's camera and writes one draw packet
@@ -198,7 +304,7 @@ func gatherKernel(_ *sched.Ctx, d *sched.TaskData) error {
 		}
 		dx, dy, dz := p[0]-cam.eye[0], p[1]-cam.eye[1], p[2]-cam.eye[2]
 		depth := float32(math.Sqrt(float64(dx*dx + dy*dy + dz*dz)))
-		key, err := render.Key{Pipeline: uint16(dr.pipeChar), Depth: render.QuantizeDepth(depth)}.Encode()
+		key, err := render.Key{Layer: layerCharacters, Pipeline: uint16(dr.pipeChar), Depth: render.QuantizeDepth(depth)}.Encode()
 		if err != nil {
 			return err
 		}
@@ -215,9 +321,13 @@ func gatherKernel(_ *sched.Ctx, d *sched.TaskData) error {
 		}
 	}
 	if j == 0 {
-		key, _ := render.Key{Pipeline: uint16(dr.pipeGround), Depth: render.MaxDepth}.Encode()
+		key, _ := render.Key{Layer: layerGround, Pipeline: uint16(dr.pipeGround), Depth: render.MaxDepth}.Encode()
 		*pkt = render.DrawPacket{Key: key, Pipeline: dr.pipeGround, Mesh: dr.ground, VertexCount: 6, InstanceCount: 1,
-			Model: [16]float32{0: 1, 5: 1, 10: 1, 15: 1}, Color: [4]float32{0.45, 0.5, 0.4, 1}}
+			Model: [16]float32{0: 1, 5: 1, 10: 1, 15: 1}, Color: groundColour}
+		_ = ctx.Draw(pkt)
+		key, _ = render.Key{Layer: layerShadows, Pipeline: uint16(dr.pipeShadow), Depth: render.MaxDepth}.Encode()
+		*pkt = render.DrawPacket{Key: key, Pipeline: dr.pipeShadow, Mesh: dr.shadow, VertexCount: shadowIndices, InstanceCount: uint32(w.n),
+			Model: [16]float32{0: 1, 5: 1, 10: 1, 15: 1}, Color: [4]float32{1, 1, 1, 1}}
 		_ = ctx.Draw(pkt)
 	}
 	dr.visible[j].n = n
@@ -257,6 +367,7 @@ func recordKernel(c *sched.Ctx, d *sched.TaskData) error {
 	if dr.gfx != nil {
 		v := dr.gfx.View()
 		v.ViewProj = set.cam.viewProj
+		v.Eye, v.FogDensity = set.cam.eye, set.cam.fog
 		dr.gfx.SetView(v)
 		dr.deferred.begun, dr.deferred.err = false, nil
 		rec = dr.deferred

@@ -189,7 +189,8 @@ func newWorld(r *rig.Rig, n int, seed int64, threads int) *world {
 		p[2] += (rng.Float32() - 0.5) * spacing * 0.3
 		w.place[i] = [16]float32{co, 0, -s, 0, 0, 1, 0, 0, s, 0, co, 0, p[0], p[1], p[2], 1}
 		w.centre[i] = [3]float32{p[0], p[1] + r.Height*0.4, p[2]}
-		w.colour[i] = hsv(rng.Float64(), 0.45+0.3*rng.Float64(), 0.75+0.2*rng.Float64())
+		// Clothing colours: every hue, muted, mid to light.
+		w.colour[i] = hsv(rng.Float64(), 0.25+0.3*rng.Float64(), 0.6+0.3*rng.Float64())
 	}
 	w.setupProcedural()
 	w.blob = r.Blob

@@ -10,6 +10,8 @@
 //	                                         (gpu.Instance, 32 B; instanced pipelines only)
 //	set 0 binding 0 uniform Frame            view-projection and light (gpu.View)
 //	push constants  mat4 model, vec4 color   render.DrawPacket.PushConstants (80 B)
+//	out location 0, 1, 2                     world normal, colour, world position
+//	                                         (the built-in fragment shader's inputs)
 #version 450
 
 layout(location = 0) in vec3 inPos;
@@ -33,6 +35,7 @@ layout(push_constant) uniform PC {
 
 layout(location = 0) out vec3 vNormal;
 layout(location = 1) out vec4 vColor;
+layout(location = 2) out vec3 vWorld;
 
 void main() {
 	vec3 p = inPos;
@@ -41,7 +44,9 @@ void main() {
 	p = p * instOffsetScale.w + instOffsetScale.xyz;
 	c *= instColor;
 #endif
-	gl_Position = frame.viewProj * (pc.model * vec4(p, 1.0));
+	vec4 world = pc.model * vec4(p, 1.0);
+	gl_Position = frame.viewProj * world;
+	vWorld = world.xyz;
 	// mat3(model) is the normal matrix for rotations and uniform scales;
 	// the fragment shader normalises.
 	vNormal = mat3(pc.model) * inNormal;
