@@ -27,6 +27,14 @@ type Ctx struct {
 	misses  int      // runOne's misses in a row (owner only)
 	inline  int      // empty tasks being completed inside ready, nested (owner only)
 	ev      RunEvent // scratch for the Observer (owner only)
+	// outer lists, for each call now running on this thread that runs
+	// tasks and was made by a kernel (Wait, WaitFor, WaitEvent,
+	// RunPinned, RunOne, Add's back-pressure), the task of that kernel,
+	// outermost first: none of those kernels can return before the
+	// innermost call does. The first maxOuter of nouter are kept. Owner
+	// only; read by waitCycle.
+	outer  [maxOuter]TaskID
+	nouter int
 	ncache  int
 	// The debt (see deferDec): owed counts every decrement of a parent's
 	// open count that this thread ever deferred, paid every one paid; the
@@ -89,6 +97,10 @@ func (c *Ctx) Wait(id TaskID) error {
 	if id != NoTask && id == c.current {
 		return fmt.Errorf("sched: Wait %v from its own kernel: %w", id, ErrSelfDepend)
 	}
+	if c.running > 0 {
+		c.enter()
+		defer c.leave()
+	}
 	for spins := 0; !s.IsFinished(id); {
 		if c.runOne() {
 			spins = 0
@@ -113,6 +125,9 @@ func (c *Ctx) Wait(id TaskID) error {
 			continue // no Gosched: see Config.SpinRounds
 		}
 		spins = 0
+		if err := c.waitCycle(id, "Wait"); err != nil {
+			return err
+		}
 		sl := &s.slots[id.index()]
 		sl.waiters.Add(1)
 		c.waiting.Store(true)
@@ -137,8 +152,12 @@ func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 	if id != NoTask && id == c.current {
 		return fmt.Errorf("sched: WaitFor %v from its own kernel: %w", id, ErrSelfDepend)
 	}
+	if c.running > 0 {
+		c.enter()
+		defer c.leave()
+	}
 	deadline := time.Now().Add(d)
-	for !s.IsFinished(id) {
+	for idle := 0; !s.IsFinished(id); {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("sched: WaitFor %v: %w after %v", id, ErrTimeout, d)
 		}
@@ -146,6 +165,11 @@ func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 			s.payDebtsTo(id, c)
 			if s.IsFinished(id) {
 				break
+			}
+			if idle++; idle%64 == 1 { // about every 3 ms of idling
+				if err := c.waitCycle(id, "WaitFor"); err != nil {
+					return err
+				}
 			}
 			time.Sleep(min(50*time.Microsecond, time.Until(deadline)))
 		} else if p, n := c.debt(); n != 0 && p == id.index()+1 {
@@ -162,6 +186,10 @@ func (c *Ctx) WaitEvent(e *Event) {
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
 	defer c.flushDec() // before busy drops: no debt outlives the call
+	if c.running > 0 {
+		c.enter()
+		defer c.leave()
+	}
 	for spins := 0; !e.IsSet(); {
 		if c.runOne() {
 			spins = 0
@@ -185,6 +213,10 @@ func (c *Ctx) RunPinned() int {
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
 	defer c.flushDec() // before busy drops: no debt outlives the call
+	if c.running > 0 {
+		c.enter()
+		defer c.leave()
+	}
 	n := 0
 	for {
 		for lv := range c.pinned {
@@ -215,7 +247,91 @@ func (c *Ctx) helpOne() bool {
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
 	defer c.flushDec() // before busy drops: no debt outlives the call
+	if c.running > 0 {
+		c.enter()
+		defer c.leave()
+	}
 	return c.runOne()
+}
+
+// maxOuter is how many suspended kernels per thread waitCycle sees.
+const maxOuter = 64
+
+// enter records that the kernel running on this thread (c.current) is
+// suspended under a call that runs other tasks; leave ends it.
+func (c *Ctx) enter() {
+	if c.nouter < maxOuter {
+		c.outer[c.nouter] = c.current
+	}
+	c.nouter++
+}
+
+func (c *Ctx) leave() { c.nouter-- }
+
+// waitCycle returns an error wrapping ErrDeadlock if a wait for id on this
+// thread can never return, for a reason it can see: id, or a task id waits
+// for through a chain of dependencies, cannot finish before a kernel
+// suspended on this thread returns (that kernel's own task, or one of its
+// ancestors), and that kernel cannot return before this wait does. That is
+// the deadlock helping can make: A waits for its child B, the thread runs C
+// meanwhile, C waits for D, and D depends on A. Waits that reach another
+// thread's suspended kernels, or a task's children, are not followed. It
+// is called only when the wait found nothing to run (before sleeping), so
+// it costs nothing on the hot path; what it reads is either this thread's
+// own or validated by generations, so it never reports a cycle that is not
+// there.
+func (c *Ctx) waitCycle(id TaskID, what string) error {
+	n := min(c.nouter, maxOuter)
+	if n == 0 || id == NoTask {
+		return nil
+	}
+	s := c.s
+	// The tasks that cannot finish before this wait returns: the
+	// suspended kernels' tasks and their ancestors, each with the kernel
+	// it waits for.
+	var stuck, under [256]TaskID
+	ns := 0
+	for _, f := range c.outer[:n] {
+		for p := f; p != NoTask && ns < len(stuck); {
+			stuck[ns], under[ns] = p, f
+			ns++
+			sl := &s.slots[p.index()]
+			pi := atomic.LoadUint32(&sl.parent)
+			if pi == 0 || sl.genLoad() != p.gen() {
+				break
+			}
+			p = makeID(s.id, s.slots[pi-1].genLoad(), pi-1)
+		}
+	}
+	var chain [64]TaskID
+	x := id
+	for step := range len(chain) {
+		chain[step] = x
+		for i := range ns {
+			if stuck[i] != x {
+				continue
+			}
+			path := ""
+			for j, y := range chain[:step+1] {
+				if j > 0 {
+					path += " -> "
+				}
+				path += y.String()
+			}
+			return fmt.Errorf("sched: %s %v from the kernel of %v: %w: %s (each waiting for the next as its dependency); %v cannot finish before the kernel of %v returns, and that kernel is suspended on this thread under this wait (it was waiting when the thread ran %v)",
+				what, id, c.current, ErrDeadlock, path, x, under[i], c.current)
+		}
+		xs := &s.slots[x.index()]
+		if xs.genLoad() != x.gen() {
+			return nil // finished
+		}
+		d := TaskID(atomic.LoadUint64(&xs.dep))
+		if d == NoTask || xs.genLoad() != x.gen() {
+			return nil
+		}
+		x = d
+	}
+	return nil
 }
 
 func (c *Ctx) runOne() bool {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -267,5 +268,70 @@ func TestCycles(t *testing.T) {
 				t.Errorf("Wait %v after Close: nil, want an error", id)
 			}
 		})
+	}
+}
+
+// The deadlock helping can make, built exactly: A waits for its child B;
+// the waiting thread runs C meanwhile; C waits for D; D depends on A. The
+// wait in C must fail (ErrDeadlock, naming the tasks) instead of sleeping
+// forever; A then finishes, and D runs after it.
+func TestHelpingWaitDeadlock(t *testing.T) {
+	const kA, kB, kC, kD KernelID = 42, 43, 44, 45
+	var a, c, d atomic.Uint64
+	var cErr error
+	var dRan atomic.Bool
+	reg := NewRegistry()
+	must(t, reg.Register(kB, Kernel{Name: "B", CPU: func(*Ctx, *TaskData) error { return nil }}))
+	must(t, reg.Register(kD, Kernel{Name: "D", CPU: func(*Ctx, *TaskData) error { dRan.Store(true); return nil }}))
+	must(t, reg.Register(kC, Kernel{Name: "C", CPU: func(x *Ctx, _ *TaskData) error {
+		id, err := x.Add(&Task{Kernel: kD, Dependency: TaskID(a.Load())})
+		if err != nil {
+			return err
+		}
+		d.Store(uint64(id))
+		cErr = x.Wait(id)
+		return cErr
+	}}))
+	must(t, reg.Register(kA, Kernel{Name: "A", CPU: func(x *Ctx, _ *TaskData) error {
+		a.Store(uint64(x.Current()))
+		// Both pinned to this thread, C first: the wait for B runs C.
+		id, err := x.Add(&Task{Kernel: kC, Affinity: OnThread(0)})
+		if err != nil {
+			return err
+		}
+		c.Store(uint64(id))
+		b, err := x.Add(&Task{Kernel: kB, Affinity: OnThread(0), Parent: x.Current()})
+		if err != nil {
+			return err
+		}
+		return x.Wait(b)
+	}}))
+	for _, workers := range []int{1, 2} {
+		s, err := New(Config{Kernels: reg, Workers: workers, SpinRounds: 64})
+		must(t, err)
+		m, err := s.RegisterThread("main")
+		must(t, err)
+		dRan.Store(false)
+		cErr = nil
+		within(t, 20*time.Second, "A, C and D", func() {
+			ida, err := m.Add(&Task{Kernel: kA, Affinity: OnThread(0)})
+			must(t, err)
+			if err := m.Wait(ida); err != nil {
+				t.Errorf("A: %v", err)
+			}
+			if err := m.Wait(TaskID(c.Load())); !errors.Is(err, ErrDeadlock) {
+				t.Errorf("C: %v, want ErrDeadlock", err)
+			}
+			if err := m.Wait(TaskID(d.Load())); err != nil || !dRan.Load() {
+				t.Errorf("D: %v (ran %v)", err, dRan.Load())
+			}
+		})
+		for _, id := range []TaskID{TaskID(a.Load()), TaskID(c.Load()), TaskID(d.Load())} {
+			if cErr == nil || !strings.Contains(cErr.Error(), id.String()) {
+				t.Errorf("the error does not name %v: %v", id, cErr)
+			}
+		}
+		t.Log(cErr)
+		must(t, s.Close())
 	}
 }

@@ -113,6 +113,7 @@ var (
 	ErrTimeout      = errors.New("wait timed out")
 	ErrThreadsTaken = errors.New("all MainThreads are already registered")
 	ErrCycle        = errors.New("dependency cycle")
+	ErrDeadlock     = errors.New("wait can never return")
 )
 
 // TaskError is the error of a failed task: it names the task and kernel.
