@@ -35,7 +35,7 @@ type Ctx struct {
 	// only; read by waitCycle.
 	outer  [maxOuter]TaskID
 	nouter int
-	ncache  int
+	ncache int
 	// The debt (see deferDec): owed counts every decrement of a parent's
 	// open count that this thread ever deferred, paid every one paid; the
 	// owed-paid not yet paid are owed to debtParent (index+1). The owner
