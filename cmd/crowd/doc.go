@@ -184,6 +184,21 @@
 // over the timed frames); the few left come from the scheduler's sleeping
 // threads and, in a window, from package gpu/present (see the report).
 //
+// # The picture
+//
+// The camera stands in front of the crowd, a little above it, as a
+// spectator would (camera.set): the rows near the aimed-at point fill the
+// picture's width and the rows behind recede towards the horizon. The
+// ground reaches far past the fog, whose colour is the sky's, so it meets
+// the sky at the horizon instead of ending in the picture; the fog's
+// density keeps about three quarters of the back row's colour. A warm
+// sun from the upper front left, a bluish sky light from above and a dim
+// light bounced from the ground below (gpu.View's hemisphere ambient)
+// show the figures' shapes, and a translucent disc under each character
+// (one instanced draw, between the ground's and the characters' layers of
+// the sort key) sets it on the ground. The CPU and GPU offloads draw the
+// same picture (TestHeadlessCPUvsGPU).
+//
 // # Profiling
 //
 // -trace FILE.json writes the trace package's Chrome trace: one track per
