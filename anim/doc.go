@@ -1,11 +1,20 @@
 // Package anim imports, compresses, stores and samples skeletal animation,
-// after the BitSquid low-level animation system (seed 000) and its
-// offset-only resource blobs (seed 002).
+// after Niklas Frykholm's "The BitSquid low level animation system"
+// (BitSquid development blog, 20 November 2009,
+// https://bitsquid.blogspot.com/2009/11/) and the offset-only resource
+// blobs of his "The Blob and I" (12 February 2010,
+// https://bitsquid.blogspot.com/2010/02/), with the error metric and the
+// frame-addressable format of Nicholas Frechette's Animation Compression
+// Library (ACL, https://github.com/nfrechette/acl). Measured figures
+// (ratios, errors, timings) are in BENCHMARKS.md, section "anim".
 //
 // # Offline and runtime
 //
-// As in ozz-animation, the package has an offline half that a game does
-// not ship and a runtime half that it does:
+// As in Guillaume Blanc's ozz-animation
+// (https://github.com/guillaumeblanc/ozz-animation), the API has an
+// offline half that a game does not need at run time and a runtime half
+// that it does (both still live in this one package, so a program that
+// links anim links the importers and the compressor too):
 //
 //	offline: ParseBVH, ParseGLTF, LoadFile -> Import{Skeleton, []*Clip}
 //	         DetectFootContacts -> clip.Events
@@ -94,18 +103,15 @@
 // BitSquid stores positions with 16 bits per component over -10..10 m
 // (0.3 mm steps) and rotations as "smallest three" with 2+3×10 bits
 // (precision 0.0014), plus a 16-bit time per point. At ACL's 0.01 cm
-// target that is far too coarse: BitSquidFloor measures the seed's
-// quantisation alone, keeping every sample, at p99 ≈ 0.36 cm and max ≈
-// 0.6 cm at 3 cm on the CMU clips — 36 times the target before any curve
-// error, because a rotation error on the hips moves a hand a metre away.
-// So, measured and deliberately:
+// target that is far too coarse: BitSquidFloor measures that quantisation
+// alone, keeping every sample, at dozens of times the target before any
+// curve error, because a rotation error on the hips moves a hand a metre
+// away. So, deliberately:
 //
 //   - Each animated track has its own grid step, searched (several shares
 //     of the threshold for quantisation, the rest for the curve) for the
-//     fewest coded bits; on CMU that is the equivalent of about 10.5 to 15
-//     bits per smallest-three rotation component instead of 10, and for
-//     the hips' position a 0.025 mm step (20 bits over ±10 m) instead of
-//     0.3 mm (16 bits).
+//     fewest coded bits (on CMU, more bits per rotation component than 10
+//     and a finer step than 0.3 mm for the hips).
 //   - Rotations drop one component per segment, not per point (3 bits of
 //     "mode" per track and segment instead of 2 bits per point): the one
 //     that stays largest (|q| ≥ 0.4 throughout), made positive and rebuilt
@@ -127,36 +133,25 @@
 //     ancestor's rotation error then reaches a bone only as a displacement
 //     of the joints below it, so a rotation's lever is the distance to the
 //     joints of its first animated descendants (and to its own and
-//     unshielded descendants' vertices), not to the farthest finger: the
-//     hips' rotation is measured over 0.14 m instead of 1.07 m, a thigh
-//     over 0.40 m (the knee) instead of 0.95 m. Open loop (OpenLoop, and
-//     clips with non-uniform scales) is as before.
+//     unshielded descendants' vertices), not to the farthest finger. Open
+//     loop (OpenLoop, and clips with non-uniform scales) fits every
+//     rotation against its own source.
 //   - Allocation: the tracks' thresholds are not one share of Tolerance
 //     each. A model (each track's error at each bone in proportion to its
 //     threshold times its lever there, the errors at a bone adding as
 //     independent Gaussians, the target on the share of (bone, sample)
 //     pairs above Tolerance) picks per-track multipliers (0.25 to 4) that
-//     keep that share and maximise the bits saved: on CMU the hips'
-//     position gets half the share (it moves every bone), the spine 0.6-0.7
-//     (it carries arms and head), the legs, neck and head 1.3-1.5, the
-//     hands, fingers and thumbs 1.7.
+//     keep that share and maximise the bits saved: the hips' position gets
+//     less (it moves every bone), hands and fingers more.
 //   - Calibration: Compress measures the result with the sampler (as
 //     Measure does) and rescales ChainShare toward Tolerance, at most
 //     Passes (4) times, keeping the smallest result with p99 <= Tolerance;
-//     the 99th percentile is then the target whatever the clip (CMU:
-//     share 0.46-0.49, 2-4 passes).
+//     the 99th percentile is then the target whatever the clip.
 //
 // CMU motion capture at 120 Hz is noisy at this precision (frame-to-frame
 // jitter of about half a degree: second differences are larger than first
-// differences), so at 0.01 cm 91-96% of the samples become curve points;
-// what the curve saves then is small and the coding carries the ratio:
-// 25.2:1 on 01_01 and 20.5:1 on 01_03 (22.0:1 together) at a measured p99
-// of 0.0100 cm (max 0.017 cm), against ACL's 21.77:1 at p99 0.0089 cm over
-// the whole CMU set; open loop with one share for every track it was
-// 22.6:1 and 18.4:1 (19.8:1): the closed loop gave 8%, the allocation 3%.
-// Compressing both clips takes 5-6 s (2 cores; 2.2 s before), most of it the
-// calibration's passes. At 0.1 cm 52-74% of the samples remain, at 1 cm
-// 10-26%; resampled to 30 Hz, 85-91% remain at 0.1 cm.
+// differences), so at 0.01 cm nearly every sample becomes a curve point;
+// what the curve saves then is small and the coding carries the ratio.
 //
 // # The stream: curve points in playback order
 //
@@ -269,28 +264,14 @@
 // sampler decodes a chunk of tracks (range bytes through a table, one
 // unaligned 8-byte load per frame and track) and then interpolates them.
 //
-// Measured on the two CMU clips (animc -codec uniform, p99 at 3 cm on
-// target; BenchmarkSample, CPU ns per bone per pose, one thread, medians
-// of 3):
-//
-//	                 ratio   p99 / max at 3 cm   forward 30/60/120 Hz   seek
-//	curve, 0.01 cm   22.01   0.0100 / 0.0168     133 / 75 / 48          1368
-//	uniform, 0.01    14.11   0.0099 / 0.0107     19.4 / 19.3 / 19.3     19.1
-//	curve, 0.1 cm    42.95   0.0995 / 0.174      103 / 62 / 39          1059
-//	uniform, 0.1     21.69   0.0994 / 0.109      19.4 / 19.0 / 19.0     19.0
-//
-// Uniform compression is slower (the rate search evaluates every step
-// over the segment's bones): 4-9 s per clip on 2 cores against 2-6 s.
-// At 0.01 cm its maximum error is close to its 99th percentile (the search
-// bounds the worst vertex of every segment), where the curve codec's
-// maximum is 1.7 times it. Other settings measured with the prototype
-// that preceded it: segment range reduction 10.6 -> 14.0:1; segments of 8
-// or 32 frames 13.7 and 13.5; dropping w instead of the largest component
-// 13.5 (with 0.18 cm errors where the hips turn through w = 0); samples
-// predicted from keys at the segment boundaries 14.2-14.3 at 40-50 ns;
-// rotations compensated for their ancestors' decoded error 14.9 at 50 ns.
-// The samples' entropy is only 3-5% below their fixed width, so entropy
-// coding them would not close the gap to the curve codec.
+// Uniform compression is slower than curve fitting (the rate search
+// evaluates every step over the segment's bones). Its maximum error is
+// close to its 99th percentile (the search bounds the worst vertex of
+// every segment). Variants tried with the prototype that preceded it
+// (segment range reduction, other segment lengths, dropping w instead of
+// the largest component, samples predicted from keys at the segment
+// boundaries, rotations compensated for their ancestors' decoded error,
+// entropy coding of the samples) are in BENCHMARKS.md.
 //
 // # Sampling: the kernel
 //
@@ -314,50 +295,23 @@
 // valid start and any content is safe (a mismatch re-seeks). Sampling
 // never allocates. Output rotations may come out as q or -q.
 //
-// Cost (BenchmarkSample, CPU time of one thread, 64 characters of 31
-// bones, ns per bone per pose; the machine's other core busy, which costs
-// this figure some 20%: "hold" measured 6.6 on a quiet machine and 8.5
-// here): evaluating without new points ("hold") is 8.5. Playing forward
-// the CMU clips compressed at 0.01 cm costs 47 at 120 Hz, 75 at 60 Hz and
-// 126 at 30 Hz (56, 93 and 162 before the record reader below); at 0.1
-// cm 38, 61 and 102 (43, 72, 123); at 1 cm 19, 29 and 46; the clips
-// resampled to 30 Hz (as a game would ship them, and as cmd/crowd does)
-// at 0.1 cm, 28 at 60 Hz (32). A seek decodes from its segment's start,
-// so its cost grows with SegmentSeconds (1351 at 0.01 cm, 1598 before).
-//
-// Why forward playback is no cheaper: the stream is read once, in order,
-// so a pose costs what the clip's data rate delivered since the last pose.
-// CMU motion capture at 0.01 cm keeps 91-96% of its samples as points:
-// counted at 60 Hz playback, a character's pose reads 47.5 records and
-// recomputes 25.7 cubics (26 animated tracks; at 0.1 cm 31.4 and 21.3;
-// from the 30 Hz resampling 10.1 and 11.0). A record is four or five
-// Rice codes decoded one after another, because each code's length
-// decides where the next starts: a chain no reordering removes. The
-// reader takes them from two 64-bit windows of the stream without a
-// branch on the data (one check at the end sends escapes and overlong
-// records to a code-by-code reader), 24 ns per record measured, against
-// some 40 with a refill branch per code. A cubic costs decoding its fresh
-// points (smallest-three square root, hemisphere alignment) and the
-// Hermite coefficients, some 20 ns; skipping them altogether measured 35
-// of 88 ns per bone before the point decode was written without its two
-// calls per point (now one, decodePoint). So at 120 Hz motion capture,
-// 0.01 cm and 30-60 Hz playback a pose costs 60-120 ns per bone, while
-// the 20 ns per bone that ACL's uniformly sampled format reaches (its pose
-// reads two samples per track whatever the playback rate) is in reach
-// only where the data rate is low: 19 ns at 1 cm and 120 Hz playback, 28
-// from a 30 Hz source at 0.1 cm. Reaching it at 0.01 cm needs a format
-// whose pose cost does not grow with the points passed: fixed-width
-// samples addressable by frame (ACL's way). That is CodecUniform (below):
-// 19 ns per bone at any playback rate and on seeks, but 14.1:1 at 0.01 cm.
-// Fixed-width samples cannot use the frame-to-frame correlation that the
-// predictors and Rice codes here exploit. This format reaches its ratio
-// by predicting each point from the two before it (residuals of a few
-// bits, Rice coded), and that is why a pose must read the points in
-// order. So at 0.01 cm the two goals pull apart: the ratio needs
-// sequential entropy coding, the pose cost frame addressing; a clip
-// chooses (CompressOptions.Codec). Tried and not kept: a
-// float reciprocal for the predictor's integer division (twice; within
-// noise: the divisions are off the critical path).
+// Why forward playback is no cheaper than the data rate: the stream is
+// read once, in order, so a pose costs what the clip's data rate
+// delivered since the last pose. A record is four or five Rice codes
+// decoded one after another, because each code's length decides where
+// the next starts: a chain no reordering removes. The reader takes them
+// from two 64-bit windows of the stream without a branch on the data (one
+// check at the end sends escapes and overlong records to a code-by-code
+// reader). A cubic costs decoding its fresh points (smallest-three square
+// root, hemisphere alignment) and its coefficients. A seek decodes from
+// its segment's start, so its cost grows with SegmentSeconds. So where
+// the data rate is high (mocap at 0.01 cm) a pose costs several times
+// what a frame-addressable format costs (two samples per track whatever
+// the playback rate), and the two goals pull apart: the ratio needs
+// sequential entropy coding (each point predicted from the two before
+// it), the pose cost frame addressing (CodecUniform); a clip chooses
+// (CompressOptions.Codec). BENCHMARKS.md has the figures, and what was
+// tried and not kept.
 //
 // For the GLSL port: every read is a bit field of at most 32 bits from
 // uint words (readBits), Rice codes need findLSB, and predict's integer
@@ -438,30 +392,12 @@
 // memory). The alternative, stateless sampling (no cursor kept: every pose
 // decoded from its segment's start, as a random seek is), is what the
 // format makes expensive: records carry no track id, so reaching a time
-// means reading every record of the segment before it. Measured with
-// BenchmarkSampleGPU on lavapipe (2 vCPUs shared with other jobs, load
-// average 4-6, so figures vary by up to 2x between runs), 1024 characters
-// of 31 bones on the CMU clips compressed at 0.01 cm, playing forward at
-// 60 Hz, ns per bone per pose (GPU: dispatch time from timestamps; wall:
-// the whole round trip):
-//
-//	cursors on the GPU, in place (SampleInPlace)     220-230, wall 235-250
-//	cursors on the GPU, copied in 2 -> out 1         310-320 (+40%)
-//	host cursors (upload, copy, read back)           300-310, wall 395-400 (+65%)
-//	stateless: every pose a seek from segment start  8,000-11,700 (about 45x)
-//	CPU, the same crowd, one goroutine               140-200; a seek 1,800-3,900
-//
-// The same crowd on uniform clips (CodecUniform, no cursor state), in one
-// later run beside the curve clips (forward 60 Hz / seek, device cursors,
-// groups of 16): GPU 80 / 81 against 236 / 4,439 for curves; CPU 20.4 /
-// 20.7 against 84 / 1,406.
-//
-// Workgroup size barely matters at 1024 characters (8 to 64: within the
-// noise); with 64 characters a group of 64 leaves one of lavapipe's two
-// threads idle (520-770 ns against 230-240 for groups of 16), so
-// SampleLocalSize is 16. On this machine the "GPU" is the same two
-// CPU cores through LLVM: it samples more slowly than Go (one character per
-// SIMD lane diverges on the record loops), as VULKAN_NOTES.md found for
-// skinning; a real GPU should learn the opposite, and a cost-based placer
-// can measure it.
+// means reading every record of the segment before it (BenchmarkSampleGPU
+// measures the variants; figures in BENCHMARKS.md). Workgroup size barely
+// matters at a thousand characters; with few characters a large group
+// leaves one of lavapipe's threads idle, so SampleLocalSize is 16. On
+// lavapipe the "GPU" is the CPU cores through LLVM: it samples more slowly
+// than Go (one character per SIMD lane diverges on the record loops); a
+// real GPU should learn the opposite, and a cost-based placer can measure
+// it.
 package anim

@@ -273,9 +273,10 @@ func (b *bitBuf) riceSlow(k uint32) uint32 {
 // bitsFor returns the number of bits needed to store 0..n.
 func bitsFor(n int) int { return bits.Len(uint(n)) }
 
-// BitSquid reference quantisation (seed 000), used only to measure what
-// it costs in error: 10-bit smallest-three rotations and 16-bit positions
-// over -10..10 m.
+// BitSquid reference quantisation (Frykholm, "The BitSquid low level
+// animation system", 2009, https://bitsquid.blogspot.com/2009/11/), used
+// only to measure what it costs in error: 10-bit smallest-three rotations
+// and 16-bit positions over -10..10 m.
 
 func bitsquidRotation(v [4]float64) [4]float64 {
 	big := 0

@@ -73,7 +73,8 @@ func TestRotationMode(t *testing.T) {
 	}
 }
 
-// The seed's own figures: 16 bits over -10..10 m is a 0.3 mm step (error
+// BitSquid's own figures (Frykholm, "The BitSquid low level animation
+// system", 2009): 16 bits over -10..10 m is a 0.3 mm step (error
 // at most 0.15 mm); 10-bit smallest three has precision 0.0014 (error per
 // component at most 0.0007).
 func TestBitSquidQuantisationFigures(t *testing.T) {
