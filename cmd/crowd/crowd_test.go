@@ -427,6 +427,34 @@ func TestDeviceOverrideMatchesNothing(t *testing.T) {
 	}
 }
 
+// TestTooLargeForDevice: a crowd that does not fit the device is refused
+// before the first frame, saying what does not fit (it used to run for
+// 86 s and end with a fence time-out). On lavapipe 100000 characters
+// exceed the device's 2 GiB heap (offload cpu: the vertex sets) and its
+// 128 MiB maxStorageBufferRange (offload gpu: the bindings).
+func TestTooLargeForDevice(t *testing.T) {
+	needCMU(t)
+	needVulkan(t)
+	d, err := gpu.Open(gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := d.Limits()
+	d.Close()
+	if !l.CPU || l.DeviceMemory > 4<<30 {
+		t.Skipf("the figures are lavapipe's; this device has %d bytes of memory", l.DeviceMemory)
+	}
+	for _, off := range []string{"cpu", "gpu"} {
+		var buf bytes.Buffer
+		t0 := time.Now()
+		_, err := runApp([]string{"-cache", cacheDir, "-headless", "-count", "100000", "-frames", "1", "-offload", off}, &buf)
+		if err == nil || !strings.Contains(err.Error(), "-count 100000 does not fit the device") || errors.Is(err, gpu.ErrTimeout) {
+			t.Errorf("-offload %s: err = %v, want an up-front \"does not fit\"", off, err)
+		}
+		t.Logf("-offload %s: %v after %v", off, err, time.Since(t0).Round(time.Millisecond))
+	}
+}
+
 // TestOffloadAutoAndSPU runs the learned placement and the SPU executor:
 // both draw the same picture as the CPU run.
 func TestOffloadAutoAndSPU(t *testing.T) {
