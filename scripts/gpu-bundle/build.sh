@@ -80,7 +80,14 @@ for f in "$P"/bin/* "$P"/pkg/*/*.test "$P"/pkg/*/*/*.test "$P"/pkg/*/*/*/*.test;
 		[ "$arrow" = "=>" ] || continue
 		[[ $soname =~ $GLIBC_RE ]] && continue
 		[ "$path" = "not" ] && die "$f: $soname not found on this machine"
-		[ -e "$P/lib/$soname" ] || cp -L "$path" "$P/lib/$soname"
+		[ -e "$P/lib/$soname" ] && continue
+		cp -L "$path" "$P/lib/$soname"
+		# Its Debian package's copyright file goes with it.
+		deb=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1)
+		if [ -n "$deb" ] && [ -f "/usr/share/doc/$deb/copyright" ]; then
+			mkdir -p "$P/lib/copyright"
+			cp "/usr/share/doc/$deb/copyright" "$P/lib/copyright/$deb"
+		fi
 	done <<<"$deps"
 done
 
@@ -89,6 +96,7 @@ done
 [ -f "$ASSIMP/BVH/01_01.bvh" ] || die "$ASSIMP/BVH is missing: apt-get install assimp-testmodels"
 mkdir -p "$P/share/assimp/models"
 cp -r "$ASSIMP/BVH" "$P/share/assimp/models/"
+cp /usr/share/doc/assimp-testmodels/copyright "$P/share/assimp/copyright" 2>/dev/null || true
 grep -rhoE "\"/(glTF2|BVH)/[^\"]+\"" --include='*_test.go' "${PKGS[@]/#$MODULE/.}" 2>/dev/null | tr -d '"' | sort -u |
 	while read -r f; do
 		src=$(dirname "$ASSIMP$f")

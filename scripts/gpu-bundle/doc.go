@@ -64,9 +64,10 @@
 // the whole run, unpacking included, takes under 8 minutes): probe (the
 // device chosen and why, every device enumerated, and the loader, layer
 // and driver files mapped into the process: proof of which ran); every
-// test binary with -test.v and CI=true (no device is a failure, not a
-// skip; the tests open the device with the validation layer on and fail on
-// any message), skipping only the tests that need the build tools (shader
+// test binary with -test.v, CI=true (no device is a failure, not a
+// skip) and VKJOBS_VALIDATION=1 (the tests' devices opened through
+// gputest validate anyway and fail the test on any message; this puts the
+// layer under every other device a test opens), skipping only the tests that need the build tools (shader
 // staleness needs glslc, which CI checks; two crowd tests build the demo
 // with go), and without CI=true for gpu/present when there is no display
 // and no Xvfb, so that its window tests skip and say so; kbench -quick; the

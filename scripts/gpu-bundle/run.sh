@@ -380,10 +380,12 @@ while read -r rel name; do
 	if [ "$rel" = gpu/present ] && [ -z "${DISPLAY:-}" ] && ! command -v Xvfb >/dev/null; then
 		env_ci=CI= # its window tests skip without a display
 	fi
+	# VKJOBS_VALIDATION=1: the devices the tests open without gputest
+	# (which always validates) get the validation layer too.
 	# -test.timeout a little under the step's time-out: the Go test
 	# binary then names the test that hung and prints its goroutines.
 	run_step "test-${rel//\//-}" "$TEST_MAX" "$RESERVE" test_detail \
-		bash -c 'cd "$1" && shift && exec env "$@" -test.timeout=$((STEP_T - 8))s' _ "$W/payload/pkg/$rel" "$env_ci" "./$name" "${TARGS[@]}"
+		bash -c 'cd "$1" && shift && exec env "$@" -test.timeout=$((STEP_T - 8))s' _ "$W/payload/pkg/$rel" "$env_ci" VKJOBS_VALIDATION=1 "./$name" "${TARGS[@]}"
 done <"$W/payload/tests.txt"
 
 # kbench -quick: where each kernel runs best on this machine.
