@@ -213,17 +213,15 @@ loadB:
 	VADDPS      Y8, Y8, Y8
 	VADDPS      Y8, Y10, Y12           // [nx ny nz -]
 
-	// Store A's [px py pz nx] [ny nz], then B's: 48 bytes.
-	VEXTRACTF128 $1, Y11, X14
-	VEXTRACTF128 $1, Y12, X15
-	VINSERTPS    $0x30, X12, X11, X13
-	VPERMILPS    $0x09, X12, X12
-	VMOVUPS      X13, 0(DI)
-	VMOVQ        X12, 16(DI)
-	VINSERTPS    $0x30, X15, X14, X14
-	VPERMILPS    $0x09, X15, X15
-	VMOVUPS      X14, 24(DI)
-	VMOVQ        X15, 40(DI)
+	// Store the pair's 48 bytes: 16-byte stores whose garbage lane 3 the
+	// next store (stores retire in program order) overwrites, and B's
+	// normal as 8 + 4 bytes, so nothing beyond the pair is written.
+	VMOVUPS      X11, 0(DI)            // A: px py pz -
+	VMOVUPS      X12, 12(DI)           // A: nx ny nz -
+	VEXTRACTF128 $1, Y11, 24(DI)       // B: px py pz -
+	VEXTRACTF128 $1, Y12, X13
+	VMOVQ        X13, 36(DI)           // B: nx ny
+	VEXTRACTPS   $2, X13, 44(DI)       // B: nz
 
 	ADDQ $96, SI
 	ADDQ $48, DI

@@ -45,7 +45,7 @@ func TestSkinDQSAsm(t *testing.T) {
 				lbsFast = fast
 				out := make([]SkinnedVertex, n)
 				for i := range out {
-					out[i].Pos[0] = sentinel
+					out[i] = SkinnedVertex{Pos: [3]float32{sentinel}}
 				}
 				var d sched.TaskData
 				if stride == 0 {
@@ -69,6 +69,14 @@ func TestSkinDQSAsm(t *testing.T) {
 				got, err2 := run(true, rg[0], rg[1])
 				if err1 != nil || err2 != nil {
 					t.Fatal(err1, err2)
+				}
+				// Nothing outside the range is written.
+				for i := range got {
+					o := got[i]
+					untouched := math.Float32bits(o.Pos[0]) == math.Float32bits(sentinel) && o.Pos[1] == 0 && o.Pos[2] == 0 && o.Normal == [3]float32{}
+					if (i < int(rg[0]) || i >= int(rg[1])) && !untouched {
+						t.Fatalf("nv %d stride %d range %v: vertex %d outside the range was written: %v", nv, stride, rg, i, got[i])
+					}
 				}
 				for i := rg[0]; i < rg[1]; i++ {
 					g, w := got[i], want[i]
