@@ -250,32 +250,49 @@ func block(meta string, res []*result) string {
 	return strings.TrimRight(b.String(), "\n") + "\n"
 }
 
-// splice puts body between the generated block's markers in md, keeping
-// everything else byte for byte. Without markers the block is appended
-// (and a file without content gets a "# Benchmarks" title). A marker
-// without its partner, or a repeated one, is an error: the file is left
-// alone rather than guessed at.
+// splice puts body between the generated block's marker lines in md (a
+// marker counts only as a line of its own; one quoted in a sentence does
+// not), keeping everything else byte for byte. Without markers the block
+// is appended (and a file without content gets a "# Benchmarks" title). A
+// marker without its partner, or a repeated one, is an error: the file is
+// left alone rather than guessed at.
 func splice(md []byte, body string) ([]byte, error) {
 	if len(bytes.TrimSpace(md)) == 0 {
 		md = []byte("# Benchmarks\n")
 	}
-	nb, ne := bytes.Count(md, []byte(beginMarker)), bytes.Count(md, []byte(endMarker))
-	blk := beginMarker + "\n" + body + endMarker
+	// Byte offsets of the marker lines: begin's start, end's end.
+	begin, end, nb, ne := -1, -1, 0, 0
+	for off := 0; off < len(md); {
+		n := bytes.IndexByte(md[off:], '\n')
+		if n < 0 {
+			n = len(md) - off
+		}
+		switch string(bytes.TrimSpace(md[off : off+n])) {
+		case beginMarker:
+			nb++
+			begin = off
+		case endMarker:
+			ne++
+			end = off + n
+			if off+n < len(md) && md[off+n] == '\n' {
+				end++
+			}
+		}
+		off += n + 1
+	}
+	blk := beginMarker + "\n" + body + endMarker + "\n"
 	switch {
 	case nb == 0 && ne == 0:
 		out := bytes.TrimRight(md, "\n")
-		return append(out, []byte("\n\n"+blk+"\n")...), nil
+		return append(out, []byte("\n\n"+blk)...), nil
 	case nb != 1 || ne != 1:
 		return nil, fmt.Errorf("want one %q and one %q line, found %d and %d", beginMarker, endMarker, nb, ne)
-	}
-	i := bytes.Index(md, []byte(beginMarker))
-	j := bytes.Index(md, []byte(endMarker))
-	if j < i {
+	case end <= begin:
 		return nil, fmt.Errorf("%q comes before %q", endMarker, beginMarker)
 	}
 	var out []byte
-	out = append(out, md[:i]...)
+	out = append(out, md[:begin]...)
 	out = append(out, blk...)
-	out = append(out, md[j+len(endMarker):]...)
+	out = append(out, md[end:]...)
 	return out, nil
 }

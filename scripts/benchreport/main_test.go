@@ -51,12 +51,12 @@ func TestBlock(t *testing.T) {
 }
 
 func TestSpliceKeepsSections(t *testing.T) {
-	md := "# Benchmarks\n\nintro\n\n" + beginMarker + "\nold figures\n" + endMarker + "\n\n<!-- begin sched -->\n## sched\nhand-written\n<!-- end sched -->\n"
+	md := "# Benchmarks\n\nThe block between `" + beginMarker + "` and `" + endMarker + "` is generated.\n\n" + beginMarker + "\nold figures\n" + endMarker + "\n\n<!-- begin sched -->\n## sched\nhand-written\n<!-- end sched -->\n"
 	out, err := splice([]byte(md), "new figures\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "# Benchmarks\n\nintro\n\n" + beginMarker + "\nnew figures\n" + endMarker + "\n\n<!-- begin sched -->\n## sched\nhand-written\n<!-- end sched -->\n"
+	want := "# Benchmarks\n\nThe block between `" + beginMarker + "` and `" + endMarker + "` is generated.\n\n" + beginMarker + "\nnew figures\n" + endMarker + "\n\n<!-- begin sched -->\n## sched\nhand-written\n<!-- end sched -->\n"
 	if string(out) != want {
 		t.Errorf("splice:\n%s\nwant:\n%s", out, want)
 	}
