@@ -63,8 +63,9 @@ func (g *gltfReader) errf(elem, format string, args ...any) error {
 	return &ParseError{File: g.file, Element: elem, Msg: fmt.Sprintf(format, args...)}
 }
 
-// ParseGLTF imports the skeleton of one skin (opt.Skin) and every animation
-// of a glTF 2.0 file (JSON .gltf or binary .glb), resampled on a uniform
+// ParseGLTF imports the skeleton of one skin (opt.Skin), the mesh it
+// deforms (Import.Mesh, see SkinnedMesh) and every animation of a glTF 2.0
+// file (JSON .gltf or binary .glb), resampled on a uniform
 // grid. Units are metres. Transforms of non-joint nodes above the skeleton
 // root are folded into the root bone (so model space is the scene space
 // glTF skinning uses). STEP keys become discontinuities (snapped to the
@@ -94,6 +95,9 @@ func ParseGLTF(name string, data []byte, opt GLTFOptions) (*Import, error) {
 		return nil, err
 	}
 	im.Skeleton = sk
+	if err := g.mesh(opt.Skin, boneOf, im); err != nil {
+		return nil, err
+	}
 	for ai := range g.doc.Animations {
 		c, err := g.animation(ai, sk, boneOf, opt.Rate, im)
 		if err != nil {

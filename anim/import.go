@@ -66,8 +66,11 @@ type Import struct {
 	File     string
 	Skeleton *Skeleton
 	Clips    []*Clip
-	Unit     LengthUnit
-	Notes    []string
+	// Mesh is the triangle mesh the skin deforms (glTF; nil for BVH and
+	// for a skin no node uses with a mesh).
+	Mesh  *SkinnedMesh
+	Unit  LengthUnit
+	Notes []string
 }
 
 func (im *Import) notef(format string, args ...any) {

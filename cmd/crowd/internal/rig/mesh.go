@@ -5,8 +5,6 @@ import (
 	"math"
 	"regexp"
 
-	"github.com/qmuntal/gltf"
-	"github.com/qmuntal/gltf/modeler"
 	"github.com/vkjobs/vkjobs/anim"
 	"github.com/vkjobs/vkjobs/kernels"
 )
@@ -178,138 +176,30 @@ func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
 	}
 }
 
-// gltfMesh is the skinned mesh of a glTF file, bones mapped to the
-// skeleton the anim importer produced.
+// gltfMesh is the skinned mesh of a glTF file as the skinning kernels
+// take it.
 type gltfMesh struct {
 	verts   []kernels.SkinVertex
 	indices []uint32
 }
 
-// loadGLTFMesh reads every triangle primitive of the first mesh skinned
-// by skin 0: positions, normals, JOINTS_0 and WEIGHTS_0 (renormalised:
-// some files have weights summing to less than one).
-func loadGLTFMesh(path string, sk *anim.Skeleton) (*gltfMesh, error) {
-	doc, err := gltf.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("rig: %s: %w", path, err)
-	}
-	boneOf := make([]int, sk.NumBones())
-	for b := range boneOf {
-		boneOf[b] = b
-	}
-	if sk.SkinJoint != nil {
-		for b, k := range sk.SkinJoint {
-			if int(k) < len(boneOf) && k >= 0 {
-				boneOf[k] = b
-			}
-		}
-	}
-	var mesh *gltf.Mesh
-	for _, n := range doc.Nodes {
-		if n != nil && n.Skin != nil && *n.Skin == 0 && n.Mesh != nil && *n.Mesh < len(doc.Meshes) {
-			mesh = doc.Meshes[*n.Mesh]
-			break
-		}
-	}
-	if mesh == nil {
+// skinVertices converts the mesh anim imported with the skeleton (bones
+// already mapped from the skin's joints, four influences renormalised)
+// to kernels.SkinVertex, whose joints are 8 bits.
+func skinVertices(path string, m *anim.SkinnedMesh) (*gltfMesh, error) {
+	if m == nil {
 		return nil, fmt.Errorf("rig: %s: no mesh is skinned by skin 0", path)
 	}
-	gm := &gltfMesh{}
-	acc := func(i int) (*gltf.Accessor, error) {
-		if i < 0 || i >= len(doc.Accessors) {
-			return nil, fmt.Errorf("rig: %s: accessor %d out of range", path, i)
-		}
-		return doc.Accessors[i], nil
-	}
-	for pi, p := range mesh.Primitives {
-		if p.Mode != gltf.PrimitiveTriangles {
-			continue
-		}
-		need := func(attr string) (*gltf.Accessor, error) {
-			i, ok := p.Attributes[attr]
-			if !ok {
-				return nil, fmt.Errorf("rig: %s: primitive %d has no %s", path, pi, attr)
-			}
-			return acc(i)
-		}
-		pa, err := need(gltf.POSITION)
-		if err != nil {
-			return nil, err
-		}
-		pos, err := modeler.ReadPosition(doc, pa, nil)
-		if err != nil {
-			return nil, fmt.Errorf("rig: %s: %w", path, err)
-		}
-		na, err := need(gltf.NORMAL)
-		if err != nil {
-			return nil, err
-		}
-		nrm, err := modeler.ReadNormal(doc, na, nil)
-		if err != nil {
-			return nil, fmt.Errorf("rig: %s: %w", path, err)
-		}
-		ja, err := need("JOINTS_0")
-		if err != nil {
-			return nil, err
-		}
-		joints, err := modeler.ReadJoints(doc, ja, nil)
-		if err != nil {
-			return nil, fmt.Errorf("rig: %s: %w", path, err)
-		}
-		wa, err := need("WEIGHTS_0")
-		if err != nil {
-			return nil, err
-		}
-		weights, err := modeler.ReadWeights(doc, wa, nil)
-		if err != nil {
-			return nil, fmt.Errorf("rig: %s: %w", path, err)
-		}
-		if len(nrm) != len(pos) || len(joints) != len(pos) || len(weights) != len(pos) {
-			return nil, fmt.Errorf("rig: %s: primitive %d: attribute counts differ", path, pi)
-		}
-		base := uint32(len(gm.verts))
-		for i := range pos {
-			var j [4]uint8
-			wt := weights[i]
-			sum := wt[0] + wt[1] + wt[2] + wt[3]
-			if !(sum > 0) {
-				wt, sum = [4]float32{1, 0, 0, 0}, 1
-			}
-			for k := range 4 {
-				jk := int(joints[i][k])
-				if jk >= len(boneOf) {
-					return nil, fmt.Errorf("rig: %s: vertex %d names joint %d of %d", path, i, jk, len(boneOf))
-				}
-				j[k] = uint8(boneOf[jk])
-				wt[k] /= sum
-			}
-			gm.verts = append(gm.verts, kernels.SkinVertex{
-				Pos: pos[i], Normal: nrm[i], Joints: kernels.PackJoints(j[0], j[1], j[2], j[3]), Weights: wt,
-			})
-		}
-		if p.Indices != nil {
-			ia, err := acc(*p.Indices)
-			if err != nil {
-				return nil, err
-			}
-			idx, err := modeler.ReadIndices(doc, ia, nil)
-			if err != nil {
-				return nil, fmt.Errorf("rig: %s: %w", path, err)
-			}
-			for _, x := range idx {
-				if int(x) >= len(pos) {
-					return nil, fmt.Errorf("rig: %s: index %d of %d vertices", path, x, len(pos))
-				}
-				gm.indices = append(gm.indices, base+x)
-			}
-		} else {
-			for i := range pos {
-				gm.indices = append(gm.indices, base+uint32(i))
+	gm := &gltfMesh{verts: make([]kernels.SkinVertex, len(m.Positions)), indices: m.Indices}
+	for i := range m.Positions {
+		b := m.Bones[i]
+		for _, x := range b {
+			if x >= MaxBones {
+				return nil, fmt.Errorf("rig: %s: vertex %d is skinned to bone %d; the kernels take bones below %d", path, i, x, MaxBones)
 			}
 		}
-	}
-	if len(gm.verts) == 0 {
-		return nil, fmt.Errorf("rig: %s: no triangles in the skinned mesh", path)
+		gm.verts[i] = kernels.SkinVertex{Pos: m.Positions[i], Normal: m.Normals[i],
+			Joints: kernels.PackJoints(uint8(b[0]), uint8(b[1]), uint8(b[2]), uint8(b[3])), Weights: m.Weights[i]}
 	}
 	return gm, nil
 }

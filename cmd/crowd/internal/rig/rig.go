@@ -159,7 +159,7 @@ func Build(opt Options) (*Rig, error) {
 		for _, n := range im.Notes {
 			r.Notes = append(r.Notes, filepath.Base(opt.Model)+": "+n)
 		}
-		if gm, err = loadGLTFMesh(opt.Model, sk); err != nil {
+		if gm, err = skinVertices(opt.Model, im.Mesh); err != nil {
 			return nil, err
 		}
 		r.Source = fmt.Sprintf("glTF %s (%d joints, %d clip(s), mesh of %d vertices)", filepath.Base(opt.Model), sk.NumBones(), len(clips), len(gm.verts))
