@@ -2,7 +2,7 @@
 # make benchmarks: runs a chosen set of benchmarks (a couple of minutes on
 # 2 cores) and rewrites the generated block of BENCHMARKS.md with the
 # machine, the date, the load average before and after, the command, and
-# per benchmark the medians over COUNT runs with each variant's time as a
+# per benchmark the medians over COUNT rounds with each variant's time as a
 # ratio to the scheduler's (scripts/benchreport). Hand-written sections
 # between <!-- begin NAME --> / <!-- end NAME --> lines are kept as they are.
 # A line is printed per finished benchmark. Not part of make test.
@@ -28,16 +28,21 @@ trap 'rm -f "$out" "$meta"' EXIT
 load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 start=$(date -u '+%Y-%m-%d %H:%M UTC')
 t0=$(date +%s)
-for set in "${SETS[@]}"; do
-	read -r pkg pat <<<"$set"
-	echo "benchmarks: $pkg $pat (-count $COUNT -benchtime $BENCHTIME)" >&2
-	# A line per finished benchmark on stderr; the whole output to $out.
-	$GO test -run '^$' -bench "$pat" -benchmem -count "$COUNT" -benchtime "$BENCHTIME" "$pkg" 2>&1 |
-		tee -a "$out" | grep --line-buffered -E '^(Benchmark|FAIL|ok|panic)' >&2 || true
-	if grep -q '^FAIL' "$out"; then
-		echo "benchmarks: $pkg failed" >&2
-		exit 1
-	fi
+# COUNT rounds over every set, each variant once per round, so that a
+# change in the machine's load falls on every variant alike rather than on
+# the ones that happened to run then; the report takes the median per variant.
+for round in $(seq "$COUNT"); do
+	for set in "${SETS[@]}"; do
+		read -r pkg pat <<<"$set"
+		echo "benchmarks: round $round/$COUNT: $pkg $pat (-benchtime $BENCHTIME)" >&2
+		# A line per finished benchmark on stderr; the whole output to $out.
+		$GO test -run '^$' -bench "$pat" -benchmem -count 1 -benchtime "$BENCHTIME" "$pkg" 2>&1 |
+			tee -a "$out" | grep --line-buffered -E '^(Benchmark|FAIL|ok|panic)' >&2 || true
+		if grep -q '^FAIL' "$out"; then
+			echo "benchmarks: $pkg failed" >&2
+			exit 1
+		fi
+	done
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 secs=$(( $(date +%s) - t0 ))
@@ -60,7 +65,7 @@ compare ratios, not absolute times, across machines and runs.
 - Date: $start; run took ${secs} s; $($GO version | cut -d' ' -f3-)
 - Load average (1, 5, 15 min): $load0 before, $load1 after
 - Commit: $rev
-- Command: \`make benchmarks COUNT=$COUNT BENCHTIME=$BENCHTIME\` (\`go test -run '^\$' -bench PATTERN -benchmem -count $COUNT -benchtime $BENCHTIME PKG\` for each set in scripts/benchmarks.sh)
+- Command: \`make benchmarks COUNT=$COUNT BENCHTIME=$BENCHTIME\`: $COUNT rounds of \`go test -run '^\$' -bench PATTERN -benchmem -count 1 -benchtime $BENCHTIME PKG\` over the sets in scripts/benchmarks.sh; medians over the rounds
 META
 
 $GO run ./scripts/benchreport -in "$out" -meta "$meta" -md BENCHMARKS.md
