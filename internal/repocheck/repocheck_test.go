@@ -220,7 +220,7 @@ func TestNoReferencesOutside(t *testing.T) {
 			hits = append(hits, x.file+":"+itoa(x.line)+": "+strings.TrimSpace(x.s))
 		}
 	}
-	report(t, hits, "refer to material outside the repository (cite the article itself, or move the design into docs/)")
+	report(t, hits, "refer(s) to material outside the repository (cite the article itself, or move the design into docs/)")
 }
 
 // TestFileReferencesResolve: every file path a tracked document or Go
@@ -239,7 +239,7 @@ func TestFileReferencesResolve(t *testing.T) {
 			hits = append(hits, x.file+":"+itoa(x.line)+": "+ref)
 		}
 	}
-	report(t, hits, "name files that are not in the repository")
+	report(t, hits, "name(s) files that are not in the repository")
 }
 
 func report(t *testing.T, hits []string, what string) {
@@ -248,7 +248,11 @@ func report(t *testing.T, hits []string, what string) {
 		return
 	}
 	sortStrings(hits)
-	t.Errorf("%d places %s:\n  %s", len(hits), what, strings.Join(hits, "\n  "))
+	places := "places"
+	if len(hits) == 1 {
+		places = "place"
+	}
+	t.Errorf("%d %s %s:\n  %s", len(hits), places, what, strings.Join(hits, "\n  "))
 }
 
 // TestCheckerFindsBadReferences runs the two checks' matchers on lines
@@ -277,7 +281,7 @@ func TestCheckerFindsBadReferences(t *testing.T) {
 		bad        bool
 	}{
 		{"see cmd/crowd/doc.go", "README.md", false},
-		{"see [design](../docs/design.md)", "cmd/crowd/testdata/README.md", true}, // cmd/crowd/docs/design.md
+		{"see [design](../docs/design.md)", "cmd/crowd/testdata/README.md", true}, // no docs folder in cmd/crowd
 		{"see [design](../../../docs/design.md)", "cmd/crowd/testdata/README.md", false},
 		{"see [benchmarks](../BENCHMARKS.md)", "docs/design.md", false},
 		{"the test reads anim/testdata/cmu.bvh", "README.md", true},
