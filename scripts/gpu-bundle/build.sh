@@ -35,7 +35,7 @@ cd "$ROOT"
 
 rm -rf "$OUT.tmp"
 STAGE=$(mktemp -d "${TMPDIR:-/tmp}/gpu-bundle.XXXXXX")
-trap 'rm -rf "$STAGE"' EXIT
+trap 'rm -rf "$STAGE" "$OUT.tmp"' EXIT
 P=$STAGE/payload
 mkdir -p "$P/bin" "$P/pkg" "$P/lib" "$P/share"
 
@@ -57,9 +57,14 @@ for pkg in "${PKGS[@]}"; do
 	name=$(basename "$pkg").test
 	$GO test -c -ldflags="$LDFLAGS" -o "$d/$name" "./$rel" || die "go test -c ./$rel failed"
 	[ -x "$d/$name" ] || die "./$rel: go test -c wrote no binary"
-	# Tests read testdata/ relative to their package directory.
-	if [ -d "$rel/testdata" ]; then cp -r "$rel/testdata" "$d/"; fi
 	echo "$rel $name" >>"$P/tests.txt"
+done
+# Tests read testdata/ relative to their package directory, some another
+# package's (anim reads ../cmd/crowd/testdata): every testdata folder of
+# the module goes in its place (about 1 MB).
+find . -type d -name testdata -not -path '*/.*' -not -path './out/*' -prune | sort | while read -r td; do
+	mkdir -p "$P/pkg/$(dirname "${td#./}")"
+	cp -r "$td" "$P/pkg/$(dirname "${td#./}")/"
 done
 # The graphics tests of package gpu compile their shaders from gfx_shaders
 # only when glslc is installed; carry nothing else of the source tree.

@@ -13,8 +13,10 @@
 // the Vulkan backend: build.sh finds them with go list -test (the test
 // variant's dependencies include package gpu or the Vulkan binding), so a
 // new package with GPU tests is carried without editing the script. Each
-// runs with a copy of its package directory's testdata as its working
-// directory, as go test would run it. The crowd and kbench are carried as
+// runs in its package's folder of a tree laid out like the repository,
+// as go test would run it, with every testdata folder of the module in its
+// place (tests read their own, and some another package's: anim reads
+// cmd/crowd's glTF models). The crowd and kbench are carried as
 // programs. All of it is one gzip tarball (the binaries halve), because the
 // uncompressed binaries alone would exceed the size limit.
 //
