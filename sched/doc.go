@@ -43,6 +43,11 @@
 //     completes after all its children, including children added while it
 //     runs. Create holds a task unstarted so children can be attached to an
 //     empty parent without racing its completion.
+//   - Empty tasks (KernelNone: joins, gates) have no work to run: they
+//     complete where they become ready (in a thread's Add or Run, or in
+//     the completion that readied them), without a trip through the
+//     queues, nested at most 8 deep; deeper ones, and those readied
+//     outside the scheduler's threads, are queued.
 //   - One dependency: a task waits for at most one other task. To depend on
 //     several, make them children of an empty task (a join) and depend on
 //     that. A dependency that already finished is satisfied at once.
@@ -68,13 +73,21 @@
 // Chase-Lev deque per priority level (fixed power-of-two capacity); it pushes
 // and pops its own work at the bottom, LIFO, and steals the oldest work of
 // others from the top. Higher priority levels are served first. A full deque
-// spills into a shared queue; nothing grows on the hot path. Tasks with
+// spills into a shared queue; nothing grows on the hot path. By default a
+// deque holds as many tasks as the pool (up to 16384), so in practice it
+// never spills: with a smaller one, a thread that added faster than the
+// thieves took sent most of its tasks through the shared queue, whose lock
+// it and every thief then took per task, a slow mode of its own that
+// lasted as long as the adder stayed ahead. Tasks with
 // affinity OnThread(i) go to that registered thread's own queue and run only
 // there, when it calls Wait, WaitEvent or RunPinned.
 //
 // An idle thread looks for work for a short while (Config.SpinRounds,
 // about 70 µs here) without yielding its P, then sleeps on its own
-// channel. Two measurements set this. Waking a sleeping thread costs
+// channel. Every 16 rounds it yields the CPU, not the P (sched_yield): on
+// cores shared with other programs the thread that has the work may be
+// queued behind the spinning one. Two measurements set the spin. Waking
+// a sleeping thread costs
 // 0.1-2 ms on this VM (futex, M hand-off), so a thread that sleeps between
 // the dependent stages of a frame joins the next stage late: in the crowd
 // demo both threads then took part in only some stages (CPU use 75%).

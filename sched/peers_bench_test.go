@@ -5,7 +5,10 @@ package sched
 //
 //	go test -run '^$' -bench 'Peers' -count 10 ./sched/
 //
-// and summarised with sched/peerstat (medians and ratios). The peers are
+// (BENCHMARKS.md, section sched-peers, has the medians and ratios). The
+// -count repeats of one row run back to back, so load that drifts over
+// seconds can favour one row over another; BenchmarkPeersEmptyMix
+// interleaves its three rows inside every op for that reason. The peers are
 // pinned in go.mod: github.com/alitto/pond/v2, github.com/panjf2000/ants/v2,
 // github.com/noneback/go-taskflow and golang.org/x/sync/errgroup, beside a
 // bare channel pool, sync.WaitGroup.Go and hand-split goroutines.
