@@ -35,6 +35,7 @@ type Ctx struct {
 	// only; read by waitCycle.
 	outer  [maxOuter]TaskID
 	nouter int
+	goid   atomic.Uint64 // the goroutine that owns this thread (Scheduler.callerCtx)
 	ncache int
 	// The debt (see deferDec): owed counts every decrement of a parent's
 	// open count that this thread ever deferred, paid every one paid; the
@@ -476,6 +477,13 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 	s.idle = append(s.idle, c)
 	s.nIdle.Add(1)
 	s.idleMu.Unlock()
+	if s.poolWait.Load() > 0 {
+		// An Add blocked on a full pool looks for a dead end when the
+		// threads go idle (see alloc).
+		s.extMu.Lock()
+		s.extCond.Broadcast()
+		s.extMu.Unlock()
+	}
 	if c.hasWork() || (id != NoTask && s.IsFinished(id)) || (e != nil && e.IsSet()) || (c.worker && s.stopping.Load()) {
 		s.removeIdle(c)
 		select { // drop a token a waker may have sent meanwhile
@@ -572,6 +580,7 @@ func (c *Ctx) signal() {
 func (c *Ctx) workerLoop() {
 	s := c.s
 	defer s.workersWG.Done()
+	c.goid.Store(goid())
 	if f := s.cfg.OnWorkerStart; f != nil {
 		f(c.index)
 	}

@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -198,8 +199,8 @@ func TestForeignIDsAfterManySchedulers(t *testing.T) {
 	}
 }
 
-// within runs f and fails the test if it has not returned after d (a hang
-// becomes a failure with every goroutine's stack, not a stuck test binary).
+// within runs f and fails the test if it has not returned after d: a hang
+// becomes a failure with every goroutine's stack, not a stuck test binary.
 func within(t *testing.T, d time.Duration, what string, f func()) {
 	t.Helper()
 	done := make(chan struct{})
@@ -210,8 +211,10 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 	select {
 	case <-done:
 	case <-time.After(d):
+		// Exit at once: a deferred Close would block on the same hang.
 		buf := make([]byte, 1<<20)
-		t.Fatalf("%s: still blocked after %v\n%s", what, d, buf[:runtime.Stack(buf, true)])
+		fmt.Fprintf(os.Stderr, "--- FAIL: %s: %s: still blocked after %v\n%s", t.Name(), what, d, buf[:runtime.Stack(buf, true)])
+		os.Exit(1)
 	}
 }
 
@@ -332,6 +335,87 @@ func TestHelpingWaitDeadlock(t *testing.T) {
 			}
 		}
 		t.Log(cErr)
+		must(t, s.Close())
+	}
+}
+
+// Scheduler.Wait and Scheduler.Add's back-pressure called from a kernel
+// on the only worker: they used to block the one thread that could run
+// what they waited for. Now they run tasks meanwhile, as Ctx's do.
+func TestSchedulerCallsFromKernel(t *testing.T) {
+	const kInner, kWaiter, kAdder KernelID = 46, 47, 48
+	var s *Scheduler
+	var inner atomic.Int64
+	reg := NewRegistry()
+	must(t, reg.Register(kInner, Kernel{Name: "inner", CPU: func(*Ctx, *TaskData) error { inner.Add(1); return nil }}))
+	must(t, reg.Register(kWaiter, Kernel{Name: "waiter", CPU: func(*Ctx, *TaskData) error {
+		id, err := s.Add(&Task{Kernel: kInner})
+		if err != nil {
+			return err
+		}
+		return s.Wait(id) // no Ctx used: the scheduler finds the thread
+	}}))
+	must(t, reg.Register(kAdder, Kernel{Name: "adder", CPU: func(*Ctx, *TaskData) error {
+		for range 100 { // far more than the pool holds
+			if _, err := s.Add(&Task{Kernel: kInner}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}))
+	var err error
+	s, err = New(Config{Kernels: reg, Workers: 1, PoolSize: 16})
+	must(t, err)
+	defer s.Close()
+	for _, k := range []KernelID{kWaiter, kAdder} {
+		inner.Store(0)
+		within(t, 20*time.Second, s.reg.Lookup(k).Name, func() {
+			id, err := s.Add(&Task{Kernel: k})
+			must(t, err)
+			must(t, s.Wait(id))
+		})
+	}
+	within(t, 20*time.Second, "Close", func() { must(t, s.Close()) })
+}
+
+// Back-pressure with nothing to run: a held task and more dependents than
+// the pool holds, added from one goroutine. Add used to sleep until some
+// other goroutine called Run; when none will, it now says so.
+func TestBackPressureDeadEnd(t *testing.T) {
+	for _, fromThread := range []bool{false, true} {
+		s, err := New(Config{Workers: 2, PoolSize: 16})
+		must(t, err)
+		m, err := s.RegisterThread("main")
+		must(t, err)
+		add, create, run := s.Add, s.Create, s.Run
+		if fromThread {
+			add, create, run = m.Add, m.Create, m.Run
+		}
+		root, err := create(&Task{})
+		must(t, err)
+		var added []TaskID
+		within(t, 20*time.Second, "Add into a pool that cannot drain", func() {
+			for range 40 {
+				id, err := add(&Task{Dependency: root})
+				if err != nil {
+					if !errors.Is(err, ErrPoolDeadlock) {
+						t.Errorf("Add: %v, want ErrPoolDeadlock", err)
+					}
+					t.Log(err)
+					return
+				}
+				added = append(added, id)
+			}
+			t.Errorf("40 dependents of a held task added to a pool of 16")
+		})
+		// Running the held task drains the pool; Add works again.
+		must(t, run(root))
+		for _, id := range added {
+			must(t, m.Wait(id))
+		}
+		id, err := add(&Task{Dependency: root})
+		must(t, err)
+		must(t, m.Wait(id))
 		must(t, s.Close())
 	}
 }

@@ -114,6 +114,7 @@ var (
 	ErrThreadsTaken = errors.New("all MainThreads are already registered")
 	ErrCycle        = errors.New("dependency cycle")
 	ErrDeadlock     = errors.New("wait can never return")
+	ErrPoolDeadlock = errors.New("task pool full and nothing can run")
 )
 
 // TaskError is the error of a failed task: it names the task and kernel.
@@ -459,6 +460,7 @@ func (s *Scheduler) RegisterThread(name string) (*Ctx, error) {
 	}
 	c := s.threads[s.nwork+i]
 	c.name = name
+	c.goid.Store(goid())
 	return c, nil
 }
 
@@ -523,13 +525,21 @@ func (s *Scheduler) recordFailure(e *TaskError) {
 // slot frees (back-pressure). See Ctx.Add for the rules.
 func (s *Scheduler) Add(t *Task) (TaskID, error) { return s.add(t, nil) }
 
-// Wait blocks until id finished and returns its error. It does not run
-// tasks (the caller is not a scheduler thread); use Ctx.Wait on threads.
+// Wait blocks until id finished and returns its error. Called from a
+// goroutine that is not a scheduler thread, it runs no tasks. Called from
+// a scheduler thread (a kernel that has no Ctx at hand, or a registered
+// thread), it is Ctx.Wait on that thread, which runs tasks meanwhile:
+// blocking there could leave nobody to run the awaited task (one worker).
+// Telling the two apart costs about a microsecond, only when id has not
+// finished yet; Ctx.Wait is the direct way.
 func (s *Scheduler) Wait(id TaskID) error {
 	if err := s.checkID(id, "Wait"); err != nil {
 		return err
 	}
 	if !s.IsFinished(id) {
+		if c := s.callerCtx(); c != nil {
+			return c.Wait(id)
+		}
 		s.payDebtsTo(id, nil)
 		sl := &s.slots[id.index()]
 		s.extMu.Lock()
@@ -631,7 +641,13 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 		}
 	}
 
-	idx := s.alloc(c)
+	idx, ok := s.getSlot(c)
+	if !ok {
+		var err error
+		if idx, err = s.alloc(c); err != nil {
+			return NoTask, fmt.Errorf("sched: Add: kernel %q: %w", k.Name, err)
+		}
+	}
 	// Hold the parent before touching the slot: the locked add waits for
 	// the stores before it to reach the cache, and the slot's lines may
 	// still be in the core that last completed a task in it.
@@ -1051,23 +1067,120 @@ func (s *Scheduler) complete(idx uint32, c *Ctx, deferParent bool) {
 }
 
 // alloc takes a free slot, helping or sleeping while the pool is full.
-func (s *Scheduler) alloc(c *Ctx) uint32 {
+// A caller that is a scheduler thread (Scheduler.Add from a kernel or a
+// registered thread included) runs tasks meanwhile. When nothing can free
+// a slot but the caller itself (every thread idle, every queue empty, no
+// executor job, and so for stuckGrace) it returns an error wrapping
+// ErrPoolDeadlock instead of sleeping for ever.
+func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
+	resolved := c != nil
+	var stuckSince time.Time
 	for {
 		if idx, ok := s.getSlot(c); ok {
-			return idx
+			return idx, nil
+		}
+		if !resolved {
+			// Scheduler.Add from a goroutine that may be one of our
+			// threads (a kernel): it must help, or nobody may run.
+			resolved = true
+			if c = s.callerCtx(); c != nil {
+				continue
+			}
 		}
 		if c != nil && c.helpOne() {
+			stuckSince = time.Time{}
 			continue
 		}
-		// Nothing to run here: sleep until a slot frees.
+		// Nothing to run here: sleep until a slot frees, or until the
+		// scheduler goes idle (sleep broadcasts) to look for the dead end.
 		s.extMu.Lock()
 		s.poolWait.Add(1)
-		for s.nfree.Load() == 0 {
+		if s.nfree.Load() == 0 {
+			if s.poolStuck(c) {
+				if stuckSince.IsZero() {
+					stuckSince = time.Now()
+				}
+				if time.Since(stuckSince) >= stuckGrace {
+					s.poolWait.Add(-1)
+					s.extMu.Unlock()
+					return 0, s.poolDeadlock()
+				}
+				time.AfterFunc(stuckGrace, func() {
+					s.extMu.Lock()
+					s.extCond.Broadcast()
+					s.extMu.Unlock()
+				})
+			} else {
+				stuckSince = time.Time{}
+			}
 			s.extCond.Wait()
 		}
 		s.poolWait.Add(-1)
 		s.extMu.Unlock()
 	}
+}
+
+// stuckGrace is how long a full pool with nothing to run must last before
+// Add gives up: another goroutine may be about to Run a held task.
+const stuckGrace = 20 * time.Millisecond
+
+// poolStuck reports whether no slot can free without an outside call: the
+// pool is full and nothing can run (see quiescent), c (the caller, blocked
+// in Add; nil if not a thread) aside. Called with extMu held.
+func (s *Scheduler) poolStuck(c *Ctx) bool {
+	return s.nfree.Load() == 0 && s.quiescentExcept(c)
+}
+
+// poolDeadlock is the error of an Add that nothing but its caller could
+// unblock.
+func (s *Scheduler) poolDeadlock() error {
+	held := 0
+	for i := range s.slots {
+		if s.slots[i].held.Load() {
+			held++
+		}
+	}
+	return fmt.Errorf("%w: all %d slots hold unfinished tasks and none can run (%d made by Create wait for Run, the others wait for those or for a cycle); only a Run or Abandon could free a slot, and nothing is left to call one but this caller, blocked here: Run held tasks before adding more dependents, or raise Config.PoolSize",
+		ErrPoolDeadlock, len(s.slots), held)
+}
+
+// callerCtx returns the scheduler thread the calling goroutine is (a
+// worker, or the thread it registered), or nil. A goroutine that
+// registered several threads hands all but one to other goroutines, and
+// which one it kept is unknown: nil then. It costs about a microsecond
+// (see goid): for the slow paths of calls made without a Ctx.
+func (s *Scheduler) callerCtx() *Ctx {
+	g := goid()
+	var found *Ctx
+	for _, t := range s.threads {
+		if t.goid.Load() == g {
+			if found != nil {
+				return nil
+			}
+			found = t
+		}
+	}
+	return found
+}
+
+// goid returns the calling goroutine's ID, read from the first line of its
+// stack trace ("goroutine 123 [running]:"). Go offers no cheaper way; only
+// slow paths use it.
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	const prefix = "goroutine "
+	if len(b) < len(prefix) {
+		return 0
+	}
+	var id uint64
+	for _, ch := range b[len(prefix):] {
+		if ch < '0' || ch > '9' {
+			break
+		}
+		id = id*10 + uint64(ch-'0')
+	}
+	return id
 }
 
 func (s *Scheduler) tryAlloc() (uint32, bool) {
@@ -1412,7 +1525,11 @@ func (s *Scheduler) Pending() int { return int(s.live()) }
 // every queue is empty and no executor holds a job, and no thread woke up
 // while this was being checked. Once closing, no task can then appear
 // except by a task running, so the state is final. Close only.
-func (s *Scheduler) quiescent() bool {
+func (s *Scheduler) quiescent() bool { return s.quiescentExcept(nil) }
+
+// quiescentExcept is quiescent with thread c (if not nil) counted as idle:
+// it is the caller, blocked.
+func (s *Scheduler) quiescentExcept(c *Ctx) bool {
 	a0 := s.activity.Load()
 	if s.execJobs.Load() != 0 {
 		return false
@@ -1420,16 +1537,19 @@ func (s *Scheduler) quiescent() bool {
 	s.idleMu.Lock()
 	workers := 0
 	for _, t := range s.idle {
-		if t.worker {
+		if t.worker && t != c {
 			workers++
 		}
+	}
+	if c != nil && c.worker {
+		workers++
 	}
 	ok := workers == s.nwork
 	for _, r := range s.threads[s.nwork:] {
 		if !ok {
 			break
 		}
-		if r.busy.Load() != 0 {
+		if r != c && r.busy.Load() != 0 {
 			ok = false
 			for _, t := range s.idle {
 				if t == r {
