@@ -805,3 +805,144 @@ func BenchmarkPeersParallelFor(b *testing.B) {
 		})
 	}
 }
+
+// The Mix benchmarks below interleave the rows they compare inside every
+// op, as BenchmarkPeersEmptyMix does, so that their ratios hold on cores
+// shared with other work: with -count 10, each run gives one ratio.
+
+// BenchmarkPeersFibMix: fib(25) on one scheduler, alternately with
+// GOMAXPROCS 1 and 2 (the scheduler's two threads then share one P or get
+// one each); reports ns/task for both and the scaling p1/p2.
+func BenchmarkPeersFibMix(b *testing.B) {
+	_, m := peerSched(b)
+	old := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(old)
+	var res uint32
+	var t1, t2 time.Duration
+	one := func(procs int) time.Duration {
+		runtime.GOMAXPROCS(procs)
+		t0 := time.Now()
+		t := Task{Kernel: pkFib}
+		t.Data.Params[0] = fibN
+		t.Data.Data = &res
+		id, err := m.Add(&t)
+		if err != nil {
+			b.Fatal(err)
+		}
+		must(b, m.Wait(id))
+		d := time.Since(t0)
+		if res != fibWant {
+			b.Fatalf("fib(%d) = %d, want %d", fibN, res, fibWant)
+		}
+		return d
+	}
+	b.ResetTimer()
+	for range b.N {
+		t1 += one(1)
+		t2 += one(2)
+	}
+	b.StopTimer()
+	n := float64(b.N) * fibTasks
+	b.ReportMetric(float64(t1.Nanoseconds())/n, "p1-ns/task")
+	b.ReportMetric(float64(t2.Nanoseconds())/n, "p2-ns/task")
+	b.ReportMetric(float64(t1)/float64(t2), "p1/p2")
+}
+
+// BenchmarkPeersParallelForMix: the scheduler's parallel-for and the
+// hand-split goroutines in turn, at 1M and 64K elements; reports the
+// ratios sched/goroutines.
+func BenchmarkPeersParallelForMix(b *testing.B) {
+	for _, n := range []int{1 << 20, 64 << 10} {
+		name := "1M"
+		if n < 1<<20 {
+			name = "64K"
+		}
+		b.Run(name, func(b *testing.B) {
+			x := make([]float32, n)
+			y := make([]float32, n)
+			_, m := peerSched(b)
+			t := Task{Kernel: pkCompute}
+			t.Data.Elements = uint32(n)
+			t.Data.In[0] = StreamOf(x)
+			t.Data.Out[0] = StreamOf(y)
+			p := runtime.GOMAXPROCS(0)
+			var ts, tg time.Duration
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				id, err := m.Add(&t)
+				if err != nil {
+					b.Fatal(err)
+				}
+				must(b, m.Wait(id))
+				t1 := time.Now()
+				var wg sync.WaitGroup
+				for w := range p {
+					lo, hi := n*w/p, n*(w+1)/p
+					wg.Go(func() { computeRange(x, y, lo, hi) })
+				}
+				wg.Wait()
+				ts, tg = ts+t1.Sub(t0), tg+time.Since(t1)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(ts.Nanoseconds())/float64(b.N*n), "sched-ns/elem")
+			b.ReportMetric(float64(tg.Nanoseconds())/float64(b.N*n), "goroutines-ns/elem")
+			b.ReportMetric(float64(ts)/float64(tg), "sched/goroutines")
+		})
+	}
+}
+
+// BenchmarkPeersDAGMix: the scheduler's DAG (joins, built as it runs) and
+// the channel pool's (counters, built once) in turn; ns/node for both.
+func BenchmarkPeersDAGMix(b *testing.B) {
+	_, m := peerSched(b)
+	cp := newChanPool(runtime.GOMAXPROCS(0), 2*dagNodes)
+	defer cp.close()
+	d := newCounterDAG(cp.Go)
+	var prev, cur [dagWidth]TaskID
+	var ts, tc time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		root, err := m.Create(&Task{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		node := Task{Kernel: pkEmpty, Parent: root}
+		for j := range dagWidth {
+			if cur[j], err = m.Add(&node); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for l := 1; l < dagLevels; l++ {
+			prev = cur
+			for j := range dagWidth {
+				join, err := m.Create(&Task{Dependency: prev[j]})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := m.Add(&Task{Parent: join, Dependency: prev[(j+1)%dagWidth]}); err != nil {
+					b.Fatal(err)
+				}
+				if err := m.Run(join); err != nil {
+					b.Fatal(err)
+				}
+				node.Dependency = join
+				if cur[j], err = m.Add(&node); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		node.Dependency = NoTask
+		must(b, m.Run(root))
+		must(b, m.Wait(root))
+		t1 := time.Now()
+		d.once(cp.Go)
+		ts, tc = ts+t1.Sub(t0), tc+time.Since(t1)
+	}
+	b.StopTimer()
+	n := float64(b.N) * dagNodes
+	b.ReportMetric(float64(ts.Nanoseconds())/n, "sched-ns/node")
+	b.ReportMetric(float64(tc.Nanoseconds())/n, "chanpool-ns/node")
+	b.ReportMetric(float64(ts)/float64(tc), "sched/chanpool")
+}
