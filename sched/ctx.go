@@ -350,7 +350,7 @@ func (c *Ctx) runOne() bool {
 func (c *Ctx) find() uint32 {
 	s := c.s
 	pinned := !c.worker && c.npinned.Load() > 0
-	for lv := 0; lv < int(numPriorities); lv++ {
+	for lv := 0; lv < numPriorities; lv++ {
 		if lv != 1 && s.queued[lv].Load() == 0 && !pinned {
 			continue
 		}

@@ -419,3 +419,27 @@ func TestBackPressureDeadEnd(t *testing.T) {
 		must(t, s.Close())
 	}
 }
+
+// Priorities compare as they rank, the zero value is Normal, and values
+// outside Low..High are refused.
+func TestPriorityOrder(t *testing.T) {
+	if !(PriorityLow < PriorityNormal && PriorityNormal < PriorityHigh) {
+		t.Fatalf("low %d, normal %d, high %d: numeric order is not priority order", PriorityLow, PriorityNormal, PriorityHigh)
+	}
+	if (Task{}).Priority != PriorityNormal {
+		t.Fatalf("the zero priority is %v", Task{}.Priority)
+	}
+	for _, p := range []Priority{PriorityLow, PriorityNormal, PriorityHigh} {
+		if p.level() < 0 || p.level() >= numPriorities || (p < PriorityHigh && p.level() <= (p+1).level()) {
+			t.Fatalf("%v has queue level %d", p, p.level())
+		}
+	}
+	s, err := New(Config{Workers: 1})
+	must(t, err)
+	defer s.Close()
+	for _, p := range []Priority{PriorityLow - 1, PriorityHigh + 1, 9} {
+		if _, err := s.Add(&Task{Priority: p}); !errors.Is(err, ErrBadPriority) {
+			t.Errorf("priority %d: %v, want ErrBadPriority", p, err)
+		}
+	}
+}

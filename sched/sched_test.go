@@ -866,7 +866,7 @@ func stressRound(t *testing.T, seed uint64, n int) int {
 		tk.Kernel = kS
 		tk.Data.Params[0] = uint32(i)
 		tk.Data.Params[1] = uint32(rng.IntN(3))
-		tk.Priority = Priority(rng.IntN(3))
+		tk.Priority = Priority(rng.IntN(3) - 1)
 		switch rng.IntN(8) {
 		case 0:
 			tk.Affinity = OnThread(0)

@@ -101,26 +101,35 @@ func (k Kind) String() string {
 // Priority orders runnable tasks: among tasks a thread can run, higher
 // priority runs first. Within one priority a worker runs its own newest work
 // first (depth first, cache warm) and steals the oldest work of others.
-type Priority uint8
+// Numeric order is priority order (PriorityLow < PriorityNormal <
+// PriorityHigh), and the zero value is PriorityNormal.
+type Priority int8
 
-// The zero value is PriorityNormal.
 const (
-	PriorityNormal Priority = iota
-	PriorityHigh
-	PriorityLow
-	numPriorities
+	PriorityLow    Priority = -1
+	PriorityNormal Priority = 0
+	PriorityHigh   Priority = 1
 )
 
-// level maps a priority to its queue level: 0 is served first.
-func (p Priority) level() int {
+// numPriorities is the number of priority levels (queues per thread).
+const numPriorities = int(PriorityHigh-PriorityLow) + 1
+
+// String returns "low", "normal" or "high".
+func (p Priority) String() string {
 	switch p {
-	case PriorityHigh:
-		return 0
 	case PriorityLow:
-		return 2
+		return "low"
+	case PriorityNormal:
+		return "normal"
+	case PriorityHigh:
+		return "high"
 	}
-	return 1
+	return fmt.Sprintf("priority(%d)", int8(p))
 }
+
+// level maps a valid priority to its queue level: 0 (High) is served
+// first, then 1 (Normal), then 2 (Low).
+func (p Priority) level() int { return int(PriorityHigh - p) }
 
 // Affinity says where a task may run. The zero value is AnyWorker.
 //

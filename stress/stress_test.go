@@ -157,7 +157,7 @@ func runRound(t *testing.T, r *rig, seed uint64) int {
 			a := float32(rng.IntN(8)) * 0.5
 			var tk sched.Task
 			tk.Kernel = kernels.Saxpy
-			tk.Priority = sched.Priority(rng.IntN(3))
+			tk.Priority = sched.Priority(rng.IntN(3) - 1) // low, normal or high
 			tk.Affinity = affinities[rng.IntN(len(affinities))]
 			tk.Dependency = prev
 			if k == steps-1 {
