@@ -610,7 +610,7 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	if err := k.Validate(t.Kernel, &t.Data); err != nil {
 		return NoTask, err
 	}
-	if uint8(t.Priority-PriorityLow) >= numPriorities { // one compare: Low..High
+	if uint8(t.Priority-PriorityLow) > uint8(PriorityHigh-PriorityLow) { // one compare
 		return NoTask, fmt.Errorf("sched: Add: kernel %q: %w %d", k.Name, ErrBadPriority, t.Priority)
 	}
 	switch a := t.Affinity; a {
