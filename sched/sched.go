@@ -131,14 +131,6 @@ func (e *TaskError) Error() string {
 
 func (e *TaskError) Unwrap() error { return e.Err }
 
-const (
-	stFree uint32 = iota
-	stPending
-	stQueued
-	stRunning
-	stDone
-)
-
 // slot is one pool entry. Hot fields first; the task copy follows.
 type slotFields struct {
 	deps    atomic.Uint64 // generation<<32 | dependents list head (index+1) or depsClosed
@@ -665,7 +657,7 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 		sl.task.Parent, sl.task.Dependency = t.Parent, t.Dependency
 		sl.task.Data.Params, sl.task.Data.Data = t.Data.Params, t.Data.Data
 		sl.task.Data.Elements, sl.task.Data.Grain = t.Data.Elements, t.Data.Grain
-		if sl.simple == false {
+		if !sl.simple {
 			sl.task.Data.In, sl.task.Data.Out = [MaxStreams]Stream{}, [MaxStreams]Stream{}
 			sl.simple = true
 		}
