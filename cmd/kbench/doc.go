@@ -7,7 +7,7 @@
 //
 //	kbench [-kernels LIST] [-sizes LIST] [-reps N] [-min-sample D]
 //	       [-quick] [-cpu-only] [-json | -csv] [-plot FILE.svg|FILE.png]
-//	       [-validate] [-device NAME] [-spu-store BYTES] [-spu-chunk ITEMS] [-version]
+//	       [-validate] [-device NAME] [-spu-store BYTES] [-spu-chunk ITEMS] [-best] [-version]
 //
 //	go run ./cmd/kbench -quick                       # every kernel, 1e3..1e5, in seconds
 //	go run ./cmd/kbench                              # every kernel, 1e3..1e7 (minutes)
@@ -20,6 +20,8 @@
 //	-sizes      comma-separated sizes in elements, 1 to 1e8 (default 1e3,1e4,1e5,1e6,1e7)
 //	-reps       samples per measurement, the median is reported (default 5)
 //	-min-sample runs are repeated so that each sample lasts at least this long (default 20ms)
+//	-best       report the fastest sample instead of the median (the copy bound is always the
+//	            fastest): on a machine shared with other work, the run least disturbed by it
 //	-quick      sizes 1e3,1e4,1e5, 3 samples of 5ms, unless given: well under 30 s on lavapipe
 //	-cpu-only   measure the CPU columns only; do not open a Vulkan device
 //	-json       write the whole report (every sample) as JSON instead of the table

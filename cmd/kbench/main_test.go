@@ -285,6 +285,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"-json", "-csv"}, "choose one"},
 		{[]string{"-plot", "out.pdf"}, "must end in .svg or .png"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-spu-store", "100"}, "-spu-store 100: the local store needs at least 4096 bytes"},
+		{[]string{"-spu-chunk", "-1"}, "-spu-chunk -1: must not be negative"},
 	} {
 		code, out, errs := runKbench(c.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errs, c.msg) || !strings.Contains(errs, "usage: kbench") {
@@ -423,6 +425,52 @@ func TestChunks(t *testing.T) {
 		res.close()
 		if err != nil {
 			t.Fatalf("3 chunks on the GPU, resident buffers: %v", err)
+		}
+	}
+}
+
+// TestSPUColumn: the spu column runs tasks of -spu-chunk items through a
+// local store of -spu-store bytes, checked against cpu-1, and reports the
+// share of time spent waiting on the simulated DMA; a local store too
+// small for a kernel's streams leaves its column empty with a note.
+func TestSPUColumn(t *testing.T) {
+	code, out, errs := runKbench("-cpu-only", "-json", "-kernels", "saxpy,local_to_model_skin", "-sizes", "3e3", "-reps", "1", "-min-sample", "0",
+		"-spu-store", "8192", "-spu-chunk", "700")
+	if code != exitOK {
+		t.Fatalf("exit status %d; stderr:\n%s", code, errs)
+	}
+	var rep Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	x := rep.result("saxpy", 3000, devSPU)
+	if rep.SPULocalStore != 8192 || rep.SPUChunk != 700 || x == nil || x.Seconds <= 0 || x.BoundFraction <= 0 ||
+		x.DMAWaitFraction < 0 || x.DMAWaitFraction > 1 {
+		t.Fatalf("spu result %+v (store %d, chunk %d)", x, rep.SPULocalStore, rep.SPUChunk)
+	}
+	// 90 bones x (48 + 2 x 64) bytes per skeleton do not fit 8 KiB.
+	if rep.result("local_to_model_skin", 3000, devSPU) != nil || len(rep.SPUNotes) != 1 ||
+		!strings.Contains(rep.SPUNotes[0].Note, "does not fit a local store of 8192 bytes") {
+		t.Fatalf("spu notes %+v", rep.SPUNotes)
+	}
+}
+
+// TestBest: -best reports each measurement's fastest sample.
+func TestBest(t *testing.T) {
+	code, out, errs := runKbench("-cpu-only", "-json", "-best", "-kernels", "saxpy", "-sizes", "1e3", "-reps", "3", "-min-sample", "0")
+	if code != exitOK {
+		t.Fatalf("exit status %d; stderr:\n%s", code, errs)
+	}
+	var rep Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Best || len(rep.Results) != 3 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, x := range rep.Results {
+		if len(x.Samples) != 3 || x.Seconds != min(x.Samples[0], x.Samples[1], x.Samples[2]) {
+			t.Fatalf("%s: %g s, samples %v: want the fastest", x.Device, x.Seconds, x.Samples)
 		}
 	}
 }
