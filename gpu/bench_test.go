@@ -3,9 +3,14 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
+
+	vk "github.com/vulkan-go/vulkan"
 
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -20,6 +25,10 @@ var (
 // than the executor), shared by all benchmarks and closed by TestMain.
 // VKJOBS_VALIDATION=1 turns validation on.
 func benchEnv(b *testing.B, eo ExecutorOptions) *env {
+	return benchEnvConfig(b, eo, sched.Config{})
+}
+
+func benchEnvConfig(b *testing.B, eo ExecutorOptions, cfg sched.Config) *env {
 	b.Helper()
 	benchOnce.Do(func() { benchDev, benchErr = Open(Options{}) })
 	if errors.Is(benchErr, ErrNoDevice) && os.Getenv("CI") != "true" {
@@ -27,8 +36,8 @@ func benchEnv(b *testing.B, eo ExecutorOptions) *env {
 	}
 	must(b, benchErr)
 	dev := benchDev
-	reg := testRegistry(b)
-	e := newEnv(b, dev, eo, sched.Config{Kernels: reg})
+	cfg.Kernels = testRegistry(b)
+	e := newEnv(b, dev, eo, cfg)
 	// Compile the pipelines outside the timed loops.
 	x := ramp(64, 1, 0)
 	must(b, e.main.Wait(e.add(b, saxpyTask(1, x, x, make([]float32, 64)))))
@@ -36,15 +45,35 @@ func benchEnv(b *testing.B, eo ExecutorOptions) *env {
 }
 
 // BenchmarkGPURoundTrip: add one tiny GPU task (saxpy over 64 elements,
-// host streams) and wait for it, with and without timestamp queries.
+// host streams) and wait for it, with and without timestamp queries; and
+// "raw", the floor for the executor's no-timestamps case: the same
+// dispatch with no scheduler and no executor (copy the inputs into mapped
+// device memory, reset the fence and the command pool, record the
+// dispatch and a barrier to the host, submit, wait for the fence, copy the
+// output back), with its descriptor set written once, outside the loop;
+// "no-timestamps-handoff", the executor without Enqueue's inline
+// submission (every task through the submitter goroutine); and
+// "no-timestamps-sleep", with a scheduler whose Wait sleeps at once
+// (SpinRounds 1) instead of spinning beside lavapipe's threads. The
+// executor's cost is the ratio no-timestamps / raw (BENCHMARKS.md).
 func BenchmarkGPURoundTrip(b *testing.B) {
-	for _, ts := range []bool{true, false} {
-		name := "timestamps"
-		if !ts {
-			name = "no-timestamps"
-		}
-		b.Run(name, func(b *testing.B) {
-			e := benchEnv(b, ExecutorOptions{NoTimestamps: !ts, CPUTimestamps: ts})
+	b.Run("raw", benchRawRoundTrip)
+	for _, c := range []struct {
+		name               string
+		ts, handoff, sleep bool
+	}{
+		{"timestamps", true, false, false},
+		{"no-timestamps", false, false, false},
+		{"no-timestamps-handoff", false, true, false},
+		{"no-timestamps-sleep", false, false, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var cfg sched.Config
+			if c.sleep {
+				cfg.SpinRounds = 1 // Wait sleeps at once instead of spinning
+			}
+			e := benchEnvConfig(b, ExecutorOptions{NoTimestamps: !c.ts, CPUTimestamps: c.ts}, cfg)
+			e.exec.noInline = c.handoff // every task through the submitter goroutine
 			x, y, z := ramp(64, 1, 0), ramp(64, 1, 1), make([]float32, 64)
 			task := saxpyTask(2, x, y, z)
 			b.ReportAllocs()
@@ -160,4 +189,82 @@ func BenchmarkStreamOffload(b *testing.B) {
 			})
 		}
 	}
+}
+
+func benchRawRoundTrip(b *testing.B) {
+	e := benchEnv(b, ExecutorOptions{NoTimestamps: true})
+	d, sh := e.dev, e.dev.shim
+	if !d.direct {
+		b.Skip("raw round trip: written for devices with directly mapped memory")
+	}
+	k := testRegistry(b).Lookup(kSaxpy)
+	p, err := d.pipelineFor(k)
+	must(b, err)
+	pool, cb, err := d.newCommandPool()
+	must(b, err)
+	fence, err := d.newFence()
+	must(b, err)
+	defer func() {
+		vk.DestroyFence(d.dev, fence, nil)
+		vk.DestroyCommandPool(d.dev, pool, nil)
+	}()
+	dci := &vk.DescriptorPoolCreateInfo{
+		SType: vk.StructureTypeDescriptorPoolCreateInfo, MaxSets: 1, PoolSizeCount: 1,
+		PPoolSizes: []vk.DescriptorPoolSize{{Type: vk.DescriptorTypeStorageBuffer, DescriptorCount: 3}},
+	}
+	var dp vk.DescriptorPool
+	r := Result(vk.CreateDescriptorPool(d.dev, dci, nil, &dp))
+	dci.Free()
+	must(b, check("vkCreateDescriptorPool", r))
+	defer vk.DestroyDescriptorPool(d.dev, dp, nil)
+	const n = 64
+	var bufs [3]*Buffer
+	var writes [3]descWrite
+	for i := range bufs {
+		bufs[i], err = d.NewBuffer(4 * n)
+		must(b, err)
+		defer bufs[i].Close()
+		bind := uint32(FirstInBinding + i)
+		if i == 2 {
+			bind = FirstOutBinding
+		}
+		writes[i] = descWrite{Buffer: bufferU64(bufs[i].blk.buf), Range: 4 * n, Bind: bind, Type: uint32(vk.DescriptorTypeStorageBuffer)}
+	}
+	var set uint64
+	must(b, check("vkAllocateDescriptorSets", sh.set(dp, p.setLayout, writes[:], &set)))
+	x, y, z := ramp(n, 1, 0), ramp(n, 1, 1), make([]float32, n)
+	xb, yb, zb := sched.StreamOf(x).Bytes, sched.StreamOf(y).Bytes, sched.StreamOf(z).Bytes
+	var params [8]uint32
+	params[0] = math.Float32bits(2)
+	runtime.LockOSThread() // as the executor's submitter
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		copy(bufs[0].Mapped(), xb)
+		copy(bufs[1].Mapped(), yb)
+		if err := check("vkResetFences/vkResetCommandPool", sh.slotReset(fence, pool, vk.NullDescriptorPool)); err != nil {
+			b.Fatal(err)
+		}
+		if err := check("vkBeginCommandBuffer", sh.begin(cb)); err != nil {
+			b.Fatal(err)
+		}
+		sh.dispatch(cb, p.pipe, p.layout, set, &params, 0, n, p.itemsPerGroup, d.lim.maxGroupCount, vk.NullQueryPool, -1, d.tsBegin, d.tsEnd)
+		sh.barrier(cb, stCompute, stHost, acSWrite, acHRead)
+		if err := check("vkEndCommandBuffer", sh.end(cb)); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.submit(cb, fence); err != nil {
+			b.Fatal(err)
+		}
+		if err := check("vkWaitForFences", sh.wait(fence, uint64(10*time.Second))); err != nil {
+			b.Fatal(err)
+		}
+		copy(zb, bufs[2].Mapped())
+	}
+	b.StopTimer()
+	if z[n-1] != 2*x[n-1]+y[n-1] {
+		b.Fatalf("raw round trip: z[%d] = %v, want %v", n-1, z[n-1], 2*x[n-1]+y[n-1])
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/task")
 }

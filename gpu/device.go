@@ -887,14 +887,23 @@ func (d *Device) markLost(err error) {
 // submit submits one command buffer with a fence under the queue lock,
 // applying an injected FaultSubmitDeviceLost.
 func (d *Device) submit(cb vk.CommandBuffer, fence vk.Fence) error {
+	return d.submitQueue(cb, fence, false)
+}
+
+// submitQueue is submit; held: the caller holds the queue lock.
+func (d *Device) submitQueue(cb vk.CommandBuffer, fence vk.Fence, held bool) error {
 	if takeFault(&d.faultSubmit) {
 		err := check("vkQueueSubmit", ErrorDeviceLost)
 		d.markLost(fmt.Errorf("%w (injected fault)", err))
 		return err
 	}
-	d.qmu.Lock()
+	if !held {
+		d.qmu.Lock()
+	}
 	r := d.shim.submit(d.queue, cb, fence)
-	d.qmu.Unlock()
+	if !held {
+		d.qmu.Unlock()
+	}
 	err := check("vkQueueSubmit", r)
 	if r == ErrorDeviceLost {
 		d.markLost(err)

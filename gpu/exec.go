@@ -65,6 +65,12 @@ type Executor struct {
 	pending []pendingJob
 	closed  bool
 	wake    chan struct{}
+	// subBusy: the submitter holds jobs (it took pending ones and has not
+	// finished submitting them); inlineBusy: an Enqueue is submitting its
+	// job itself. Both under mu; see Enqueue.
+	subBusy, inlineBusy bool
+	inlineQ             [1]pendingJob // the inline job (one at a time)
+	noInline            bool          // tests: always hand off to the submitter
 
 	free     chan *slot
 	inflight chan *slot
@@ -293,9 +299,14 @@ func (e *Executor) destroySlots() {
 func (e *Executor) Device() *Device { return e.d }
 
 // Enqueue hands the executor a runnable GPU task. It never blocks on the
-// GPU: it appends the job and wakes the submitter. After Close, or once the
-// device is lost, it fails the job at once. Called by the scheduler from
-// any goroutine.
+// GPU. When the executor is idle (no job waiting, the submitter idle, a
+// command buffer free, the queue not in use) and the job's host streams
+// are small (inlineBytes), it records and submits the job itself, on the
+// caller's thread: a tiny task then costs no hand-off to the submitter
+// goroutine, which on a loaded machine is most of its round trip. Else it
+// appends the job and wakes the submitter. After Close, or once the device
+// is lost, it fails the job at once. Called by the scheduler from any
+// goroutine.
 func (e *Executor) Enqueue(j sched.Job) {
 	pj := pendingJob{j: j, t: sched.Nanotime()}
 	if err := e.d.Lost(); err != nil {
@@ -308,8 +319,62 @@ func (e *Executor) Enqueue(j sched.Job) {
 		e.finishEarly(&pj, fmt.Errorf("gpu: Enqueue after Close: %w", ErrClosed))
 		return
 	}
+	if !e.noInline && !e.subBusy && !e.inlineBusy && len(e.pending) == 0 && e.inlineable(j) {
+		var sl *slot
+		select {
+		case sl = <-e.free:
+		default:
+		}
+		// The queue lock is held from here to the submission (tens of
+		// µs for a small job with a ready pipeline); taking it with
+		// TryLock, the caller never waits for a presentation holding
+		// it: then the submitter goes.
+		if sl != nil && e.d.qmu.TryLock() {
+			e.inlineBusy = true
+			e.mu.Unlock()
+			e.inlineQ[0] = pj
+			e.runBatch(sl, e.inlineQ[:], true) // consumes the one job
+			e.inlineQ[0] = pendingJob{}
+			e.d.qmu.Unlock()
+			e.mu.Lock()
+			e.inlineBusy = false
+			more := len(e.pending) > 0 || e.closed
+			e.mu.Unlock()
+			if more {
+				e.wakeSubmitter()
+			}
+			return
+		}
+		if sl != nil {
+			e.free <- sl // never blocks: the slot came from there
+		}
+	}
 	e.pending = append(e.pending, pj)
 	e.mu.Unlock()
+	e.wakeSubmitter()
+}
+
+// inlineBytes bounds the host-stream bytes of a job that Enqueue submits
+// itself: their copy into the arena runs under the queue lock.
+const inlineBytes = 64 << 10
+
+// inlineable reports whether Enqueue may submit j itself: its host
+// streams hold at most inlineBytes and its pipeline is ready (compiling
+// one takes tens of milliseconds).
+func (e *Executor) inlineable(j sched.Job) bool {
+	td := j.Data()
+	var n int
+	for i := range sched.MaxStreams {
+		n += len(td.In[i].Bytes) + len(td.Out[i].Bytes)
+	}
+	if n > inlineBytes {
+		return false
+	}
+	_, k := j.Kernel()
+	return e.d.pipelineReady(k)
+}
+
+func (e *Executor) wakeSubmitter() {
 	select {
 	case e.wake <- struct{}{}:
 	default:
@@ -347,18 +412,16 @@ func (e *Executor) Close() error {
 
 // submitLoop is the submitter goroutine.
 func (e *Executor) submitLoop() {
-	// One OS thread from slotReset to vkEndCommandBuffer, so that the
-	// validation layer's messages during planning and recording are
-	// counted against this command buffer (see shim.go).
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	defer e.wg.Done()
 	defer close(e.inflight)
 	var q []pendingJob
 	for {
 		if len(q) == 0 {
 			e.mu.Lock()
-			for len(e.pending) == 0 && !e.closed {
+			e.subBusy = false
+			// While an Enqueue submits inline it owns a slot and may
+			// send it to the completion goroutine: wait for it.
+			for e.inlineBusy || (len(e.pending) == 0 && !e.closed) {
 				e.mu.Unlock()
 				<-e.wake
 				e.mu.Lock()
@@ -367,6 +430,7 @@ func (e *Executor) submitLoop() {
 				e.mu.Unlock()
 				return // closed and drained
 			}
+			e.subBusy = true
 			e.mu.Unlock()
 		}
 		// Take a free command buffer; while all are in flight, jobs
@@ -392,7 +456,7 @@ func (e *Executor) submitLoop() {
 			}
 			continue
 		}
-		n := e.runBatch(sl, q)
+		n := e.runBatch(sl, q, false)
 		copy(q, q[n:])
 		clear(q[len(q)-n:])
 		q = q[:len(q)-n]
@@ -403,8 +467,17 @@ func (e *Executor) submitLoop() {
 // many jobs of q it consumed (submitted or finished). The slot goes to the
 // completion goroutine, or back to the free list when nothing was
 // submitted.
-func (e *Executor) runBatch(sl *slot, q []pendingJob) int {
+//
+// queueHeld: the caller holds the queue lock (Enqueue's inline path).
+func (e *Executor) runBatch(sl *slot, q []pendingJob, queueHeld bool) int {
 	d := e.d
+	// One OS thread from slotReset to vkEndCommandBuffer, so that the
+	// validation layer's messages during planning and recording are
+	// counted against this command buffer (see shim.go). Locked per batch
+	// only: a goroutine locked for good would make every wake-up of the
+	// submitter a hand-off between OS threads.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if sl.want > sl.arena.Cap() {
 		_ = e.growArena(sl, sl.want) // on failure the old arena stays
 	}
@@ -434,7 +507,7 @@ func (e *Executor) runBatch(sl *slot, q []pendingJob) int {
 	err := e.record(sl)
 	if err == nil {
 		sl.submitAt = sched.Nanotime()
-		err = d.submit(sl.cb, sl.fence)
+		err = d.submitQueue(sl.cb, sl.fence, queueHeld)
 	}
 	if err != nil {
 		e.finishSlot(sl, err, 0)
@@ -901,7 +974,7 @@ func (e *Executor) times(sl *slot, doneAt int64, copyUp, copyDown *int64) {
 		}
 		return
 	}
-	conv := e.d.batchClock(sl.queries[0], sl.submitAt)
+	conv := e.d.batchClock(sl.queries[0], sl.submitAt).at
 	first, last := conv(sl.queries[0]), conv(sl.queries[2*n-1])
 	// The batch ran between submission and completion: shift the
 	// calibrated clock if it drifted outside.
@@ -927,28 +1000,40 @@ func (e *Executor) times(sl *slot, doneAt int64, copyUp, copyDown *int64) {
 // placed by the calibration at the wrap period nearest to the batch's
 // submission, and every other stamp by its distance from t0 modulo the
 // counter's width: times stay right across a wrap, however long the run.
-func (d *Device) batchClock(t0 uint64, submitAt int64) func(uint64) int64 {
+func (d *Device) batchClock(t0 uint64, submitAt int64) stampConv {
 	return stampClock(t0, submitAt, d.lim.timestampBits, d.lim.timestampPeriod, d.clockOff)
 }
 
-func stampClock(t0 uint64, submitAt int64, bits uint32, period float64, clockOff int64) func(uint64) int64 {
-	mask := ^uint64(0)
+// stampConv converts a batch's raw timestamps (a value, not a closure, so
+// that reading a batch's times allocates nothing).
+type stampConv struct {
+	t0, mask uint64
+	base     int64
+	period   float64
+}
+
+func (c stampConv) ns(ticks uint64) int64 {
+	if c.period == 1 {
+		return int64(ticks)
+	}
+	return int64(float64(ticks) * c.period)
+}
+
+// at converts the raw timestamp t to sched.Nanotime.
+func (c stampConv) at(t uint64) int64 { return c.base + c.ns((t-c.t0)&c.mask) }
+
+func stampClock(t0 uint64, submitAt int64, bits uint32, period float64, clockOff int64) stampConv {
+	c := stampConv{t0: t0, mask: ^uint64(0), period: period}
 	if bits > 0 && bits < 64 {
-		mask = 1<<bits - 1
+		c.mask = 1<<bits - 1
 	}
-	ns := func(ticks uint64) int64 {
-		if period == 1 {
-			return int64(ticks)
-		}
-		return int64(float64(ticks) * period)
-	}
-	base := ns(t0&mask) + clockOff
-	if mask != ^uint64(0) {
-		if wrap := float64(mask+1) * period; wrap < 1<<62 {
-			base += int64(math.Round(float64(submitAt-base)/wrap) * wrap)
+	c.base = c.ns(t0&c.mask) + clockOff
+	if c.mask != ^uint64(0) {
+		if wrap := float64(c.mask+1) * period; wrap < 1<<62 {
+			c.base += int64(math.Round(float64(submitAt-c.base)/wrap) * wrap)
 		}
 	}
-	return func(t uint64) int64 { return base + ns((t-t0)&mask) }
+	return c
 }
 
 // gpuToHost converts a raw timestamp to sched.Nanotime.

@@ -89,6 +89,29 @@ func (d *Device) pipelineFor(k *sched.Kernel) (*pipeline, error) {
 	return p, p.err
 }
 
+// pipelineReady reports whether k's pipeline exists and is ready, so that
+// a task of it can be planned without compiling (Enqueue's inline path).
+func (d *Device) pipelineReady(k *sched.Kernel) bool {
+	if k.GPU == nil || len(k.GPU.SPIRV) == 0 {
+		return false
+	}
+	b, _ := bindingOf(k)
+	key := pipeKey{code: &b.SPIRV[0], size: len(b.SPIRV), entry: b.Entry, local: b.LocalSize,
+		ipi: b.ItemsPerInvocation, uniform: b.UniformIn, nin: len(k.In), nout: len(k.Out)}
+	d.pmu.Lock()
+	p := d.pipes[key]
+	d.pmu.Unlock()
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.ready:
+		return p.err == nil
+	default:
+		return false
+	}
+}
+
 // createPipeline creates p's module, layouts and pipeline. With check, the
 // binding is first checked against the kernel's streams (as Register did).
 // The calls run on one locked OS thread so that an error message of the

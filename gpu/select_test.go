@@ -154,7 +154,7 @@ func TestStampClock(t *testing.T) {
 				submit = clockOff + int64(at*1e12)
 			}
 			t0 := raw(submit + 20_000)
-			conv := stampClock(t0, submit, c.bits, c.period, clockOff)
+			conv := stampClock(t0, submit, c.bits, c.period, clockOff).at
 			for _, dt := range []int64{20_000, 1_000_000, 50_000_000} {
 				want := submit + dt
 				if got := conv(raw(want)); got-want > int64(2*c.period)+2 || want-got > int64(2*c.period)+2 {
