@@ -946,3 +946,50 @@ func BenchmarkPeersDAGMix(b *testing.B) {
 	b.ReportMetric(float64(tc.Nanoseconds())/n, "chanpool-ns/node")
 	b.ReportMetric(float64(ts)/float64(tc), "sched/chanpool")
 }
+
+// BenchmarkEmptyDequeMix: the slow mode of empty tasks and its cause. Two
+// schedulers, one with the old default deque (1024 per level) and one with
+// the current default (the pool size), run a round of 10,000 empty tasks
+// each in turn; reports both and the ratio old/new. With 1024, a main
+// thread that added faster than the worker stole spilled most of its
+// tasks into the shared queue (TestDequeHoldsBurst).
+func BenchmarkEmptyDequeMix(b *testing.B) {
+	mk := func(deque int) *Ctx {
+		reg := NewRegistry()
+		must(b, reg.Register(pkEmpty, Kernel{Name: "empty", CPU: func(*Ctx, *TaskData) error { return nil }}))
+		s, err := New(Config{Kernels: reg, DequeSize: deque})
+		must(b, err)
+		b.Cleanup(func() { s.Close() })
+		m, err := s.RegisterThread("main")
+		must(b, err)
+		return m
+	}
+	old, cur := mk(1024), mk(0)
+	round := func(m *Ctx) time.Duration {
+		t0 := time.Now()
+		root, err := m.Create(&Task{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		task := Task{Kernel: pkEmpty, Parent: root}
+		for range peerTasks {
+			if _, err := m.Add(&task); err != nil {
+				b.Fatal(err)
+			}
+		}
+		must(b, m.Run(root))
+		must(b, m.Wait(root))
+		return time.Since(t0)
+	}
+	var to, tn time.Duration
+	b.ResetTimer()
+	for range b.N {
+		to += round(old)
+		tn += round(cur)
+	}
+	b.StopTimer()
+	n := float64(b.N) * peerTasks
+	b.ReportMetric(float64(to.Nanoseconds())/n, "deque1024-ns/task")
+	b.ReportMetric(float64(tn.Nanoseconds())/n, "default-ns/task")
+	b.ReportMetric(float64(to)/float64(tn), "old/new")
+}
