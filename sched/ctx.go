@@ -84,9 +84,11 @@ func (c *Ctx) Create(t *Task) (TaskID, error) { return c.s.create(t, c, true) }
 func (c *Ctx) Run(id TaskID) error { return c.s.run(id, c) }
 
 // Wait runs other tasks until id has finished, then returns its error
-// (a *TaskError) or nil. It sleeps, without spinning, when there is nothing
-// to run. Waiting for the task whose kernel is running on this thread is an
-// error (it could never finish).
+// (a *TaskError) or nil. When there is nothing to run it keeps looking for
+// Config.SpinRounds rounds (spinning, without yielding its P), then
+// sleeps until woken. Waiting for the task whose kernel is running on this
+// thread is an error (it could never finish), and so is a wait that can
+// be seen to deadlock: see waitCycle and ErrDeadlock.
 func (c *Ctx) Wait(id TaskID) error {
 	s := c.s
 	c.busy.Add(1)
@@ -141,7 +143,8 @@ func (c *Ctx) Wait(id TaskID) error {
 
 // WaitFor is Wait with a time-out: it returns an error wrapping ErrTimeout
 // if id has not finished within d (the task goes on; Abandon it to fail it
-// and release its dependents).
+// and release its dependents). Unlike Wait it polls: with nothing to run it
+// sleeps at most 50 µs at a time and looks again.
 func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 	s := c.s
 	c.busy.Add(1)
@@ -402,11 +405,10 @@ const stealBatch = 16
 // behind). A producer whose every push a thief answers at once moves its
 // deque's lines, and the slot's, to the thief's core and back for every
 // task; left a few rounds, the tasks pile up and go in batches. 64 misses
-// are about 2 µs of the idle spin (33 ns a round, no yield: see
-// Config.SpinRounds); with 3, the count chosen while the spin still
-// yielded, EmptyTask went from 105 back to 125 ns. Registered threads
-// steal at once: they are waiting for a result (WaitFor sleeps between its
-// rounds).
+// are a small part of the idle spin (see Config.SpinRounds); fewer, chosen
+// while the spin still yielded, made empty tasks slower again
+// (BENCHMARKS.md, section sched-design). Registered threads steal at
+// once: they are waiting for a result (WaitFor sleeps between its rounds).
 const (
 	batchMin   = 8
 	lazyMisses = 64
@@ -664,8 +666,8 @@ func (c *Ctx) run(idx uint32) {
 // Abandon must be able to pay the debt of a thread stuck in a kernel, so
 // the debt is readable by other threads, yet deferring must not cost a
 // locked instruction per task (a locked instruction waits for the
-// thread's earlier stores to drain: a compare-and-swap here cost about
-// 10 ns per task between two cores). So the owner only ever adds, with
+// thread's earlier stores to drain: a compare-and-swap here made a task
+// handed between two cores measurably slower). So the owner only ever adds, with
 // plain stores, to the counter owed, and whoever pays (flushDec, Abandon)
 // advances paid to the owed it read with a CAS and pays the difference
 // to debtParent. debtParent changes only when nothing is owed (after a

@@ -11,7 +11,10 @@
 // Affinity (where it may run), a Priority, an optional Parent and an optional
 // Dependency. Adding a task allocates nothing.
 //
-// Kernels come in four kinds (Molecule's task model, seed 001): Simple
+// Kernels come in four kinds (the task model of Stefan Reinalter's Molecule
+// engine: "Building a load-balanced task scheduler – Part 2: Task model",
+// Molecular Musings, 2012,
+// https://blog.molecular-matters.com/2012/04/12/building-a-load-balanced-task-scheduler-part-2-task-model/): Simple
 // (kernel data only), Streaming (item i of the inputs makes item i of the
 // outputs), Reduce (Factor inputs per output, e.g. the average of every 32
 // elements) and Expand (Factor outputs per input). Streaming, Reduce and
@@ -31,7 +34,7 @@
 // than one miss per Add.
 //
 // A TaskID packs the slot index, the slot's generation and the scheduler's
-// number. When a task completes its slot's generation is bumped and the slot
+// tag (see TaskID). When a task completes its slot's generation is bumped and the slot
 // is reused: an old ID then reads as finished (IsFinished is true, never a
 // wrong answer), and its error, if it failed, is kept in a bounded table so
 // Wait still reports it.
@@ -82,36 +85,36 @@
 // affinity OnThread(i) go to that registered thread's own queue and run only
 // there, when it calls Wait, WaitEvent or RunPinned.
 //
-// An idle thread looks for work for a short while (Config.SpinRounds,
-// about 70 µs here) without yielding its P, then sleeps on its own
-// channel. Every 16 rounds it yields the CPU, not the P (sched_yield): on
-// cores shared with other programs the thread that has the work may be
-// queued behind the spinning one. Two measurements set the spin. Waking
-// a sleeping thread costs
-// 0.1-2 ms on this VM (futex, M hand-off), so a thread that sleeps between
-// the dependent stages of a frame joins the next stage late: in the crowd
-// demo both threads then took part in only some stages (CPU use 75%).
-// And runtime.Gosched between rounds, as first written, made it worse: it
-// puts the goroutine on the global run queue without waking an idle P, so
-// a worker that had just woken another goroutine (queued on its own P)
-// stood runnable for up to 2 ms while the other core idled (runtime
-// trace). Without it and with the longer spin, the demo's sampling +
-// local-to-model went from 2.7 to 1.75 ms per frame and its CPU use from
-// 75% to 98%; ParallelFor at the kernel's grain from 1.12x to 0.98x the
-// hand-split goroutines at 1M elements and from 1.2-1.5x to 0.89x at 64K;
-// EmptyTask, Fib and Graph did not change beyond noise (with lazyMisses
-// below raised to match). A thread that goes to sleep first registers
-// as idle and then re-checks every queue, and a thread that queues work first
-// publishes it and then looks for sleepers: whichever comes second sees the
-// other. That needs a store-load fence on both sides; the sleeper has one
-// (a locked increment), but a fence in every push doubled the cost of a
-// task handed between two cores (120 -> 205 ns), so a push publishes with a
-// plain store and x86 may let its look for sleepers pass that store. A
-// push racing with a thread's falling asleep can therefore go unannounced.
-// The next push wakes the thread anyway (it reads the settled count), and
-// for the case with no next push a sleeping thread rechecks the queues 1,
-// 5, 21 and 85 ms after falling asleep, then waits for a token alone
-// (TestLostWakeUpRecovered forces the case). Nobody polls.
+// An idle thread looks for work for a bounded while (Config.SpinRounds
+// rounds) without yielding its P, then sleeps on its own channel. Every 16
+// rounds it yields the CPU, not the P (sched_yield): on cores shared with
+// other programs the thread that has the work may be queued behind the
+// spinning one. Two observations set the spin. Waking a sleeping thread
+// (a futex wake and the runtime's M hand-off) takes far longer than a task,
+// so a thread that sleeps between the dependent stages of a frame joins
+// the next stage late: in the crowd demo both threads then took part in
+// only some stages. And runtime.Gosched between rounds, as first written,
+// made it worse: it puts the goroutine on the global run queue without
+// waking an idle P, so a worker that had just woken another goroutine
+// (queued on its own P) stood runnable while the other core idled
+// (runtime trace). The spin is bounded, so an idle scheduler costs no CPU.
+// The measurements are in BENCHMARKS.md (section sched-design).
+//
+// A thread that goes to sleep first registers as idle and then re-checks
+// every queue, and a thread that queues work first publishes it and then
+// looks for sleepers: whichever comes second sees the other. That needs a
+// store-load fence on both sides; the sleeper has one (a locked
+// increment), but a fence in every push nearly doubled the cost of a task
+// handed between two cores, so a push publishes with a plain store and x86
+// may let its look for sleepers pass that store. A push racing with a
+// thread's falling asleep can therefore go unannounced. The next push
+// wakes the thread anyway (it reads the settled count), and for the case
+// with no next push a sleeping thread rechecks the queues 1, 5, 21 and 85
+// ms after falling asleep, then waits for a token alone
+// (TestLostWakeUpRecovered forces the case). Beyond those four rechecks a
+// sleeping thread runs only when woken. WaitFor is the exception: it
+// polls, sleeping at most 50 µs between looks, since it must also watch
+// its deadline.
 //
 // A thread that runs several children of one parent in a row owes the
 // parent one decrement of its open count per child, and pays the debt with
@@ -127,9 +130,8 @@
 // One case needs more: if that kernel hangs and is abandoned, the parent
 // must fail at once, but the stuck thread cannot pay, so Abandon pays every
 // thread's debt. Deferring must still cost no locked instruction per task
-// (one waits for the thread's earlier stores to drain: a compare-and-swap
-// on the thread's own line cost about 12% of a task handed between two
-// cores). So the owner only adds, with plain stores, to a counter owed
+// (one waits for the thread's earlier stores to drain, even a
+// compare-and-swap on the thread's own line). So the owner only adds, with plain stores, to a counter owed
 // (and names the parent in debtParent, changed only when nothing is owed),
 // and whoever pays, the owner or another thread, advances a second
 // counter paid to the owed it read with a compare-and-swap and pays the
@@ -137,11 +139,7 @@
 // is deferred after a payer read owed is left to the next payer.
 // TestAbandonWithSiblingsDone is the abandoned case. Threads defer on one
 // core too: no line moves there, but deferring spares a locked add per
-// task (EmptyTask with GOMAXPROCS 1: 77.4 -> 73.4 ns; Fib and Graph
-// unchanged). Measured
-// (EmptyTask, medians of three, one session): 2 threads 231 -> 119 ns per
-// task (WaitGroup.Go about 361 ns: 0.33x; chanpool 62 ns: 1.9x); one core
-// 72.6 -> 72.0 ns (chanpool 47.9: 1.5x).
+// task.
 //
 // Stealing moves work in batches, not per task. A thief that finds at
 // least batchMin (8) tasks in a victim's deque takes half of them, up to
@@ -153,20 +151,11 @@
 // maxStealBatch of top takes the oldest item with a CAS instead
 // (TestDequeBatchStealRacesPop forces that race). A worker leaves a
 // victim with fewer tasks to its owner until it has found no work
-// lazyMisses (64, some 2 µs) times in a row, then it takes one: a thief that answered every push at
+// lazyMisses (64) times in a row, then it takes one: a thief that answered every push at
 // once moved the producer's deque and slot lines to its core and back for
 // every task (registered threads, which wait for a result, steal at
 // once). Nothing is left behind: a thread re-checks every deque before it
-// sleeps. Measured with the debt above (medians of the old and new
-// builds run interleaved, five runs for EmptyTask and three for the
-// others, on cores shared with another engineer's benchmarks, which made
-// every figure slower than in a quiet hour): EmptyTask at 2 threads 0.89x
-// (118.4 -> 105.3 ns; chanpool 1.84x -> 1.61x, WaitGroup.Go 0.29x ->
-// 0.26x), on one core 1.01x (chanpool 1.49x -> 1.51x); Graph 0.88x; Fib
-// 1.03x (probably the workers' patience with shallow deques); ParallelFor
-// 1M 0.99x, 64K 1.03x (at grain n/16, before the spin change above). The
-// plain-store debt alone gave 0.87x on EmptyTask in a quiet hour (87.8 ->
-// 76.1 ns, 16 runs each).
+// sleeps.
 //
 // What a task costs between two cores is mostly cache lines, so two
 // more rules. A thread takes free slots from the shared list in batches
@@ -182,17 +171,49 @@
 // the lines of the fields every Add reads: the free list's lock shared a
 // line with the slots' slice header, so each time a worker returned
 // slots, the next Add's bounds check missed (TestSchedulerLayout).
-// Measured (EmptyTask, 2 threads, medians of interleaved runs of the old
-// and new builds): 107.3 ns per task before, 79.5 with PREFETCHW, 67.9
-// with the padding as well (five runs); in a quieter hour, seven runs,
-// 102.8 -> 67.3 ns. WaitGroup.Go costs 360-415 ns in the same runs, so
-// the scheduler is 0.16-0.19x of it, and 1.0x the bare channel pool
-// (66 ns), which has none of its features. Fib, Graph and ParallelFor
-// did not change beyond noise.
 //
 // Wait helps: a waiting thread runs other tasks until the awaited one
 // completes, and sleeps only when there is nothing to run. WaitEvent does the
 // same until an Event is signalled (frame synchronisation).
+//
+// # Hangs refused or reported
+//
+// A task system hangs where something waits, so what can be seen cheaply
+// is refused or reported, with an error that names the tasks:
+//
+//   - Cycles. Add refuses a dependency on an ancestor (ErrSelfDepend) and
+//     on a task that itself depends on an ancestor (ErrCycle: X -> child
+//     C -> D -> X); both reads are of lines Add reads anyway. Longer cycles
+//     would need a walk per Add and are not looked for there: Close fails
+//     their tasks with ErrClosed and ErrCycle, so every Wait returns.
+//   - Helping. A waiting thread that runs other tasks can deadlock what
+//     would not deadlock without helping: A waits for its child B, the
+//     thread runs C meanwhile, C waits for D, and D depends on A, whose
+//     kernel is under C's on the same stack. A wait that finds nothing to
+//     run (before it sleeps) follows the dependency chain of the task it
+//     waits for, and if that reaches a kernel suspended under it on its
+//     thread (or an ancestor of one) it fails with ErrDeadlock. Rejected:
+//     running only tasks that cannot need the waiter (TBB's isolation,
+//     Taskflow's corun). A task's children are not known before it runs,
+//     so only the waiting kernel's descendants are safe; every task found
+//     would need a walk up its parents, and a thread whose child was stolen
+//     would idle beside runnable work. Not seen: cycles through another
+//     thread's suspended kernels or through a task's children (WaitFor and
+//     Abandon are the way out there).
+//   - Calls without a Ctx. Scheduler.Wait and Scheduler.Add's
+//     back-pressure, called on a scheduler thread (a kernel that has no
+//     Ctx at hand), run tasks as Ctx.Wait does: blocking there could leave
+//     nobody to run the awaited task. The thread is found by goroutine ID,
+//     on the slow path only (the task has not finished, the pool is full).
+//   - Back-pressure with no way out. An Add that waits for a free slot
+//     while nothing can run (every thread idle, no queued or executor
+//     work: the pool holds held tasks and what waits for them) fails with
+//     ErrPoolDeadlock after a short grace, instead of waiting for a Run
+//     that only its blocked caller could make.
+//   - Foreign IDs. A TaskID carries its scheduler's tag, unique among open
+//     schedulers, and generations start above any an earlier holder of the
+//     tag issued, so another scheduler's ID is refused (ErrForeignTask)
+//     however many schedulers a process makes (see TaskID).
 //
 // # Splitting
 //
@@ -201,7 +222,10 @@
 // give 2,2,2,1), all pushed at once so idle threads can steal them
 // immediately. Each piece splits itself in halves while it is at least two
 // grains long, keeping the lower half and pushing the upper half, so work
-// stealing balances whatever the even split got wrong.
+// stealing balances whatever the even split got wrong. The arithmetic is
+// done in 64 bits, so counts up to the type's limit split. A streaming task
+// pinned to a registered thread is not split: its one thread would run
+// every piece anyway, and pieces on its deque were stolen by workers.
 //
 // # Executors and placement
 //
@@ -216,8 +240,9 @@
 //
 // # Alternatives rejected
 //
-//   - One goroutine per task (the go statement, errgroup): about 300 ns and
-//     an allocation per task, and no priorities, affinity or dependencies.
+//   - One goroutine per task (the go statement, errgroup): a goroutine start
+//     and an allocation per task, several times what a task costs here
+//     (BENCHMARKS.md), and no priorities, affinity or dependencies.
 //   - A central channel or mutex-protected queue: cheap for a single
 //     producer, but every thread contends on one lock, and there is no
 //     locality (a task's children are best run by the thread that made
@@ -226,7 +251,8 @@
 //     allocation is exactly the cost this package exists to avoid, and IDs
 //     with generations make stale handles safe without reference counts.
 //   - Several dependencies per task: a list per task makes every task
-//     larger; a join task expresses the same thing (Molecule, seed 003).
+//     larger; a join task expresses the same thing (an empty parent, as in
+//     Molecule's parent-child tasks, Reinalter 2012, above).
 //   - Spinning idle workers (beyond the bounded spin above): they would
 //     steal the cores that a GPU driver (lavapipe here) or the rest of the
 //     program needs.

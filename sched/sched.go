@@ -20,8 +20,11 @@ type Config struct {
 	// scheduler neither over- nor under-subscribes the machine.
 	Workers int
 	// PoolSize is the number of task slots (rounded up to a power of two,
-	// default 16384). When every slot is in use, Add applies back-pressure:
-	// the caller helps run work (or sleeps) until a slot frees.
+	// default 16384; at most MaxPoolSize). When every slot is in use, Add
+	// applies back-pressure: the caller helps run work (or sleeps) until a
+	// slot frees. If nothing can run and nothing but the caller could free
+	// a slot (the pool holds held tasks and what waits for them), Add fails
+	// with ErrPoolDeadlock instead.
 	PoolSize int
 	// DequeSize is each thread's deque capacity per priority level (power
 	// of two, default PoolSize up to maxDefaultDeque). Overflow goes to the
@@ -39,16 +42,16 @@ type Config struct {
 	// learned placement). Nil costs nothing.
 	Observer Observer
 	// SpinRounds is how many rounds an idle thread looks for work before it
-	// sleeps (default 2048: about 70 µs at 33 ns per empty round on the
-	// 2-core reference machine). A round does not yield the P: Gosched puts
-	// the goroutine on the global run queue and wakes no idle P for it, so
-	// a worker that had just woken another goroutine (queued on its own P)
-	// waited there up to milliseconds while the other core idled (runtime
-	// trace of the crowd demo). Waking a sleeping thread costs 100-170 µs
-	// here (the runtime's M hand-off); spinning 70 µs covers the gaps
-	// between dependent stages of a frame, so both cores stay in the
-	// frame. The spin is bounded, then the thread sleeps: an idle scheduler
-	// costs no CPU.
+	// sleeps (default 2048, some tens of microseconds). A round does not
+	// yield the P: Gosched puts the goroutine on the global run queue and
+	// wakes no idle P for it, so a worker that had just woken another
+	// goroutine (queued on its own P) waited there while the other core
+	// idled (runtime trace of the crowd demo). Waking a sleeping thread
+	// (the runtime's M hand-off) takes much longer than a task; the spin
+	// covers the gaps between dependent stages of a frame, so both cores
+	// stay in the frame. The spin is bounded, then the thread sleeps: an
+	// idle scheduler costs no CPU. Measurements: BENCHMARKS.md, section
+	// sched-design.
 	SpinRounds int
 	// OnWorkerStart, when set, is called on each worker goroutine before
 	// it runs any task, with the worker's index (0..Workers-1). A hook that
@@ -1609,9 +1612,8 @@ func (s *Scheduler) getSlot(c *Ctx) (uint32, bool) {
 // written, and the stores wait in the store buffer; the next locked
 // instruction (the parent's increment in Add) then waits for all of them
 // to reach the cache. That wait was the largest single cost of a task
-// shared between two cores: EmptyTask went from 102 to 80 ns per task
-// with PREFETCHW (medians, 2 threads, interleaved runs). The slots are free
-// and now owned by c: nobody reads these fields.
+// shared between two cores (BENCHMARKS.md, section sched-design). The
+// slots are free and now owned by c: nobody reads these fields.
 func (c *Ctx) touchSlots() {
 	s := c.s
 	if havePrefetchW {

@@ -68,7 +68,8 @@ type KernelID uint16
 // KernelNone is the empty kernel, always registered.
 const KernelNone KernelID = 0
 
-// Kind is the shape of a kernel's work (seed 001's task model).
+// Kind is the shape of a kernel's work (Molecule's task model; see the
+// package documentation).
 type Kind uint8
 
 const (
