@@ -356,3 +356,38 @@ func TestCesiumManBetweenKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestClipSampleAt: the uncompressed sampler gives the samples at their
+// times and the source's interpolation between them (the glTF chain's
+// reference written above), in the pose layout LocalToModel reads.
+func TestClipSampleAt(t *testing.T) {
+	k := newBetweenKeys("STEP")
+	im, err := ParseGLTF("between.gltf", k.gltf(), GLTFOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, c := im.Skeleton, im.Clips[0]
+	pose := make([]float32, 4*PoseFloats)
+	model32 := make([]float32, 4*ModelFloats)
+	ref := make([]mat4, 4)
+	for n := range 500 {
+		tm := (float64(n) + 0.41) / 250
+		if err := c.SampleAt(tm, pose); err != nil {
+			t.Fatal(err)
+		}
+		if err := LocalToModel(sk.Parents, pose, model32, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+		modelMatrices(sk.Parents, k.pose(tm), ref)
+		for b := range 4 {
+			for i := 12; i < 15; i++ {
+				if d := math.Abs(float64(model32[b*ModelFloats+i]) - ref[b][i]); d > 2e-6 {
+					t.Fatalf("t %.4f bone %d: joint at %v, want %v", tm, b, model32[b*ModelFloats+12:b*ModelFloats+15], ref[b][12:15])
+				}
+			}
+		}
+	}
+	if err := c.SampleAt(0, pose[:5]); err == nil {
+		t.Error("short pose: no error")
+	}
+}

@@ -25,7 +25,7 @@ import (
 //	  0 "CLIP" 1 record size 2 skeleton (signed offset to its record)
 //	  3 bones 4 rate (float32 Hz) 5 frames 6 segment frames 7 segments
 //	  8 animated tracks 9 flags (0 curve, 1 uniform)
-//	  10 default pose (12 float32 × bones) 11 track table (8 words each)
+//	  10 default pose (12 float32 × bones: T, R, S) 11 track table (8 words each)
 //	  12 segment table (segments+1 bit offsets) 13 stream 14 stream words
 //	  15 events 16 event table (2 words each) 17 name 18 name length
 //	  19 cursor words 20 tolerance (float32 m)
@@ -121,7 +121,7 @@ func encodeSkeleton(s *Skeleton) []uint32 {
 	}
 	b.set(4, b.pos())
 	for _, r := range s.Rest {
-		for _, v := range poseWords(r) {
+		for _, v := range storeWords(r) {
 			b.f32(v)
 		}
 	}
@@ -145,8 +145,20 @@ func encodeSkeleton(s *Skeleton) []uint32 {
 	return b.w
 }
 
-// poseWords returns a transform in the local pose layout.
+// poseWords returns a transform in the local pose layout (PoseFloats:
+// rotation, translation, scale).
 func poseWords(t Transform) [12]float32 {
+	return [12]float32{
+		float32(t.R[0]), float32(t.R[1]), float32(t.R[2]), float32(t.R[3]),
+		float32(t.T[0]), float32(t.T[1]), float32(t.T[2]), 0,
+		float32(t.S[0]), float32(t.S[1]), float32(t.S[2]), 0,
+	}
+}
+
+// storeWords returns a transform in the blob's storage order for rest
+// and default poses (translation, rotation, scale: the order of a
+// bone's tracks).
+func storeWords(t Transform) [12]float32 {
 	return [12]float32{
 		float32(t.T[0]), float32(t.T[1]), float32(t.T[2]), 0,
 		float32(t.R[0]), float32(t.R[1]), float32(t.R[2]), float32(t.R[3]),
@@ -1072,11 +1084,15 @@ func (s SkeletonView) Parents(dst []int32) []int32 {
 	return dst
 }
 
-// RestPose appends the rest pose in the local pose layout (12 floats/bone).
+// RestPose appends the rest pose in the local pose layout (PoseFloats per
+// bone: rotation, translation, scale).
 func (s SkeletonView) RestPose(dst []float32) []float32 {
 	base := s.off/4 + s.w(4)/4
-	for i := range uint32(12 * s.Bones()) {
-		dst = append(dst, math.Float32frombits(s.b.words[base+i]))
+	for b := range uint32(s.Bones()) {
+		w := s.b.words[base+12*b : base+12*b+12]
+		for _, i := range [12]int{4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11} {
+			dst = append(dst, math.Float32frombits(w[i]))
+		}
 	}
 	return dst
 }

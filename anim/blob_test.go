@@ -120,7 +120,7 @@ func TestBlobRoundTrip(t *testing.T) {
 	if got := sk.Parents(nil); !slices.Equal(got, []int32{-1, 0, 1, 2}) {
 		t.Errorf("parents %v", got)
 	}
-	if rest := sk.RestPose(nil); len(rest) != 48 || rest[1] != 1 || rest[7] != 1 {
+	if rest := sk.RestPose(nil); len(rest) != 48 || rest[5] != 1 || rest[3] != 1 {
 		t.Errorf("rest pose %v", rest)
 	}
 	if ib := sk.InverseBind(nil); len(ib) != 64 || ib[16*3+12] != -3 {

@@ -118,7 +118,8 @@ func trackCheck(t *testing.T, sk *Skeleton, src *Clip, c ClipView, cc *Compresse
 	check := func(i, s int) {
 		b, k := i/3, i%3
 		var v [4]float32
-		copy(v[:], job.Poses[b*PoseFloats+k*4:b*PoseFloats+k*4+4])
+		o := b*PoseFloats + [3]int{4, 0, 8}[k] // translation, rotation, scale
+		copy(v[:], job.Poses[o:o+4])
 		e := fts[i].errAt(s, v)
 		tol := tols[i]
 		worst = math.Max(worst, e/tol)
@@ -212,7 +213,7 @@ func TestDiscontinuity(t *testing.T) {
 	// The root's x jumps by 0.5 m within a hundredth of a frame.
 	before := sampleAt(t, bl.Clip(0), float32((jump-0.01)/60.0))
 	at := sampleAt(t, bl.Clip(0), float32(jump/60.0))
-	if d := at[0] - before[0]; math.Abs(float64(d)-0.5) > 0.01 {
+	if d := at[4] - before[4]; math.Abs(float64(d)-0.5) > 0.01 {
 		t.Errorf("root x jumps by %v m at frame %d, want 0.5", d, jump)
 	}
 	// Two points share the jump frame in the root translation track.
@@ -252,8 +253,8 @@ func TestConstantTracks(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := sampleAt(t, bl.Clip(0), 0.5)
-	if p[1] != float32(c.Tracks[0].Values[0][1]) {
-		t.Errorf("root y %v, want %v", p[1], c.Tracks[0].Values[0][1])
+	if p[5] != float32(c.Tracks[0].Values[0][1]) {
+		t.Errorf("root y %v, want %v", p[5], c.Tracks[0].Values[0][1])
 	}
 }
 
@@ -331,7 +332,7 @@ func TestDecodeFramesMatchesSampler(t *testing.T) {
 				t.Fatal(err)
 			}
 			for s, sl := range cc.slots {
-				o := sl.bone*PoseFloats + int(sl.kind)*4
+				o := sl.bone*PoseFloats + [3]int{4, 0, 8}[sl.kind] // translation, rotation, scale
 				got := job.Poses[o : o+4]
 				want := dec[s][f]
 				n := 3

@@ -192,7 +192,7 @@
 //
 //	skeleton record, 8 words (offsets from the record start)
 //	  0 "SKEL"  1 record size  2 bones  3 parents (int32 each, -1 root)
-//	  4 rest pose (12 float32 per bone, the local pose layout)
+//	  4 rest pose (12 float32 per bone: translation, rotation, scale)
 //	  5 names (string table: bone names, then the skeleton name)
 //	  6 inverse bind matrices (16 float32 per bone) or 0
 //	  7 skin joint of each bone (int32) or 0
@@ -201,7 +201,7 @@
 //	  0 "CLIP"  1 record size  2 skeleton (signed offset to its record)
 //	  3 bones  4 rate (float32 Hz)  5 frames  6 frames per segment
 //	  7 segments  8 animated tracks  9 flags (0 curve, 1 uniform)
-//	  10 default pose (12 float32 per bone)  11 track table
+//	  10 default pose (12 float32 per bone, as the rest pose)  11 track table
 //	  12 segment table (segments+1 bit offsets into the stream)
 //	  13 stream  14 stream words (ends with 12 zero words of padding)
 //	  15 event count  16 event table  17 name  18 name length
@@ -283,7 +283,10 @@
 //	input   SampleInput{Clip uint32; Time float32}     8 bytes per character
 //	cursor  CursorStride uint32 words per character     read and written
 //	output  local pose, 12 float32 (48 bytes) per bone:
-//	        vec4 translation (xyz, 0), vec4 rotation (xyzw), vec4 scale (xyz, 0)
+//	        vec4 rotation (xyzw), vec4 translation (xyz, 0), vec4 scale (xyz, 0)
+//	        (PoseFloats: kernels.Transform's layout, the one pose layout of
+//	        anim and kernels; the blob stores rest and default poses in
+//	        track order, translation first, and the sampler places them)
 //
 // A character's cursor is CursorHeaderWords (clip, segment, stream bit
 // position, last local frame, next need frame) plus CursorSlotWords per
@@ -339,16 +342,14 @@
 //	out 0  poses     Params[0] x 48 B        PerItem, kernels.Transform per bone
 //	out 1  cursors   Params[1] words         PerItem, written
 //	Params[0] bones per pose, [1] cursor words per character,
-//	[2] flags: SampleInPlace, SampleTRS
+//	[2] flags: SampleInPlace
 //
 // SampleJob.TaskData builds such a task over the job's slices (cursors as
-// both in 2 and out 1). kernels.LocalToModel reads kernels.Transform
-// {rot, trans, scale}, not the pose layout above {trans, rot, scale}, so the
-// kernel writes kernels.Transform (a GPU sample task's output buffer is a
-// LocalToModel task's input as is, no copy, no conversion; the CPU
-// function samples with SampleJob.RotFirst, so it writes that layout
-// directly too: a separate swap pass cost 9% of the crowd's sampling);
-// SampleTRS asks for anim's layout instead. The CPU function rejects bad task data with an
+// both in 2 and out 1). The poses are kernels.Transform {rot, trans,
+// scale}, what kernels.LocalToModel and anim.LocalToModel read: a GPU
+// sample task's output buffer is a LocalToModel task's input as is, no copy,
+// no conversion (an earlier translation-first layout needed a swap, and
+// mixing the two was silently wrong). The CPU function rejects bad task data with an
 // error (Data not the blob of in 0, strides that disagree with Params,
 // device-only memory, invalid characters). A shader cannot fail its task:
 // it clamps every blob read into the blob and every stream read into its

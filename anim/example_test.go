@@ -134,7 +134,7 @@ func ExampleCodec() {
 		if err := job.Run(); err != nil {
 			panic(err)
 		}
-		r := job.Poses[4:8] // the shoulder's rotation
+		r := job.Poses[0:4] // the shoulder's rotation
 		fmt.Printf("%v: %d bytes, %d cursor words, p99 error %.2f mm; the shoulder at 0.5 s turned %.1f degrees\n",
 			c.Codec(), cc.Stats.Bytes, c.CursorWords(), cc.Stats.P99*1000, 2*math.Asin(float64(r[2]))*180/math.Pi)
 	}

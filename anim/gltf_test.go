@@ -142,8 +142,8 @@ func TestGLTFMini(t *testing.T) {
 			t.Fatal(err)
 		}
 		before, at := sampleAt(t, bl.Clip(0), 0.4999), sampleAt(t, bl.Clip(0), 0.5)
-		qb := Quat{float64(before[16]), float64(before[17]), float64(before[18]), float64(before[19])}
-		qa := Quat{float64(at[16]), float64(at[17]), float64(at[18]), float64(at[19])}
+		qb := Quat{float64(before[12]), float64(before[13]), float64(before[14]), float64(before[15])}
+		qa := Quat{float64(at[12]), float64(at[13]), float64(at[14]), float64(at[15])}
 		if quatAngle(qb, IdentityQuat) > 1e-3 || quatAngle(qa, axisAngle(0, 0.5)) > 1e-3 {
 			t.Errorf("%s: knee %v just before the step, %v at it", form, qb, qa)
 		}

@@ -46,10 +46,6 @@ const (
 	// does not match the clip). The CPU implementation ignores the flag: it
 	// compares the host slices itself.
 	SampleInPlace uint32 = 1 << 0
-	// SampleTRS writes anim's pose layout (translation, rotation, scale:
-	// PoseFloats per bone) instead of the default, kernels.Transform's
-	// (rotation, translation, scale), which LocalToModel consumes.
-	SampleTRS uint32 = 1 << 1
 )
 
 // SampleGrain is the kernel's default split grain in characters: 16
@@ -72,11 +68,10 @@ var sampleSPIRV = sync.OnceValues(func() ([]byte, error) { return shaders.SPIRV(
 //	in 0   blob     uint32 words (4 B)          Whole    Blob.Words(); TaskData.Data = the *Blob
 //	in 1   inputs   SampleInput (8 B)           PerItem  clip offset, time
 //	in 2   cursors  Params[1] uint32 words      PerItem  read
-//	out 0  poses    Params[0] bones x 48 B      PerItem  kernels.Transform per bone
-//	                                                     (SampleTRS: anim's layout)
+//	out 0  poses    Params[0] bones x 48 B      PerItem  kernels.Transform per bone (PoseFloats)
 //	out 1  cursors  Params[1] uint32 words      PerItem  written (usually in 2's memory)
 //	Params[0] bones per pose (SampleJob.Bones), Params[1] cursor words per
-//	character (SampleJob.CursorStride), Params[2] flags (SampleInPlace, SampleTRS)
+//	character (SampleJob.CursorStride), Params[2] flags (SampleInPlace)
 //
 // The GPU binding holds shaders/anim_sample.spv (LocalSize SampleLocalSize).
 func SampleKernel() (sched.Kernel, error) {
@@ -122,8 +117,7 @@ func RegisterSampleKernel(reg *sched.Registry) error {
 // TaskData returns the data of a sampling-kernel task that does the job on
 // its host slices: the blob's bytes as input 0 (and the *Blob as Data),
 // Inputs, Cursors as input 2 and output 1 (the same slice), Poses as
-// output 0, Params {Bones, CursorStride, flags}. Poses receive the layout
-// flags asks for: kernels.Transform's unless flags has SampleTRS. To keep
+// output 0, Params {Bones, CursorStride, flags}. To keep
 // cursors (or the blob, or the poses) on the GPU, replace those streams by
 // GPU buffers' streams (and add SampleInPlace when one buffer is both
 // cursor streams): a host blob is uploaded whole for every GPU dispatch,
@@ -166,7 +160,7 @@ func sampleKernelCPU(_ *sched.Ctx, d *sched.TaskData) error {
 	if bones == 0 || bones > MaxBones || stride < CursorHeaderWords || stride > CursorHeaderWords+3*MaxBones*CursorSlotWords {
 		return fmt.Errorf("anim: sampling kernel: Params[0] bones %d, Params[1] cursor words %d", bones, stride)
 	}
-	if flags&^(SampleInPlace|SampleTRS) != 0 {
+	if flags&^SampleInPlace != 0 {
 		return fmt.Errorf("anim: sampling kernel: unknown flags %#x in Params[2]", flags)
 	}
 	inputs, err := hostView[SampleInput](&d.In[1], "input", 1, 8)
@@ -192,10 +186,7 @@ func sampleKernelCPU(_ *sched.Ctx, d *sched.TaskData) error {
 	if hi > lo && &cin[lo] != &cout[lo] {
 		copy(cout[lo:hi], cin[lo:hi])
 	}
-	// Without SampleTRS the poses are kernels.Transform's layout, written
-	// so by the sampler itself (no second pass over the poses).
-	job := SampleJob{Blob: bl, Inputs: inputs, Cursors: cout, CursorStride: int(stride), Poses: poses, Bones: int(bones),
-		RotFirst: flags&SampleTRS == 0}
+	job := SampleJob{Blob: bl, Inputs: inputs, Cursors: cout, CursorStride: int(stride), Poses: poses, Bones: int(bones)}
 	return job.RunRange(int(d.Begin), int(d.End))
 }
 

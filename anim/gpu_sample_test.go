@@ -352,7 +352,7 @@ func TestSampleKernelRegistration(t *testing.T) {
 }
 
 // The CPU implementation equals SampleJob (converted to kernels.Transform,
-// or as is with SampleTRS), over split ranges, with the cursors in place
+// over split ranges, with the cursors in place
 // or copied from a separate input, and allocates nothing.
 func TestSampleKernelCPU(t *testing.T) {
 	bl := cmuBlob(t)
@@ -365,7 +365,7 @@ func TestSampleKernelCPU(t *testing.T) {
 	if err := want.Run(); err != nil {
 		t.Fatal(err)
 	}
-	for _, flags := range []uint32{0, SampleTRS, SampleInPlace} {
+	for _, flags := range []uint32{0, SampleInPlace} {
 		for _, separate := range []bool{false, true} {
 			j := c.cpu
 			j.Cursors = make([]uint32, len(c.cpu.Cursors))
@@ -393,9 +393,6 @@ func TestSampleKernelCPU(t *testing.T) {
 			}
 			for k := 0; k < len(j.Poses); k += PoseFloats {
 				p, w := j.Poses[k:k+PoseFloats], want.Poses[k:k+PoseFloats]
-				if flags&SampleTRS == 0 {
-					w = slices.Concat(w[4:8], w[0:4], w[8:12])
-				}
 				if !slices.Equal(p, w) {
 					t.Fatalf("flags %d separate %v: float %d: %v, want %v", flags, separate, k, p, w)
 				}

@@ -44,8 +44,8 @@ func localToModel(parents []int32, local, model []float32) {
 	for b, p := range parents {
 		l := local[b*PoseFloats : b*PoseFloats+PoseFloats]
 		m := model[b*ModelFloats : b*ModelFloats+ModelFloats]
-		tx, ty, tz := l[0], l[1], l[2]
-		x, y, z, w := l[4], l[5], l[6], l[7]
+		x, y, z, w := l[0], l[1], l[2], l[3]
+		tx, ty, tz := l[4], l[5], l[6]
 		sx, sy, sz := l[8], l[9], l[10]
 		xx, yy, zz := x*x, y*y, z*z
 		xy, xz, yz := x*y, x*z, y*z

@@ -28,9 +28,9 @@ func TestLocalToModel(t *testing.T) {
 			w := poseWords(tr)
 			copy(local[(i*nb+b)*PoseFloats:], w[:])
 			for k := range 3 { // the reference uses the float32 values
-				tr.T[k], tr.S[k] = float64(w[k]), float64(w[8+k])
+				tr.T[k], tr.S[k] = float64(w[4+k]), float64(w[8+k])
 			}
-			tr.R = Quat{float64(w[4]), float64(w[5]), float64(w[6]), float64(w[7])}
+			tr.R = Quat{float64(w[0]), float64(w[1]), float64(w[2]), float64(w[3])}
 			ref[i][b] = tr
 		}
 	}

@@ -16,13 +16,15 @@ type SampleInput struct {
 	Time float32 // seconds; clamped to [0, duration] (NaN reads as 0)
 }
 
-// PoseFloats is the number of float32 per bone in a local pose:
+// PoseFloats is the number of float32 per bone in a local pose, the one
+// pose layout of anim and package kernels (kernels.Transform, the
+// local-to-model and skinning kernels' input):
 //
-//	offset 0: translation x, y, z, 0     (vec4, metres, parent-relative)
-//	offset 4: rotation x, y, z, w        (vec4, unit quaternion)
+//	offset 0: rotation x, y, z, w        (vec4, unit quaternion)
+//	offset 4: translation x, y, z, 0     (vec4, metres, parent-relative)
 //	offset 8: scale x, y, z, 0           (vec4)
 //
-// 48 bytes, std430 struct { vec4 t; vec4 r; vec4 s; }.
+// 48 bytes, std430 struct { vec4 rot; vec4 trans; vec4 scale; }.
 const PoseFloats = 12
 
 // SampleJob samples many characters, each with its own clip and time, into
@@ -45,11 +47,6 @@ type SampleJob struct {
 	CursorStride int // words per character, >= CursorWords of every clip used
 	Poses        []float32
 	Bones        int // pose stride in bones, >= bones of every clip used
-	// RotFirst writes each bone's rotation before its translation (the
-	// layout of kernels.Transform: rotation, translation, scale) instead
-	// of PoseFloats' translation, rotation, scale: the local-to-model
-	// kernel's input without a conversion pass.
-	RotFirst bool
 }
 
 // Validate checks the job's slices and every character's clip.
@@ -95,16 +92,16 @@ func (j *SampleJob) RunRange(begin, end int) error {
 	if err := j.validate(begin, end); err != nil {
 		return err
 	}
-	sampleRange(j.Blob.words, j.Inputs, j.Cursors, j.CursorStride, j.Poses, j.Bones, j.RotFirst, begin, end)
+	sampleRange(j.Blob.words, j.Inputs, j.Cursors, j.CursorStride, j.Poses, j.Bones, begin, end)
 	return nil
 }
 
 // sampleRange is the kernel: it reads only blob words and the flat arrays,
 // exactly what a compute shader gets. Its inputs must be validated.
-func sampleRange(words []uint32, in []SampleInput, cursors []uint32, stride int, poses []float32, bones int, rotFirst bool, begin, end int) {
+func sampleRange(words []uint32, in []SampleInput, cursors []uint32, stride int, poses []float32, bones int, begin, end int) {
 	ps := bones * PoseFloats
 	for i := begin; i < end; i++ {
-		sampleOne(words, in[i].Clip, in[i].Time, cursors[i*stride:(i+1)*stride], poses[i*ps:(i+1)*ps], rotFirst)
+		sampleOne(words, in[i].Clip, in[i].Time, cursors[i*stride:(i+1)*stride], poses[i*ps:(i+1)*ps])
 	}
 }
 
@@ -145,7 +142,7 @@ const (
 const noNeed = math.MaxUint32
 
 // sampleOne samples one character. clip is a validated clip offset.
-func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []float32, rotFirst bool) {
+func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []float32) {
 	h := words[clip/4 : clip/4+clipHeaderSize/4]
 	rate := f32(h[chRate])
 	frames := h[chFrames]
@@ -168,7 +165,7 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 
 	// Constant tracks: copy the default pose; identity for extra bones.
 	// Pose offset of each track kind (translation, rotation, scale).
-	kindOff := writeDefaultPose(words, clip, h, pose, rotFirst)
+	kindOff := writeDefaultPose(words, clip, h, pose)
 	if nslot == 0 {
 		return
 	}
@@ -271,26 +268,21 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 }
 
 // writeDefaultPose copies a clip's default pose (every constant track's
-// value) into the character's pose, in the RotFirst layout if asked, and
-// the identity into the bones beyond the clip's. It returns the pose
-// offset of each track kind (translation, rotation, scale).
-func writeDefaultPose(words []uint32, clip uint32, h []uint32, pose []float32, rotFirst bool) [4]int {
+// value, stored translation, rotation, scale) into the character's pose
+// (PoseFloats' layout: a bone's words 0-3 and 4-7 trade places), and the
+// identity into the bones beyond the clip's. It returns the pose offset of
+// each track kind (translation, rotation, scale).
+func writeDefaultPose(words []uint32, clip uint32, h []uint32, pose []float32) [4]int {
 	nb := int(h[chBones])
 	def := words[clip/4+h[chDefault]/4:]
 	def = def[:nb*PoseFloats]
-	// With rotFirst, a bone's words 0-3 and 4-7 trade places.
-	tOff, rOff := 0, 4
-	if rotFirst {
-		tOff, rOff = 4, 0
-		for k := 0; k < len(def); k += PoseFloats {
-			src := (*[PoseFloats]uint32)(def[k : k+PoseFloats])
-			dst := (*[PoseFloats]float32)(pose[k : k+PoseFloats])
-			*(*[4]uint32)(unsafe.Pointer(&dst[0])) = [4]uint32(src[4:8])
-			*(*[4]uint32)(unsafe.Pointer(&dst[4])) = [4]uint32(src[0:4])
-			*(*[4]uint32)(unsafe.Pointer(&dst[8])) = [4]uint32(src[8:12])
-		}
-	} else {
-		copy(pose[:len(def)], unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(def))), len(def)))
+	const tOff, rOff = 4, 0
+	for k := 0; k < len(def); k += PoseFloats {
+		src := (*[PoseFloats]uint32)(def[k : k+PoseFloats])
+		dst := (*[PoseFloats]float32)(pose[k : k+PoseFloats])
+		*(*[4]uint32)(unsafe.Pointer(&dst[0])) = [4]uint32(src[4:8])
+		*(*[4]uint32)(unsafe.Pointer(&dst[4])) = [4]uint32(src[0:4])
+		*(*[4]uint32)(unsafe.Pointer(&dst[8])) = [4]uint32(src[8:12])
 	}
 	for k := nb * PoseFloats; k+PoseFloats <= len(pose); k += PoseFloats {
 		b := (*[PoseFloats]float32)(pose[k : k+PoseFloats])

@@ -57,7 +57,7 @@ func TestSampleManyCharacters(t *testing.T) {
 			t.Fatalf("character %d differs from sampling it alone", i)
 		}
 		for b := 31; b < bones; b++ {
-			id := []float32{0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0}
+			id := []float32{0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 0}
 			if !slices.Equal(got[b*PoseFloats:(b+1)*PoseFloats], id) {
 				t.Fatalf("character %d extra bone %d is %v, want identity", i, b, got[b*PoseFloats:(b+1)*PoseFloats])
 			}
@@ -79,20 +79,20 @@ func TestSamplePoseLayout(t *testing.T) {
 	local := make([]Transform, 31)
 	src.Pose(100, local)
 	for b := range 31 {
-		q := p[b*PoseFloats+4 : b*PoseFloats+8]
+		q := p[b*PoseFloats : b*PoseFloats+4]
 		if n := q[0]*q[0] + q[1]*q[1] + q[2]*q[2] + q[3]*q[3]; math.Abs(float64(n)-1) > 1e-5 {
 			t.Errorf("bone %d rotation length² %v", b, n)
 		}
 		for k := range 3 {
-			if d := math.Abs(float64(p[b*PoseFloats+k]) - local[b].T[k]); d > 1e-3 {
-				t.Errorf("bone %d translation %d: %v vs %v", b, k, p[b*PoseFloats+k], local[b].T[k])
+			if d := math.Abs(float64(p[b*PoseFloats+4+k]) - local[b].T[k]); d > 1e-3 {
+				t.Errorf("bone %d translation %d: %v vs %v", b, k, p[b*PoseFloats+4+k], local[b].T[k])
 			}
 			if p[b*PoseFloats+8+k] != 1 {
 				t.Errorf("bone %d scale %v", b, p[b*PoseFloats+8+k])
 			}
 		}
-		if p[b*PoseFloats+3] != 0 || p[b*PoseFloats+11] != 0 {
-			t.Errorf("bone %d padding %v %v", b, p[b*PoseFloats+3], p[b*PoseFloats+11])
+		if p[b*PoseFloats+7] != 0 || p[b*PoseFloats+11] != 0 {
+			t.Errorf("bone %d padding %v %v", b, p[b*PoseFloats+7], p[b*PoseFloats+11])
 		}
 		if a := quatAngle(local[b].R, Quat{float64(q[0]), float64(q[1]), float64(q[2]), float64(q[3])}); a > 0.01 {
 			t.Errorf("bone %d rotation off by %v rad", b, a)
@@ -100,11 +100,10 @@ func TestSamplePoseLayout(t *testing.T) {
 	}
 }
 
-// TestSampleRotFirst samples the same characters in both layouts (with
-// bones beyond the clip's, which get the identity): each bone's first two
-// vec4 trade places and nothing else differs.
-func TestSampleRotFirst(t *testing.T) {
-	checkRotFirst(t, cmuBlob(t), 50, 1)
+// TestSamplePoseWords samples characters with bones beyond the clip's
+// (which get the identity) and checks every word of the layout.
+func TestSamplePoseWords(t *testing.T) {
+	checkPoseLayout(t, cmuBlob(t), 50, 1)
 }
 
 // Times outside the clip clamp; NaN reads as 0.
@@ -227,7 +226,7 @@ func TestSampleStaticClip(t *testing.T) {
 		t.Error("duration of a one-frame clip")
 	}
 	p := sampleAt(t, bl.Clip(0), 3)
-	if p[1] != 1 {
-		t.Errorf("root y %v", p[1])
+	if p[5] != 1 {
+		t.Errorf("root y %v", p[5])
 	}
 }

@@ -150,6 +150,39 @@ func (c *Clip) ValueAt(i int, t float64) [4]float64 {
 	return lerpValue(TrackKind(i%3), a, b, u)
 }
 
+// PoseAt fills out (one Transform per bone) with the clip's reference
+// pose at time t seconds (clamped), between samples too (ValueAt): the
+// uncompressed sampler.
+func (c *Clip) PoseAt(t float64, out []Transform) {
+	for b := range out {
+		tv, rv, sv := c.ValueAt(3*b, t), c.ValueAt(3*b+1, t), c.ValueAt(3*b+2, t)
+		out[b] = Transform{T: Vec3{tv[0], tv[1], tv[2]}, R: Quat(rv).normalized(), S: Vec3{sv[0], sv[1], sv[2]}}
+	}
+}
+
+// SampleAt writes the clip's pose at time t seconds (clamped; between
+// samples as ValueAt says) into pose, PoseFloats per bone in the layout
+// SampleJob writes (rotation, translation, scale; float32): sampling an
+// uncompressed clip at any time, for LocalToModel or the kernels. pose
+// must hold NumBones bones.
+func (c *Clip) SampleAt(t float64, pose []float32) error {
+	nb := c.NumBones()
+	if len(pose) < nb*PoseFloats {
+		return fmt.Errorf("anim: SampleAt %q: %d floats for %d bones", c.Name, len(pose), nb)
+	}
+	if math.IsNaN(t) {
+		t = 0
+	}
+	var one [1]Transform
+	for b := range nb {
+		tv, rv, sv := c.ValueAt(3*b, t), c.ValueAt(3*b+1, t), c.ValueAt(3*b+2, t)
+		one[0] = Transform{T: Vec3{tv[0], tv[1], tv[2]}, R: Quat(rv).normalized(), S: Vec3{sv[0], sv[1], sv[2]}}
+		w := poseWords(one[0])
+		copy(pose[b*PoseFloats:], w[:])
+	}
+	return nil
+}
+
 // lerpValue interpolates two samples: slerp on the shorter arc for
 // rotations, lerp otherwise.
 func lerpValue(k TrackKind, a, b [4]float64, u float64) [4]float64 {

@@ -180,14 +180,14 @@ func TestUniformFrameAddressable(t *testing.T) {
 			pa := sampleAt(t, c, tm)
 			alpha := tm*c.Rate() - float32(f)
 			for k := range 3 {
-				want := p0[k] + (p1[k]-p0[k])*alpha
-				if d := math.Abs(float64(pa[k] - want)); d > 1e-5 {
-					t.Fatalf("%s frame %d + %v: root translation %d is %v, lerp %v", c.Name(), f, alpha, k, pa[k], want)
+				want := p0[4+k] + (p1[4+k]-p0[4+k])*alpha
+				if d := math.Abs(float64(pa[4+k] - want)); d > 1e-5 {
+					t.Fatalf("%s frame %d + %v: root translation %d is %v, lerp %v", c.Name(), f, alpha, k, pa[4+k], want)
 				}
 			}
 			// Rotations: unit length, between the two frames.
 			for b := range 31 {
-				q := pa[b*PoseFloats+4 : b*PoseFloats+8]
+				q := pa[b*PoseFloats : b*PoseFloats+4]
 				if n := float64(q[0]*q[0] + q[1]*q[1] + q[2]*q[2] + q[3]*q[3]); math.Abs(n-1) > 1e-5 {
 					t.Fatalf("bone %d rotation length² %v", b, n)
 				}
@@ -196,12 +196,12 @@ func TestUniformFrameAddressable(t *testing.T) {
 	}
 }
 
-// Both layouts (TRS and RotFirst), with bones beyond the clip's, agree
-// for both codecs; times outside the clip clamp.
+// The pose layout, with bones beyond the clip's, for both codecs; times
+// outside the clip clamp.
 func TestUniformLayoutsAndClamp(t *testing.T) {
 	ub, _ := uniformCMUBlob(t)
 	for _, bl := range []*Blob{ub, cmuBlob(t)} {
-		checkRotFirst(t, bl, 20, 0.5)
+		checkPoseLayout(t, bl, 20, 0.5)
 		checkClamp(t, bl.Clip(1))
 	}
 }
@@ -299,8 +299,8 @@ func TestUniformShapes(t *testing.T) {
 	if cc.Stats.AnimatedTracks != 0 || bl.Clip(0).Codec() != CodecUniform {
 		t.Fatalf("one-frame clip: %d animated tracks, codec %v", cc.Stats.AnimatedTracks, bl.Clip(0).Codec())
 	}
-	if p := sampleAt(t, bl.Clip(0), 3); p[1] != 1 {
-		t.Errorf("root y %v", p[1])
+	if p := sampleAt(t, bl.Clip(0), 3); p[5] != 1 {
+		t.Errorf("root y %v", p[5])
 	}
 }
 

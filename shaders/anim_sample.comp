@@ -19,11 +19,11 @@
 //   in 1   SampleInput {uint clip; float time;} (8 bytes) per character
 //   in 2   cursor of each character, params[1] words (read)
 //   out 0  local pose of each character: params[0] bones x 3 vec4
-//          (kernels.Transform: rot, trans, scale; flag 2: anim's trans, rot, scale)
+//          (anim.PoseFloats = kernels.Transform: rot, trans, scale)
 //   out 1  cursor of each character, params[1] words (written)
 // params[0] bones per pose, params[1] cursor words per character,
 // params[2] flags: 1 = out 1 is the memory of in 2 (update the cursors in
-// place, no copy), 2 = anim's pose layout (translation, rotation, scale).
+// place, no copy).
 //
 // Bounds: every blob read is clamped into the blob binding and every stream
 // read into its clip's stream, and every loop is bounded, so no input or
@@ -66,7 +66,7 @@ const uint SL_HEAD = 0u, SL_FRESH = 1u, SL_T2 = 2u, SL_T3 = 3u, SL_T1 = 4u, SL_I
 const uint TRACK_ROT = 1u;
 const uint MODE_ALL = 4u;
 const uint RICE_ESCAPE = 24u;
-const uint FLAG_IN_PLACE = 1u, FLAG_TRS = 2u;
+const uint FLAG_IN_PLACE = 1u;
 
 uint gNW;      // words in the blob binding (>= CLIP_HEADER_WORDS)
 uint gSB;      // first word of the clip's stream
@@ -451,7 +451,7 @@ void main() {
     uint stride = pc.params[1];
     uint flags = pc.params[2];
     gPose = item * bones * 3u;
-    gSlot = (flags & FLAG_TRS) != 0u ? uvec3(0u, 1u, 2u) : uvec3(1u, 0u, 2u);
+    gSlot = uvec3(1u, 0u, 2u);
     uint cb = item * stride;
 
     // The cursor: out 1 starts undefined unless it is in 2's memory.

@@ -248,7 +248,7 @@ func clipRoots(r *rig.Rig) ([][2]float32, error) {
 	}
 	out := make([][2]float32, n)
 	for i := range out {
-		t := j.Poses[(i*r.Bones+root)*anim.PoseFloats:]
+		t := j.Poses[(i*r.Bones+root)*anim.PoseFloats+4:] // the translation (rotation, translation, scale)
 		out[i] = [2]float32{t[0], t[2]}
 	}
 	return out, nil
