@@ -20,19 +20,37 @@
 //	buf, err := dev.NewBuffer(bytes)            // GPU-resident
 //	task.Data.Out[0] = buf.Stream(stride, count, 0)
 //
-// A kernel runs on the GPU when its registration carries a Binding in
+// A kernel runs on the GPU when its registration carries a *Binding in
 // sched.Kernel.GPU (SPIR-V following the shader contract documented on
 // Binding) and a task of it has Affinity sched.GPU (or Auto, placed there by
 // a Placer). Its completion releases dependents and the parent exactly as a
 // CPU task's does: the executor calls sched.Job.Done.
 //
+// # A kernel's shader is checked against its declaration
+//
+// sched.Registry.Register calls bind.Binding.Check, which reads the SPIR-V
+// (bind.ParseSPIRV, the project's one reader) and compares it with the
+// kernel's In and Out streams: one buffer per stream at the contract's
+// binding (input i at i, output j at 4+j), storage or uniform as
+// UniformIn says, outputs not readonly, an element size that divides or is
+// divided by the stream's stride where the shader's array states one, a
+// push-constant block of at most 40 bytes, and a workgroup size whose X is
+// specialization constant 0 and whose Y and Z are 1. A mismatch is refused
+// with an error naming the binding and the stream, so a shader that would
+// read or write the wrong buffer (and leave an output at zero) never runs.
+// The executor checks again when it creates a pipeline. Rejected: checking
+// only in the executor (the error would come at the first task, after a
+// frame had been built on the kernel), and trusting the validation layer
+// (it is off in production, and it reports such a pipeline but then
+// crashes in vkCmdDispatch).
+//
 // # The binding and the shim
 //
-// vulkan-go (pinned) is used for object creation and destruction, with the
-// rules of VULKAN_NOTES.md: vk.InitInstance after vk.CreateInstance, a NUL
-// after every string, output handles into locals, Deref of returned
-// structs and of their nested structs, and Free of every info struct right
-// after the call. Two of its behaviours are avoided altogether by a small
+// vulkan-go (pinned) is used for object creation and destruction, with
+// these rules: vk.InitInstance after vk.CreateInstance, a NUL after every
+// string, output handles into locals, Deref of returned structs and of
+// their nested structs, and Free of every info struct right after the
+// call (the binding copies it into C memory that leaks until then). Two of its behaviours are avoided altogether by a small
 // C shim (shim.c): (1) slices of structs (QueueSubmit, UpdateDescriptorSets,
 // CmdPipelineBarrier, CmdCopyBuffer, CreateComputePipelines, queue family
 // properties) are copied into C memory freed by a finalizer that is attached
@@ -46,13 +64,22 @@
 // The hot path (record, submit, complete) allocates neither C nor Go memory
 // in steady state: TestRoundTripAllocs checks a whole round trip.
 //
+// Validation messages become errors, never crashes: the debug callback
+// counts the error messages reported on the calling OS thread; pipeline
+// creation runs on one locked thread and fails with ErrValidation (and
+// ErrBadBinding) when the layer objected, and a command buffer whose
+// recording drew an error message is not submitted (its tasks fail with
+// ErrValidation). Messages are also kept (Device.Messages).
+//
 // # Device selection
 //
 // Open enumerates the physical devices and picks, among those with a
 // compute queue, a discrete GPU, else an integrated one, else a virtual
 // one, else a CPU implementation (lavapipe); Options.Device or the
 // VKJOBS_DEVICE variable (an index or a name substring) overrides that,
-// and an override that matches nothing is an error, not a fallback.
+// and an override that matches nothing is an error wrapping
+// ErrDeviceOverride, not ErrNoDevice, so that programs that go on without
+// a GPU when there is none stop when the named device is not there.
 // SelectDevice is that policy as a pure function (tested with stubbed
 // device lists). Device.Selection reports the choice and the reason; the
 // package never logs.
@@ -79,6 +106,16 @@
 // that the descriptor still starts at element 0 of the stream while only
 // the used bytes take space.
 //
+// Every allocation is counted against its memory heap, and one that would
+// take the heap past its size fails with ErrOutOfMemory and the figures
+// before the driver is asked: some drivers (lavapipe) let a program
+// allocate past the heap they report, so a workload too large for the
+// device would otherwise run into swapping or time-outs instead of an
+// error at its setup. Device.Limits reports the heap, its use and the
+// binding limits, for checks before the work (cmd/crowd's -count).
+// Rejected: VK_EXT_memory_budget, which lavapipe lacks and which reports
+// other processes' use, which changes under the program.
+//
 // Buffer is a persistent GPU-resident buffer with an ID that a Stream names
 // (Stream.Buffer); it is bound in place, so chained kernels keep their data
 // on the device. A stream with both Buffer and Bytes is a host mirror:
@@ -90,7 +127,12 @@
 // # Submission and batching
 //
 // Enqueue appends the job to a list under a mutex and wakes the submitter
-// goroutine; it never blocks on the GPU. The submitter takes a free
+// goroutine; it never blocks on the GPU. When the executor is idle (no job
+// waiting, the submitter idle, a command buffer free, the queue lock free)
+// and the job is small (at most 64 KiB of host streams, its pipeline
+// compiled), Enqueue records and submits it itself, on the caller's
+// thread, which saves the hand-off to the submitter goroutine on a lone
+// task's round trip. The submitter takes a free
 // command buffer ("slot": command pool, fence, descriptor pool, query pool,
 // arena), then takes every job that arrived, up to MaxBatch, and records
 // them into one command buffer: upload copies, one barrier, each job's
@@ -105,8 +147,8 @@
 // batching comes from back-pressure, without a timer that would delay a
 // lone task. Pipelines are created once per kernel and cached (with a
 // VkPipelineCache, optionally saved to a file); PreparePipelines creates
-// them ahead of time, because a first compilation costs 65-100 ms on
-// lavapipe.
+// them ahead of time, because a first compilation takes tens of
+// milliseconds.
 //
 // # Completion
 //
@@ -136,8 +178,11 @@
 // then on Enqueue fails each job at once, in-flight jobs fail without
 // waiting, and buffers and executors refuse to be created. Device.InjectFault
 // simulates a device loss at the next vkQueueSubmit or an allocation
-// failure, on the real device, for tests. Malformed SPIR-V is rejected
-// before it reaches the driver (lavapipe may crash on it).
+// failure, on the real device, for tests, and FaultStall a command buffer
+// that waits for a host event until Device.ReleaseStall: GPU work that
+// provably cannot finish, so that time-out tests hold on a loaded machine.
+// Malformed SPIR-V is rejected before it reaches the driver (lavapipe may
+// crash on it).
 //
 // Executor.Close submits what was enqueued, waits for every command buffer,
 // finishes or fails every job, and stops both goroutines; Enqueue after
@@ -145,21 +190,22 @@
 // open and frees everything; with validation enabled, the layer reports
 // any leaked object then (the tests fail on it).
 //
-// # Measured on lavapipe (2 vCPUs)
+// # Costs on lavapipe
 //
-// A tiny task's round trip is ~90 us without timestamp queries and ~145 us
-// with them: lavapipe runs a timestamp through its rasterizer machinery,
-// ~50 us per command buffer (so per-dispatch timestamps are nearly free
-// within a batch). Any timestamp at a stage other than TOP_OF_PIPE also
-// makes it flush, 70-100 us each, so on a CPU device (which runs commands
-// one after another) both timestamps are TOP_OF_PIPE; on GPUs they are
-// BOTTOM_OF_PIPE. 64 tiny tasks batched cost ~38 us each against ~150 us
-// submitted one by one. Most of a round trip is lavapipe's own queue and
-// thread-pool hand-offs (its fence wait alone is 65-100 us; with
-// LP_NUM_THREADS=0 it drops to ~12 us); the executor's share is ~25 us.
-// Memory-bound kernels such as saxpy run several times slower on lavapipe
-// than on the Go workers, and larger workgroups help it a lot (LocalSize 64:
-// 165 M elements/s, 1024: 395 M/s); a cost-based placer should learn that.
+// The figures are in BENCHMARKS.md (section gpu), with the command that
+// measures them (BenchmarkGPURoundTrip, BenchmarkGPUBatch,
+// BenchmarkStreamOffload). What they decided: lavapipe runs a timestamp
+// through its rasterizer machinery once per command buffer, and a
+// timestamp at any stage other than TOP_OF_PIPE also makes it flush; so on
+// a CPU device both timestamps are TOP_OF_PIPE and timestamps are off
+// unless ExecutorOptions.CPUTimestamps (on GPUs they are BOTTOM_OF_PIPE).
+// Batching many tiny tasks into one command buffer costs a fraction of
+// submitting them one by one. Most of a lone task's round trip is hand-offs
+// between threads (lavapipe's queue thread, the completion goroutine, the
+// waiting scheduler thread); a scheduler thread that spins while waiting
+// takes a core that lavapipe's threads need on a 2-core machine.
+// Memory-bound kernels run slower on lavapipe than on the Go workers, and
+// larger workgroups help it a lot; a cost-based placer learns that.
 //
 // # On real GPUs
 //

@@ -37,8 +37,8 @@ type ExecutorOptions struct {
 	// NoTimestamps disables timestamp queries even where supported.
 	NoTimestamps bool
 	// CPUTimestamps keeps timestamp queries on CPU devices (lavapipe). By
-	// default they are off there: lavapipe charges about 50 µs per command
-	// buffer for them (a round trip goes from ~85 to ~145 µs), and since a
+	// default they are off there: lavapipe charges tens of µs per command
+	// buffer for them (BENCHMARKS.md, section gpu), and since a
 	// CPU device runs commands in order both timestamps are taken at the
 	// top of the pipe, so the durations they give are not dispatch times.
 	// Without them, per-task times come from submission and completion.

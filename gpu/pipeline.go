@@ -55,7 +55,7 @@ func (p *pipeline) destroy(d *Device) {
 }
 
 // pipelineFor returns the kernel's compute pipeline, creating it on first
-// use. Creation compiles the shader (65-100 ms on lavapipe); callers that
+// use. Creation compiles the shader (tens of ms); callers that
 // need the same pipeline meanwhile wait for it, others go on.
 func (d *Device) pipelineFor(k *sched.Kernel) (*pipeline, error) {
 	b, err := bindingOf(k)
