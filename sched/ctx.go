@@ -91,8 +91,8 @@ func (c *Ctx) Run(id TaskID) error { return c.s.run(id, c) }
 // be seen to deadlock: see waitCycle and ErrDeadlock.
 func (c *Ctx) Wait(id TaskID) error {
 	s := c.s
-	c.busy.Add(1)
-	defer c.busy.Add(-1)
+	c.enterBusy()
+	defer c.leaveBusy()
 	defer c.flushDec() // before busy drops: no debt outlives the call
 	if err := s.checkID(id, "Wait"); err != nil {
 		return err
@@ -147,8 +147,8 @@ func (c *Ctx) Wait(id TaskID) error {
 // sleeps at most 50 µs at a time and looks again.
 func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 	s := c.s
-	c.busy.Add(1)
-	defer c.busy.Add(-1)
+	c.enterBusy()
+	defer c.leaveBusy()
 	defer c.flushDec() // before busy drops: no debt outlives the call
 	if err := s.checkID(id, "WaitFor"); err != nil {
 		return err
@@ -187,8 +187,8 @@ func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 // while waiting for vsync, a GPU fence or another system).
 func (c *Ctx) WaitEvent(e *Event) {
 	s := c.s
-	c.busy.Add(1)
-	defer c.busy.Add(-1)
+	c.enterBusy()
+	defer c.leaveBusy()
 	defer c.flushDec() // before busy drops: no debt outlives the call
 	if c.running > 0 {
 		c.enter()
@@ -214,8 +214,8 @@ func (c *Ctx) WaitEvent(e *Event) {
 // else) and returns how many it ran. Call it once per frame on a main or
 // render thread that does not otherwise Wait.
 func (c *Ctx) RunPinned() int {
-	c.busy.Add(1)
-	defer c.busy.Add(-1)
+	c.enterBusy()
+	defer c.leaveBusy()
 	defer c.flushDec() // before busy drops: no debt outlives the call
 	if c.running > 0 {
 		c.enter()
@@ -248,8 +248,8 @@ func (c *Ctx) RunOne() bool { return c.helpOne() }
 
 // helpOne is runOne for the entry points that are not already busy.
 func (c *Ctx) helpOne() bool {
-	c.busy.Add(1)
-	defer c.busy.Add(-1)
+	c.enterBusy()
+	defer c.leaveBusy()
 	defer c.flushDec() // before busy drops: no debt outlives the call
 	if c.running > 0 {
 		c.enter()
