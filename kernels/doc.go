@@ -40,15 +40,19 @@
 // returns when that is >= end. Streams are bound whole, so shaders index
 // them with absolute item numbers like the Go code.
 //
-// Check enforces the contract when a kernel is registered, with a small
-// SPIR-V reader (ParseSPIRV: header, OpEntryPoint, DescriptorSet/Binding
-// decorations, uniform versus storage blocks, push-constant size, the
-// workgroup-size specialization constant). It refuses a wrong entry point or
+// Check (bind.Binding.Check, which sched.Registry.Register also calls for
+// every kernel) enforces the contract when a kernel is registered, with the
+// project's SPIR-V reader (bind.ParseSPIRV, also ParseSPIRV here: header,
+// OpEntryPoint, DescriptorSet/Binding decorations, uniform versus storage
+// blocks, array strides, NonWritable, push-constant size, the workgroup
+// size). It refuses a wrong entry point or
 // execution model, a fixed workgroup size, an oversized push-constant block,
 // a set other than 0, a binding outside 0-7 or declared twice, a binding the
-// kernel does not declare, a declared stream without a binding, and a
-// uniform/storage mismatch with Binding.UniformIn, each with an error naming
-// the kernel and the binding. shaders/check.sh (run by the shaders package's
+// kernel does not declare, a declared stream without a binding, a
+// uniform/storage mismatch with Binding.UniformIn, a readonly output, an
+// element size that neither divides nor is divided by the stream's stride,
+// and a workgroup that is not X x 1 x 1, each with an error naming the
+// kernel, the binding and the stream. shaders/check.sh (run by the shaders package's
 // test and by the Makefile) recompiles every source, fails on stale .spv
 // files and runs spirv-val.
 //
