@@ -77,8 +77,11 @@
 // cpu, gpu (with a trace) and auto; imgcmp between the CPU image and the
 // GPU and auto ones, with the crowd tests' tolerance. After every step it
 // rewrites OUTDIR/report.txt, so a run cut short still leaves a report.
-// --short is the CI variant (fewer kernel sizes, 64 characters, 6
-// frames, -test.short).
+// --short is the CI variant: of each test binary only the tests whose
+// names say GPU, Vulkan, lavapipe, device, validation, headless or quick
+// (all of a binary where none does), with -test.short, since make test has
+// already run every test through go test; kbench at two sizes; the crowd
+// at 64 characters and 6 frames.
 //
 // # Tests
 //

@@ -17,8 +17,9 @@
 #                       a manifest written here for libGLX_nvidia.so.0
 #   --driver lavapipe   Mesa's CPU implementation (lvp_icd*.json), for tests
 #   --driver FILE.json  that ICD manifest
-#   --short             a quick run (fewer kernels sizes, frames, characters),
-#                       for CI on lavapipe
+#   --short             a quick run for CI on lavapipe: the tests whose names
+#                       say GPU, Vulkan, device, ...; fewer kernel sizes,
+#                       characters and frames
 #   --keep              keep the unpacked files (OUTDIR/work) instead of a
 #                       temporary folder removed at exit
 #   --unpack DIR        only unpack into DIR and print the library path
@@ -371,6 +372,7 @@ test_detail() {
 TEST_MAX=150
 RESERVE=190
 [ "$SHORT" = 1 ] && RESERVE=60
+SHORT_TESTS='gpu|vulkan|lavapipe|device|validation|headless|quick'
 TARGS=(-test.v -test.count=1 -test.skip "$SKIP")
 [ "$SHORT" = 1 ] && TARGS+=(-test.short)
 while read -r rel name; do
@@ -384,8 +386,15 @@ while read -r rel name; do
 	# (which always validates) get the validation layer too.
 	# -test.timeout a little under the step's time-out: the Go test
 	# binary then names the test that hung and prints its goroutines.
+	# --short runs the tests whose names say they use the GPU (all when
+	# none does): make test has run every test already.
+	sel=()
+	if [ "$SHORT" = 1 ]; then
+		only=$(cd "$W/payload/pkg/$rel" && "./$name" -test.list . 2>/dev/null | grep -E '^Test' | grep -iE "$SHORT_TESTS" | paste -sd'|' -)
+		[ -z "$only" ] || sel=(-test.run "^($only)\$")
+	fi
 	run_step "test-${rel//\//-}" "$TEST_MAX" "$RESERVE" test_detail \
-		bash -c 'cd "$1" && shift && exec env "$@" -test.timeout=$((STEP_T - 8))s' _ "$W/payload/pkg/$rel" "$env_ci" VKJOBS_VALIDATION=1 "./$name" "${TARGS[@]}"
+		bash -c 'cd "$1" && shift && exec env "$@" -test.timeout=$((STEP_T - 8))s' _ "$W/payload/pkg/$rel" "$env_ci" VKJOBS_VALIDATION=1 "./$name" "${TARGS[@]}" "${sel[@]}"
 done <"$W/payload/tests.txt"
 
 # kbench -quick: where each kernel runs best on this machine.
