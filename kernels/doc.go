@@ -201,7 +201,10 @@
 // keeps index order) needs a transpose that costs more shuffles than the
 // loads it feeds; one DQS vertex per iteration left the out-of-order core
 // waiting on a chain of some 130 cycles of latency per vertex (two vertices
-// per register: 2.5x faster).
+// per register roughly halved the time). Lanes that carry no result must
+// still hold ordinary floats: the normal's 16-byte load brings the joints
+// word along, a denormal as a float, whose microcode assists cost DQS about
+// a third of its time until the lane was zeroed.
 //
 // cmd/kbench states every CPU kernel's speed as a fraction of its bound,
 // the copy bound of its bytes or a compute bound from its arithmetic per
