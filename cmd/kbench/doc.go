@@ -65,7 +65,9 @@
 // each fits a Vulkan storage binding (128 MiB guaranteed); every device runs
 // the same chunks. Each device first runs once, and its output is checked
 // against the one-goroutine run with the tolerances of package kernels
-// (bit-exact, or 2e-5 relative for skinning and 1e-4 for local-to-model);
+// (bit-exact, or 2e-5 relative for skinning, 1e-4 for local-to-model,
+// (factor+16) * 2^-24 * sum |x| of the block for the float sums, whose CPU
+// assembly adds 32 partial sums where the shaders add in index order);
 // a mismatch fails the run. That run also warms up caches, page tables and
 // lavapipe's shader compilation at a kernel's first dispatch. Then runs are
 // repeated so that a sample lasts at least -min-sample, and -reps rounds
