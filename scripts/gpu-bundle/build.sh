@@ -122,6 +122,14 @@ for p in "${DEBS[@]}"; do
 	cp "$deb" "$OUT.tmp/debs/"
 done
 
+# The newest glibc symbol version the binaries, the loader and the layer
+# use: run.sh refuses an older glibc up front, naming both versions.
+mkdir -p "$STAGE/debx"
+for d in "$OUT.tmp"/debs/libvulkan1_* "$OUT.tmp"/debs/vulkan-validationlayers_*; do dpkg-deb -x "$d" "$STAGE/debx"; done
+GLIBC_NEED=$(find "$P/bin" "$P/pkg" "$P/lib" "$STAGE/debx" -type f \( -name '*.test' -o -name '*.so*' -o -path '*/bin/*' \) \
+	-exec grep -aoh 'GLIBC_2\.[0-9][0-9.]*' {} + | sort -uV | tail -n 1)
+GLIBC_NEED=${GLIBC_NEED#GLIBC_}
+
 # 5. Assemble: run.sh, the compressed payload, the packages, a manifest.
 cp scripts/gpu-bundle/run.sh "$OUT.tmp/run.sh"
 chmod +x "$OUT.tmp/run.sh"
@@ -131,6 +139,7 @@ tar -C "$STAGE" -cf - payload | gzip -9 >"$OUT.tmp/payload.tar.gz"
 	echo "vkjobs GPU bundle"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
 	echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), $($GO version)"
+	echo "glibc: $GLIBC_NEED or newer (the newest symbol version the binaries, loader and layer use)"
 	echo "tests: $(awk '{print $1}' "$P/tests.txt" | tr '\n' ' ')"
 	echo "libraries: $(cd "$P/lib" && ls | tr '\n' ' ')"
 	echo "debs: $(cd "$OUT.tmp/debs" && ls | tr '\n' ' ')"

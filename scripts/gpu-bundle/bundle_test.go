@@ -114,6 +114,25 @@ func TestFindICD(t *testing.T) {
 	}
 }
 
+// TestGlibcRefused: a machine whose glibc is older than the binaries need
+// is refused before anything runs, naming both versions.
+func TestGlibcRefused(t *testing.T) {
+	b := t.TempDir()
+	run, err := os.ReadFile("run.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, b+"/run.sh", string(run))
+	write(t, b+"/MANIFEST.txt", "vkjobs GPU bundle\nglibc: 99.1 or newer\n")
+	rep := t.TempDir()
+	out, err := exec.Command("bash", b+"/run.sh", "--driver", "lavapipe", rep).CombinedOutput()
+	report, _ := os.ReadFile(rep + "/report.txt")
+	if err == nil || !strings.Contains(string(out), "is older than the 99.1 the bundle's binaries need") ||
+		!regexp.MustCompile(`(?m)^  FAIL .* setup +glibc \S+ is older than 99\.1$`).Match(report) {
+		t.Errorf("err %v, output:\n%s\nreport:\n%s", err, out, report)
+	}
+}
+
 // glibc is the C library's own parts, which the bundle does not carry.
 var glibc = regexp.MustCompile(`^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libresolv\.so\.2|libutil\.so\.1|libanl\.so\.1)$`)
 
@@ -152,8 +171,12 @@ func TestBundle(t *testing.T) {
 	}
 
 	// Contents: the packages with GPU tests, the programs, the packages.
+	// Unpacked without dpkg-deb: run.sh's own reading of the packages'
+	// ar archives (for machines without dpkg) must give the same files.
 	un := filepath.Join(dir, "unpacked")
-	out, err := exec.Command(filepath.Join(bundle, "run.sh"), "--unpack", un).CombinedOutput()
+	unpack := exec.Command(filepath.Join(bundle, "run.sh"), "--unpack", un)
+	unpack.Env = append(os.Environ(), "VKJOBS_BUNDLE_NO_DPKG=1")
+	out, err := unpack.CombinedOutput()
 	if err != nil {
 		t.Fatalf("run.sh --unpack: %v\n%s", err, out)
 	}

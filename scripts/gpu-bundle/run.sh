@@ -25,7 +25,7 @@
 #   --unpack DIR        only unpack into DIR and print the library path
 #   --find-icd          only print the ICD manifest --driver would use
 #
-# Needs bash, coreutils (timeout), tar and gzip, and dpkg-deb or ar + xz to
+# Needs bash, coreutils (timeout), tar and gzip, and dpkg-deb or xz to
 # unpack the .deb files. No network, no root, no Go toolchain.
 # Exit status: 0 when every step passed, 1 when one failed, 2 on bad usage.
 set -u -o pipefail
@@ -159,17 +159,38 @@ OUT=$(cd "$OUT" && pwd)
 # ---------------------------------------------------------------- unpack
 
 # unpack_deb DEB DIR extracts a Debian package's files without root.
+# Without dpkg-deb (or with VKJOBS_BUNDLE_NO_DPKG=1, for the tests) it
+# reads the package's ar archive itself: 8 bytes of magic, then members of
+# a 60-byte header (name 16 bytes, size 10 bytes at offset 48) and their
+# data padded to even length; the files are in the data.tar.* member.
 unpack_deb() {
-	if command -v dpkg-deb >/dev/null; then
+	if command -v dpkg-deb >/dev/null && [ -z "${VKJOBS_BUNDLE_NO_DPKG:-}" ]; then
 		dpkg-deb -x "$1" "$2"
 		return
 	fi
-	local t
-	t=$(mktemp -d) || return 1
-	(cd "$t" && ar x "$1") && tar -xf "$t"/data.tar.* -C "$2"
-	local rc=$?
-	rm -rf "$t"
-	return $rc
+	local f=$1 off=8 total name size dec
+	total=$(stat -c %s "$f") || return 1
+	[ "$(head -c 8 "$f")" = '!<arch>' ] || { echo "run.sh: $f is not a Debian package" >&2; return 1; }
+	while [ "$off" -lt "$total" ]; do
+		name=$(dd if="$f" bs=1 skip="$off" count=16 2>/dev/null | tr -d ' ')
+		size=$(dd if="$f" bs=1 skip=$((off + 48)) count=10 2>/dev/null | tr -d ' ')
+		off=$((off + 60))
+		case "${name%/}" in
+		data.tar.xz) dec="xz -dc" ;;
+		data.tar.gz) dec="gzip -dc" ;;
+		data.tar.zst) dec="zstd -dc" ;;
+		data.tar) dec=cat ;;
+		*)
+			off=$((off + size + size % 2))
+			continue
+			;;
+		esac
+		command -v "${dec%% *}" >/dev/null || { echo "run.sh: unpacking $f needs dpkg-deb or ${dec%% *}" >&2; return 1; }
+		tail -c +$((off + 1)) "$f" | head -c "$size" | $dec | tar -x -C "$2"
+		return
+	done
+	echo "run.sh: $f has no data.tar member" >&2
+	return 1
 }
 
 # unpack DIR: payload and packages into DIR; sets LIBPATH and LAYER_DIR.
@@ -181,7 +202,7 @@ unpack() {
 		case "$(basename "$d")" in
 		libstdc++6_* | libgcc-s1_*) unpack_deb "$d" "$w/cxx" ;;
 		*) unpack_deb "$d" "$w/vk" ;;
-		esac || { echo "run.sh: cannot unpack $d (needs dpkg-deb, or ar and xz)" >&2; return 1; }
+		esac || { echo "run.sh: cannot unpack $d" >&2; return 1; }
 	done
 	f=$(find "$w/vk" -name 'libvulkan.so.1' | head -1)
 	[ -n "$f" ] || { echo "run.sh: no libvulkan.so.1 in the bundled loader package" >&2; return 1; }
@@ -335,6 +356,13 @@ setup_fail() {
 	exit 1
 }
 
+# The binaries' newest glibc symbol version, which build.sh recorded.
+need=$(sed -n 's/^glibc: \([0-9.]*\).*/\1/p' "$B/MANIFEST.txt" 2>/dev/null)
+have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+if [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" != "$need" ]; then
+	echo "run.sh: this machine's glibc $have is older than the $need the bundle's binaries need (built on Debian 12)" >"$LOGS/setup.log"
+	setup_fail "glibc $have is older than $need"
+fi
 command -v nvidia-smi >/dev/null && GPUS=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | paste -sd';' -)
 unpack "$W" 2>"$LOGS/setup.log" || setup_fail "unpacking the bundle failed"
 ICD=$(find_icd 2>>"$LOGS/setup.log") || setup_fail "no $DRIVER Vulkan driver found"
