@@ -321,15 +321,15 @@ func fibEveryKernel(c *Ctx, d *TaskData) error {
 		panic("fib: cell stack overflow")
 	}
 	st.sp = sp + 2
-	var a, b Task
-	a.Kernel, b.Kernel = pkFib, pkFib
-	a.Data.Params[0], b.Data.Params[0] = n-1, n-2
-	a.Data.Data, b.Data.Data = &st.cells[sp], &st.cells[sp+1]
-	ia, err := c.Add(&a)
+	var t Task // Add copies it: one Task serves both children
+	t.Kernel = pkFib
+	t.Data.Params[0], t.Data.Data = n-1, &st.cells[sp]
+	ia, err := c.Add(&t)
 	if err != nil {
 		return err
 	}
-	ib, err := c.Add(&b)
+	t.Data.Params[0], t.Data.Data = n-2, &st.cells[sp+1]
+	ib, err := c.Add(&t)
 	if err != nil {
 		return err
 	}
