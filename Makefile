@@ -66,6 +66,8 @@ test: deps fmt-check vet staticcheck shaders-check
 	# The kernels' pure-Go paths (the fallbacks of the AVX2 assembly): local-to-model, skinning, reduce, scan, expand, saxpy.
 	KERNELS_GO=1 $(GO) test -count=1 -run 'LocalToModel|Pose|Skin|LBS|DQS|CPURefuses|Alloc|Sum|MinMax|Avg32|Expand|Scan|Saxpy' ./kernels/
 	$(GO) test -count=1 -race -timeout 20m ./sched/... ./gpu/... ./stress/... ./affinity/... ./render/... ./evstream/...
+	# The scheduler's model-based randomized test under -race on 1, 2, 4 and 8 Ps (about 6 s each).
+	for p in 1 2 4 8; do GOMAXPROCS=$$p $(GO) test -count=1 -race -timeout 5m -run '^TestModel$$' ./sched/ || exit 1; done
 	$(MAKE) --no-print-directory fuzz
 	# The GPU bundle: build it, check its size and libraries, run its short mode on lavapipe (about 2 minutes).
 	VKJOBS_GPU_BUNDLE_TEST=1 $(GO) test -count=1 -timeout 15m -run TestBundle ./scripts/gpu-bundle/
@@ -73,7 +75,7 @@ test: deps fmt-check vet staticcheck shaders-check
 # Long randomized stress of the scheduler (minutes, millions of tasks).
 SOAK ?= 3m
 soak: deps
-	set -o pipefail; VKJOBS_SOAK=$(SOAK) $(GO) test -count=1 -run 'TestStress|TestRandomGraphsEveryAffinity' -timeout 2h -v ./sched/ ./stress/ | grep -E 'soak|tasks|PASS|FAIL|ok'
+	set -o pipefail; VKJOBS_SOAK=$(SOAK) $(GO) test -count=1 -run 'TestStress|TestModel|TestRandomGraphsEveryAffinity' -timeout 2h -v ./sched/ ./stress/ | grep -E 'soak|tasks|PASS|FAIL|ok'
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sched/... ./gpu/... ./kernels/...
