@@ -191,6 +191,12 @@ func (a *app) setup() error {
 	if err := checkOutputs(cfg, !wantWindow); err != nil {
 		return err
 	}
+	// Compressing the clips takes seconds on a first run: say so first.
+	src := "the CMU motion capture"
+	if cfg.model != "" {
+		src = cfg.model
+	}
+	a.log("loading %s (a first run compresses its clips, a few seconds; later runs read them from the cache)\n", src)
 	t := time.Now()
 	r, err := rig.Build(rig.Options{Bones: cfg.bones, Tolerance: cfg.tolerance / 100, Codec: cfg.codec, Rate: cfg.clipRate, Model: cfg.model, CacheDir: cfg.cacheDir})
 	if err != nil {
