@@ -19,7 +19,9 @@ var lbsFast = lbsHasAsm
 // vertices it completed: all of them, or the first k whose four palette
 // indices are not all below len(pal) (checked before any of its matrices
 // is loaded; out[k:] is not written), for which lbs reports badJoint as
-// lbsGo does. It reads and writes nothing outside the three slices.
+// lbsGo does. It reads and writes nothing outside the three slices (its
+// prefetch hint, 1 KiB ahead of the current vertex, loads no data and
+// never faults).
 //
 // One vertex per iteration; a ymm register holds two matrix columns, [low
 // 128 bits | high 128 bits], lane r of column c being element 4*c+r of a
