@@ -76,23 +76,36 @@ CGO_ENABLED=0 $GO build -ldflags="$LDFLAGS" -o "$P/bin/imgcmp" ./scripts/gpu-bun
 cp scripts/gpu-bundle/README.txt "$P/README.txt"
 
 # 2. Shared libraries the binaries link beyond the C library (GLFW's
-# X11: libX11, libxcb, ...), copied under their soname. libvulkan.so.1 is
-# dlopened, so ldd does not list it: it comes from the loader's package.
-for f in "$P"/bin/* "$P"/pkg/*/*.test "$P"/pkg/*/*/*.test "$P"/pkg/*/*/*/*.test; do
+# X11: libX11, libxcb, ...), copied under their soname; run.sh uses each
+# only where the machine lacks it. libvulkan.so.1 is dlopened, so ldd does
+# not list it: it comes from the loader's package. The NVIDIA Vulkan
+# driver (libGLX_nvidia.so.0) links libX11, libXext and glvnd's
+# libGLdispatch, which a container given only the driver's libraries may
+# lack: those are carried too.
+carry_lib() { # SONAME PATH
+	[ -e "$P/lib/$1" ] && return
+	cp -L "$2" "$P/lib/$1"
+	# Its Debian package's copyright file goes with it.
+	local deb
+	deb=$(dpkg -S "$(readlink -f "$2")" 2>/dev/null | head -1 | cut -d: -f1)
+	if [ -n "$deb" ] && [ -f "/usr/share/doc/$deb/copyright" ]; then
+		mkdir -p "$P/lib/copyright"
+		cp "/usr/share/doc/$deb/copyright" "$P/lib/copyright/$deb"
+	fi
+}
+for lib in libXext.so.6 libGLdispatch.so.0; do
+	path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+	[ -n "$path" ] || die "$lib is missing here (Debian: libxext6, libglvnd0)"
+	carry_lib "$lib" "$path"
+done
+for f in "$P"/bin/* "$P"/pkg/*/*.test "$P"/pkg/*/*/*.test "$P"/pkg/*/*/*/*.test "$P"/lib/*.so.*; do
 	[ -f "$f" ] || continue
 	deps=$(ldd "$f" 2>/dev/null) || continue # a static binary
 	while read -r soname arrow path _; do
 		[ "$arrow" = "=>" ] || continue
 		[[ $soname =~ $GLIBC_RE ]] && continue
 		[ "$path" = "not" ] && die "$f: $soname not found on this machine"
-		[ -e "$P/lib/$soname" ] && continue
-		cp -L "$path" "$P/lib/$soname"
-		# Its Debian package's copyright file goes with it.
-		deb=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1)
-		if [ -n "$deb" ] && [ -f "/usr/share/doc/$deb/copyright" ]; then
-			mkdir -p "$P/lib/copyright"
-			cp "/usr/share/doc/$deb/copyright" "$P/lib/copyright/$deb"
-		fi
+		carry_lib "$soname" "$path"
 	done <<<"$deps"
 done
 
@@ -141,7 +154,7 @@ tar -C "$STAGE" -cf - payload | gzip -9 >"$OUT.tmp/payload.tar.gz"
 	echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), $($GO version)"
 	echo "glibc: $GLIBC_NEED or newer (the newest symbol version the binaries, loader and layer use)"
 	echo "tests: $(awk '{print $1}' "$P/tests.txt" | tr '\n' ' ')"
-	echo "libraries: $(cd "$P/lib" && ls | tr '\n' ' ')"
+	echo "libraries: $(cd "$P/lib" && ls -- *.so* | tr "\n" " ")"
 	echo "debs: $(cd "$OUT.tmp/debs" && ls | tr '\n' ' ')"
 	echo "payload files (uncompressed bytes):"
 	(cd "$P" && find . -type f -printf '  %s %P\n' | sort -k2)

@@ -257,7 +257,9 @@ func TestBundle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	run := exec.CommandContext(ctx, filepath.Join(bundle, "run.sh"), "--short", "--driver", "lavapipe", rep)
-	run.Env = cleanEnv()
+	// Every carried library instead of this machine's: X11 for the crowd
+	// and gpu/present, the C++ runtime for the layer.
+	run.Env = append(cleanEnv(), "VKJOBS_BUNDLE_ALL_LIBS=1")
 	start = time.Now()
 	out, err = run.CombinedOutput()
 	report, rerr := os.ReadFile(filepath.Join(rep, "report.txt"))
@@ -272,6 +274,8 @@ func TestBundle(t *testing.T) {
 		regexp.MustCompile(`(?m)^mapped: /\S+/vk/usr/lib/x86_64-linux-gnu/libvulkan\.so\.1`), // the bundled loader
 		regexp.MustCompile(`(?m)^mapped: /\S+/vk/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation\.so`),
 		regexp.MustCompile(`(?m)^mapped: \S*libvulkan_lvp\.so`),
+		regexp.MustCompile(`(?m)^mapped: /\S+/cxx/usr/lib/x86_64-linux-gnu/libstdc\+\+\.so\.6`),
+		regexp.MustCompile(`carried libraries used: .*libX11\.so\.6`),
 		regexp.MustCompile(`(?m)^  PASS +\S+s  test-gpu +\d+ passed, 0 failed`),
 		regexp.MustCompile(`(?m)^  PASS +\S+s  kbench-quick`),
 		regexp.MustCompile(`(?m)^  PASS +\S+s  compare-cpu-gpu +.*within the tolerance`),

@@ -24,7 +24,8 @@
 // (vulkan-validationlayers) and the C++ runtime the layer links (libstdc++6,
 // libgcc-s1) are Debian 12's packages, fetched with apt-get download
 // (cached, so that later builds need no network) and unpacked by run.sh
-// with dpkg-deb -x, which needs no root: the packages keep their versions
+// with dpkg-deb -x, which needs no root (or, without dpkg, by reading the
+// packages' ar archives itself and xz): the packages keep their versions
 // and copyright files, and the loader the tests meet is a released one,
 // not whatever this machine happens to have. The loader is found by the
 // binaries because package gpu dlopens libvulkan.so.1 and run.sh puts the
@@ -36,11 +37,16 @@
 // The crowd and gpu/present link X11 through GLFW (cgo). A GPU server may
 // have no X11 libraries, so build.sh carries every shared library ldd
 // lists for the binaries beyond the C library itself (libX11, libxcb,
-// libXau, libXdmcp, libbsd, libmd), under their sonames. A headless build
-// of the crowd without GLFW was rejected: it needs a build tag through
-// packages this bundle does not own, for about 1.6 MB of libraries. The
-// glibc is not carried: the binaries need Debian 12's (2.36) or newer,
-// which such a machine has.
+// libXau, libXdmcp, libbsd, libmd), under their sonames, and two that the
+// NVIDIA Vulkan driver (libGLX_nvidia.so.0) links and a container given
+// only the driver's own libraries may lack: libXext and glvnd's
+// libGLdispatch. run.sh uses each carried library only where the machine
+// has none of that soname: the machine's own copies stay coherent with
+// each other and with its driver. A headless build of the crowd without
+// GLFW was rejected: it needs a build tag through packages this bundle
+// does not own, to save about 1.7 MB. The glibc is not carried: build.sh
+// records the newest glibc symbol version the binaries, loader and layer
+// use (2.34 today), and run.sh refuses an older glibc up front.
 //
 // The crowd and the anim tests read the CMU motion capture of Debian's
 // assimp-testmodels; the bundle carries the files they use and run.sh
@@ -93,6 +99,8 @@
 // bundle, checks its size (at most 60 MiB) and, with ldd and the bundle's
 // library folders as LD_LIBRARY_PATH, that every library its binaries,
 // loader and layer need is in the bundle or is part of the C library, then
-// runs run.sh --short --driver lavapipe and requires every step to pass
-// on the bundled loader and layer.
+// runs run.sh --short --driver lavapipe with VKJOBS_BUNDLE_ALL_LIBS=1
+// (every carried library instead of the machine's) and requires every step
+// to pass on the bundled loader, layer, C++ runtime and X11 libraries.
+// TestGlibcRefused checks the refusal of an older glibc.
 package gpubundle

@@ -193,6 +193,20 @@ unpack_deb() {
 	return 1
 }
 
+# system_has SONAME: the machine has that x86-64 library (always false
+# with VKJOBS_BUNDLE_ALL_LIBS=1, which the bundle's test uses to run on the
+# carried libraries).
+LDCACHE=$({ ldconfig -p || /sbin/ldconfig -p || /usr/sbin/ldconfig -p; } 2>/dev/null)
+system_has() {
+	[ -z "${VKJOBS_BUNDLE_ALL_LIBS:-}" ] || return 1
+	awk -v l="$1" '$1 == l && /x86-64/ {f = 1} END {exit !f}' <<<"$LDCACHE" && return 0
+	local d
+	for d in /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu /lib64 /usr/lib64; do
+		[ -e "$d/$1" ] && return 0
+	done
+	return 1
+}
+
 # unpack DIR: payload and packages into DIR; sets LIBPATH and LAYER_DIR.
 unpack() {
 	local w=$1 d f need sys
@@ -212,16 +226,28 @@ unpack() {
 	LAYER_DIR=$(dirname "$f")
 	f=$(find "$w/vk" -name 'libVkLayer_khronos_validation.so' | head -1)
 	[ "$(dirname "$f")" = "$LIBPATH" ] || LIBPATH=$LIBPATH:$(dirname "$f")
-	LIBPATH=$LIBPATH:$w/payload/lib
+	# The carried libraries (X11, glvnd's dispatcher) serve where the
+	# machine lacks them: its own copies stay coherent with each other and
+	# with its driver.
+	mkdir -p "$w/libfb"
+	LIBS_HOW=
+	for f in "$w"/payload/lib/*.so.*; do
+		d=$(basename "$f")
+		system_has "$d" && continue
+		ln -sf "$f" "$w/libfb/$d"
+		LIBS_HOW="$LIBS_HOW $d"
+	done
+	LIBS_HOW=${LIBS_HOW:- none (the machine has them all)}
+	LIBPATH=$LIBPATH:$w/libfb
 	# The layer is C++: use the machine's libstdc++ when it has the newest
 	# symbol version the layer needs, else the bundled one (a newer
 	# libstdc++ serves older programs, an older one does not).
 	need=$(grep -ao 'GLIBCXX_3\.4\.[0-9]*' "$f" | sort -uV | tail -1)
-	sys=$({ ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | awk '/libstdc\+\+\.so\.6 .*x86-64/ {print $NF; exit}')
+	sys=$(awk '/libstdc\+\+\.so\.6 .*x86-64/ {print $NF; exit}' <<<"$LDCACHE")
 	[ -n "$sys" ] || for f in /usr/lib/x86_64-linux-gnu/libstdc++.so.6 /usr/lib64/libstdc++.so.6 /lib64/libstdc++.so.6; do
 		[ -e "$f" ] && { sys=$f; break; }
 	done
-	if [ -n "$sys" ] && { [ -z "$need" ] || grep -qa "$need" "$sys"; }; then
+	if [ -z "${VKJOBS_BUNDLE_ALL_LIBS:-}" ] && [ -n "$sys" ] && { [ -z "$need" ] || grep -qa "$need" "$sys"; }; then
 		CXX_HOW="the machine's $sys"
 	else
 		for f in libstdc++.so.6 libgcc_s.so.1; do
@@ -229,6 +255,7 @@ unpack() {
 			[ -n "$d" ] && LIBPATH=$LIBPATH:$(dirname "$d")
 		done
 		CXX_HOW="the bundled one (the machine's ${sys:-none} lacks ${need:-it})"
+		[ -z "${VKJOBS_BUNDLE_ALL_LIBS:-}" ] || CXX_HOW="the bundled one (VKJOBS_BUNDLE_ALL_LIBS=1)"
 	fi
 }
 
@@ -275,7 +302,7 @@ write_report() {
 		echo "machine: $(uname -srm); $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)); $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); $(getconf GNU_LIBC_VERSION 2>/dev/null)"
 		[ -n "${GPUS:-}" ] && echo "nvidia-smi: $GPUS"
 		echo "driver: ${ICD:-none} (${ICD_HOW:-})"
-		[ -z "${LOADER:-}" ] || echo "loader: $LOADER; validation layer: $LAYER; C++ runtime: $CXX_HOW"
+		[ -z "${LOADER:-}" ] || echo "loader: $LOADER; validation layer: $LAYER; C++ runtime: $CXX_HOW; carried libraries used:$LIBS_HOW"
 		if [ -s "$LOGS/probe.log" ]; then
 			echo
 			echo "== device (probe, validation on) =="
