@@ -25,7 +25,7 @@
 // libgcc-s1) are Debian 12's packages, fetched with apt-get download
 // (cached, so that later builds need no network) and unpacked by run.sh
 // with dpkg-deb -x, which needs no root (or, without dpkg, by reading the
-// packages' ar archives itself and xz): the packages keep their versions
+// packages' ar archives itself, with xz): the packages keep their versions
 // and copyright files, and the loader the tests meet is a released one,
 // not whatever this machine happens to have. The loader is found by the
 // binaries because package gpu dlopens libvulkan.so.1 and run.sh puts the
