@@ -190,21 +190,21 @@ func (k *betweenKeys) pose(t float64) []Transform {
 	for j := range 3 {
 		p[0].T[j] = float64(k.aT[i][j]) + (float64(k.aT[i+1][j])-float64(k.aT[i][j]))*u
 	}
-	p[0].R = testSlerp(k.aR[i], k.aR[i+1], u).normalized()
+	p[0].R = testSlerp(k.aR[i], k.aR[i+1], u).Normalized()
 	p[1].T = v3(k.restB)
 	if k.bInterp == "STEP" {
 		si := sort.Search(len(k.stepTimes), func(j int) bool { return float64(k.stepTimes[j]) > t }) - 1
 		b := k.bR[max(si, 0)]
-		p[1].R = Quat{float64(b[0]), float64(b[1]), float64(b[2]), float64(b[3])}.normalized()
+		p[1].R = Quat{float64(b[0]), float64(b[1]), float64(b[2]), float64(b[3])}.Normalized()
 	} else {
 		si, su := keyAt(k.stepTimes, t)
-		p[1].R = testSlerp(k.bR[si], k.bR[si+1], su).normalized()
+		p[1].R = testSlerp(k.bR[si], k.bR[si+1], su).Normalized()
 	}
 	dt := float64(k.times[i+1] - k.times[i])
 	ct := hermite(k.cT[i][1][:], k.cT[i][2][:], k.cT[i+1][0][:], k.cT[i+1][1][:], dt, u)
 	p[2].T = Vec3{ct[0], ct[1], ct[2]}
 	cr := hermite(k.cR[i][1][:], k.cR[i][2][:], k.cR[i+1][0][:], k.cR[i+1][1][:], dt, u)
-	p[2].R = Quat{cr[0], cr[1], cr[2], cr[3]}.normalized()
+	p[2].R = Quat{cr[0], cr[1], cr[2], cr[3]}.Normalized()
 	p[3].T = v3(k.restD)
 	return p
 }
@@ -273,7 +273,7 @@ func TestGLTFBetweenSamples(t *testing.T) {
 				for axis := range 3 {
 					var v Vec3
 					v[axis] = 0.03
-					e = math.Max(e, ref[b].point(v).dist(m.point(v)))
+					e = math.Max(e, ref[b].Point(v).Dist(m.Point(v)))
 				}
 				errs = append(errs, e)
 				if e > worst {
@@ -334,7 +334,7 @@ func TestCesiumManBetweenKeys(t *testing.T) {
 		local := make([]Transform, nb)
 		for b := range nb {
 			tv, rv, sv := c.ValueAt(3*b, x), c.ValueAt(3*b+1, x), c.ValueAt(3*b+2, x)
-			local[b] = Transform{T: Vec3{tv[0], tv[1], tv[2]}, R: Quat(rv).normalized(), S: Vec3{sv[0], sv[1], sv[2]}}
+			local[b] = Transform{T: Vec3{tv[0], tv[1], tv[2]}, R: Quat(rv).Normalized(), S: Vec3{sv[0], sv[1], sv[2]}}
 		}
 		ref := make([]mat4, nb)
 		modelMatrices(sk.Parents, local, ref)
@@ -345,7 +345,7 @@ func TestCesiumManBetweenKeys(t *testing.T) {
 				m[i] = float64(model32[b*ModelFloats+i])
 			}
 			for _, v := range []Vec3{{}, {0.03, 0, 0}, {0, 0.03, 0}, {0, 0, 0.03}} {
-				if e := ref[b].point(v).dist(m.point(v)); e > worst {
+				if e := ref[b].Point(v).Dist(m.Point(v)); e > worst {
 					worst, wb = e, b
 				}
 			}

@@ -357,7 +357,7 @@ func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
 	for i, j := range joints {
 		sk.Names[i] = j.name
 		sk.Parents[i] = int32(j.parent)
-		sk.Rest[i] = Transform{T: j.offset.scale(unit.Metres), R: IdentityQuat, S: Vec3{1, 1, 1}}
+		sk.Rest[i] = Transform{T: j.offset.Mul(unit.Metres), R: IdentityQuat, S: Vec3{1, 1, 1}}
 	}
 	n := nframes - first
 	clip := &Clip{Name: strings.TrimSuffix(name, ".bvh"), Rate: rate, Frames: n, Tracks: make([]Track, 3*nb)}
@@ -373,12 +373,12 @@ func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
 				if c < 3 {
 					t[c] = v
 				} else {
-					q = q.mul(axisAngle(int(c-3), v*math.Pi/180))
+					q = q.Mul(axisAngle(int(c-3), v*math.Pi/180))
 				}
 			}
 			tt.Frames[f], rt.Frames[f] = int32(f), int32(f)
-			tt.Values[f] = vec4(t.scale(unit.Metres))
-			rt.Values[f] = [4]float64(q.normalized())
+			tt.Values[f] = vec4(t.Mul(unit.Metres))
+			rt.Values[f] = [4]float64(q.Normalized())
 		}
 		makeContinuous(&rt)
 		clip.Tracks[b*3] = tt

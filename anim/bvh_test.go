@@ -108,7 +108,7 @@ func TestBVHChannels(t *testing.T) {
 	}
 	c := im.Clips[0]
 	deg := math.Pi / 180
-	want := axisAngle(2, 30*deg).mul(axisAngle(0, 45*deg)).mul(axisAngle(1, 60*deg))
+	want := axisAngle(2, 30*deg).Mul(axisAngle(0, 45*deg)).Mul(axisAngle(1, 60*deg))
 	if a := quatAngle(Quat(c.Tracks[4].Values[0]), want); a > 1e-12 {
 		t.Errorf("leg rotation off by %v rad", a)
 	}

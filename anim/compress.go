@@ -266,11 +266,11 @@ func calibrate(sk *Skeleton, c *Clip, opt *CompressOptions, x0, slope0, xmax flo
 // parent decodes to model rotation decParent (source srcParent) the
 // source model orientation srcParent·q, in q's hemisphere.
 func rotationTarget(decParent, srcParent, q Quat) Quat {
-	delta := decParent.conj().mul(srcParent)
+	delta := decParent.Conj().Mul(srcParent)
 	if delta[3] < 0 {
-		delta = delta.neg()
+		delta = delta.Neg()
 	}
-	return delta.mul(q).normalized()
+	return delta.Mul(q).Normalized()
 }
 
 // maxChainShare bounds the share the calibration may reach: one track's
@@ -431,7 +431,7 @@ func compressPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share
 				dl := make([]Quat, c.Frames)
 				if !animated[ti] {
 					cv := results[ti].constant
-					q := Quat{float64(cv[0]), float64(cv[1]), float64(cv[2]), float64(cv[3])}.normalized()
+					q := Quat{float64(cv[0]), float64(cv[1]), float64(cv[2]), float64(cv[3])}.Normalized()
 					for f := range dl {
 						dl[f] = q
 					}
@@ -458,19 +458,19 @@ func compressPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share
 						f := int(tr.Frames[s])
 						d0 := rotationTarget(decModel[p][f], srcModel[p][f], IdentityQuat)
 						d1 := rotationTarget(decModel[p][f+1], srcModel[p][f+1], IdentityQuat)
-						return [4]float64(slerp(d0, d1, u).mul(q).normalized())
+						return [4]float64(slerp(d0, d1, u).Mul(q).Normalized())
 					}
 					fitOne(ti, &tgt, between)
 					vals := results[ti].slot.decodeFrames(c.Frames, segFrames)
 					for f := range dl {
 						v := vals[f]
-						dl[f] = Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.normalized()
+						dl[f] = Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.Normalized()
 					}
 				}
 				dm := make([]Quat, c.Frames)
 				for f := range dm {
 					if p := sk.Parents[b]; p >= 0 {
-						dm[f] = decModel[p][f].mul(dl[f])
+						dm[f] = decModel[p][f].Mul(dl[f])
 					} else {
 						dm[f] = dl[f]
 					}
@@ -563,18 +563,18 @@ func leverArmsShielded(sk *Skeleton, c *Clip, vdist float64, shield []bool) *lev
 		c.Pose(f, local)
 		modelMatrices(sk.Parents, local, model)
 		for b := range nb {
-			rm := Transform{R: local[b].R, S: Vec3{1, 1, 1}}.matrix()
+			rm := Transform{R: local[b].R, S: Vec3{1, 1, 1}}.Matrix()
 			var pm mat4
 			if p := sk.Parents[b]; p >= 0 {
 				pm = model[p]
 				pm[12], pm[13], pm[14] = 0, 0, 0
-				lv.pscale[b] = math.Max(lv.pscale[b], model[p].maxAxisScale())
+				lv.pscale[b] = math.Max(lv.pscale[b], model[p].MaxAxisScale())
 			} else {
-				pm = IdentityTransform.matrix()
+				pm = IdentityTransform.Matrix()
 				lv.pscale[b] = 1
 			}
-			m := pm.mul(&rm)
-			inv[b] = m.inverse3()
+			m := pm.Mul(&rm)
+			inv[b] = m.Inverse3()
 		}
 		for d := range nb {
 			pd := Vec3{model[d][12], model[d][13], model[d][14]}
@@ -583,7 +583,7 @@ func leverArmsShielded(sk *Skeleton, c *Clip, vdist float64, shield []bool) *lev
 			for a := range 3 {
 				var v Vec3
 				v[a] = vdist
-				verts[a+1] = model[d].point(v)
+				verts[a+1] = model[d].Point(v)
 			}
 			top := -1 // the shielding bone closest to a on the way to d
 			for a := d; a >= 0; a = int(sk.Parents[a]) {
@@ -600,17 +600,17 @@ func leverArmsShielded(sk *Skeleton, c *Clip, vdist float64, shield []bool) *lev
 				ax := &lv.axis[a][f]
 				far := 0.0
 				for _, v := range pts {
-					off := v.sub(pa)
-					far = math.Max(far, off.length())
-					lv.reach[a] = math.Max(lv.reach[a], off.length())
-					y := inv[a].vec(off)
+					off := v.Sub(pa)
+					far = math.Max(far, off.Len())
+					lv.reach[a] = math.Max(lv.reach[a], off.Len())
+					y := inv[a].Vec(off)
 					// scale back by the parent's scale: the displacement
 					// is measured in model space
 					ps := lv.pscale[a]
 					ax[0] = max(ax[0], float32(ps*math.Hypot(y[1], y[2])))
 					ax[1] = max(ax[1], float32(ps*math.Hypot(y[0], y[2])))
 					ax[2] = max(ax[2], float32(ps*math.Hypot(y[0], y[1])))
-					ax[3] = max(ax[3], float32(off.length()))
+					ax[3] = max(ax[3], float32(off.Len()))
 				}
 				lv.lever2[a][d] += far * far / float64(c.Frames)
 			}
@@ -787,7 +787,7 @@ func modelRotations(sk *Skeleton, c *Clip, local func(b, f int) Quat) [][]Quat {
 		for f := range c.Frames {
 			q := local(b, f)
 			if p >= 0 {
-				q = out[p][f].mul(q)
+				q = out[p][f].Mul(q)
 			}
 			out[b][f] = q
 		}
@@ -949,14 +949,14 @@ func constantValue(tr *Track, kind TrackKind, weight float64, axis [][4]float32)
 		var sum Quat
 		for _, s := range tr.Values {
 			q := Quat(s)
-			if q.dot(Quat(tr.Values[0])) < 0 {
-				q = q.neg()
+			if q.Dot(Quat(tr.Values[0])) < 0 {
+				q = q.Neg()
 			}
 			for i := range sum {
 				sum[i] += q[i]
 			}
 		}
-		m := sum.normalized()
+		m := sum.Normalized()
 		v = [4]float32{float32(m[0]), float32(m[1]), float32(m[2]), float32(m[3])}
 	} else {
 		lo, hi := trackRange(tr)

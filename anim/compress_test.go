@@ -95,7 +95,7 @@ func trackCheck(t *testing.T, sk *Skeleton, src *Clip, c ClipView, cc *Compresse
 			if dec[b] != nil {
 				v = dec[b][f][:]
 			}
-			return Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.normalized()
+			return Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.Normalized()
 		})
 		for b := range nb {
 			i := b*3 + int(TrackRotation)

@@ -91,7 +91,7 @@ func DetectFootContacts(sk *Skeleton, c *Clip, opt ContactOptions) ([]Event, err
 			if e == a {
 				return 0
 			}
-			return p[e].dist(p[a]) * c.Rate / float64(e-a)
+			return p[e].Dist(p[a]) * c.Rate / float64(e-a)
 		}
 
 		near := func(f int) bool { return opt.MaxHeight < 0 || p[f][opt.Up]-low <= opt.MaxHeight }

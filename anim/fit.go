@@ -61,12 +61,12 @@ func (ft *fitTrack) errMid(s, k int, v [4]float32) float64 {
 // levers ax (nil: isotropic).
 func (ft *fitTrack) errRef(src *[4]float64, ax *[4]float32, v [4]float32) float64 {
 	if ft.kind == TrackRotation {
-		q := Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.normalized()
+		q := Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.Normalized()
 		if ax == nil {
 			return quatAngle(Quat(*src), q) * ft.weight
 		}
 		// |(ΔR - I) y| = |2 vec(Δq) × y| with Δq = src⁻¹ q.
-		d := Quat(*src).conj().mul(q)
+		d := Quat(*src).Conj().Mul(q)
 		perAxis := 2 * (math.Abs(d[0])*float64(ax[0]) + math.Abs(d[1])*float64(ax[1]) + math.Abs(d[2])*float64(ax[2]))
 		chord := 2 * math.Sqrt(d[0]*d[0]+d[1]*d[1]+d[2]*d[2]) * float64(ax[3])
 		return math.Min(perAxis, chord)

@@ -384,7 +384,7 @@ func (g *gltfReader) nodeTransform(ni int) (Transform, error) {
 	n := g.doc.Nodes[ni]
 	if n.Matrix != gltf.DefaultMatrix {
 		m := mat4(n.Matrix)
-		t, ok := m.decompose()
+		t, ok := m.Decompose()
 		if !ok {
 			return t, g.errf(fmt.Sprintf("nodes[%d].matrix", ni), "not a rotation, translation and positive scale")
 		}
@@ -395,10 +395,10 @@ func (g *gltfReader) nodeTransform(ni int) (Transform, error) {
 	if !finite3(t.T) || !finite4(t.R) || !finite3(t.S) {
 		return t, g.errf(fmt.Sprintf("nodes[%d]", ni), "transform is not finite")
 	}
-	if nr := r.norm(); math.Abs(nr-1) > 1e-3 {
+	if nr := r.Norm(); math.Abs(nr-1) > 1e-3 {
 		return t, g.errf(fmt.Sprintf("nodes[%d].rotation", ni), "length %v, want 1", nr)
 	}
-	t.R = r.normalized()
+	t.R = r.Normalized()
 	return t, nil
 }
 
@@ -884,7 +884,7 @@ func (c *gltfChannel) value(t float64) [4]float64 {
 	}
 	a, b := get(k, 0), get(k+1, 0)
 	if c.kind == TrackRotation {
-		return [4]float64(slerp(Quat(a).normalized(), Quat(b).normalized(), u))
+		return [4]float64(slerp(Quat(a).Normalized(), Quat(b).Normalized(), u))
 	}
 	var v [4]float64
 	for i := range v {
@@ -895,28 +895,28 @@ func (c *gltfChannel) value(t float64) [4]float64 {
 
 func (c *gltfChannel) finish(v [4]float64) [4]float64 {
 	if c.kind == TrackRotation {
-		return [4]float64(Quat(v).normalized())
+		return [4]float64(Quat(v).Normalized())
 	}
 	v[3] = 0
 	return v
 }
 
 func slerp(a, b Quat, u float64) Quat {
-	d := a.dot(b)
+	d := a.Dot(b)
 	if d < 0 {
-		b, d = b.neg(), -d
+		b, d = b.Neg(), -d
 	}
 	if d > 0.9995 {
 		var r Quat
 		for i := range r {
 			r[i] = a[i] + (b[i]-a[i])*u
 		}
-		return r.normalized()
+		return r.Normalized()
 	}
 	th := math.Acos(d)
 	s := math.Sin(th)
 	wa, wb := math.Sin((1-u)*th)/s, math.Sin(u*th)/s
-	return Quat{wa*a[0] + wb*b[0], wa*a[1] + wb*b[1], wa*a[2] + wb*b[2], wa*a[3] + wb*b[3]}.normalized()
+	return Quat{wa*a[0] + wb*b[0], wa*a[1] + wb*b[1], wa*a[2] + wb*b[2], wa*a[3] + wb*b[3]}.Normalized()
 }
 
 // resample samples the channel on the uniform grid. STEP keys produce a

@@ -179,9 +179,9 @@ func synthClip(frames int, rate float64, jump int) *Clip {
 					case 1:
 						q = axisAngle(2, 0.3*math.Sin(2*math.Pi*t))
 					case 2:
-						q = axisAngle(1, 1.2*math.Sin(2*math.Pi*0.7*t)).mul(axisAngle(0, 0.4*t))
+						q = axisAngle(1, 1.2*math.Sin(2*math.Pi*0.7*t)).Mul(axisAngle(0, 0.4*t))
 						if jump > 0 && f >= jump {
-							q = axisAngle(2, math.Pi/2).mul(q)
+							q = axisAngle(2, math.Pi/2).Mul(q)
 						}
 					}
 					v = [4]float64(q)
@@ -195,7 +195,7 @@ func synthClip(frames int, rate float64, jump int) *Clip {
 					if k == 0 {
 						left[0] -= 0.5
 					} else {
-						left = [4]float64(axisAngle(2, -math.Pi/2).mul(Quat(v)))
+						left = [4]float64(axisAngle(2, -math.Pi/2).Mul(Quat(v)))
 					}
 					tr.Frames = append(tr.Frames, int32(f))
 					tr.Values = append(tr.Values, left)

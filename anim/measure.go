@@ -134,7 +134,7 @@ func measure(sk *Skeleton, src *Clip, poseAt func(t float64, pose []float32) (fl
 				for axis := range 3 {
 					var v Vec3
 					v[axis] = d
-					e = math.Max(e, model[b].point(v).dist(m.point(v)))
+					e = math.Max(e, model[b].Point(v).Dist(m.Point(v)))
 				}
 				st := &stats[di]
 				if at {
@@ -177,7 +177,7 @@ func measure(sk *Skeleton, src *Clip, poseAt func(t float64, pose []float32) (fl
 				tv := src.ValueAt(3*b, t)
 				rv := src.ValueAt(3*b+1, t)
 				sv := src.ValueAt(3*b+2, t)
-				local[b] = Transform{T: Vec3{tv[0], tv[1], tv[2]}, R: Quat(rv).normalized(), S: Vec3{sv[0], sv[1], sv[2]}}
+				local[b] = Transform{T: Vec3{tv[0], tv[1], tv[2]}, R: Quat(rv).Normalized(), S: Vec3{sv[0], sv[1], sv[2]}}
 			}
 			compare(f, t, false)
 		}

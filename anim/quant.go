@@ -64,7 +64,7 @@ func quantize(kind TrackKind, mode uint32, step float32, v [4]float64) [4]int32 
 		return idx
 	}
 	if v[mode] < 0 {
-		v = [4]float64(Quat(v).neg())
+		v = [4]float64(Quat(v).Neg())
 	}
 	k := 0
 	for c := range 4 {
@@ -286,7 +286,7 @@ func bitsquidRotation(v [4]float64) [4]float64 {
 		}
 	}
 	if v[big] < 0 {
-		v = [4]float64(Quat(v).neg())
+		v = [4]float64(Quat(v).Neg())
 	}
 	const b = 10
 	step := math.Sqrt2 / float64(1<<b-1)

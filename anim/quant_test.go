@@ -9,8 +9,8 @@ import (
 func randomQuat(rng *rand.Rand) Quat {
 	for {
 		q := Quat{rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()}
-		if n := q.norm(); n > 1e-3 {
-			return q.mulScalar(1 / n)
+		if n := q.Norm(); n > 1e-3 {
+			return q.Scale(1 / n)
 		}
 	}
 }
@@ -47,7 +47,7 @@ func TestQuantiseRotationBound(t *testing.T) {
 			idx := quantize(TrackRotation, mode, step, [4]float64(q))
 			d := dequant(uint32(TrackRotation), mode, step, &idx)
 			dq := Quat{float64(d[0]), float64(d[1]), float64(d[2]), float64(d[3])}
-			a := quatAngle(q, dq.normalized())
+			a := quatAngle(q, dq.Normalized())
 			bound := 2 * math.Sqrt(3*math.Pow(float64(step)/2, 2)+math.Pow(1.5*float64(step)/rotModeMin, 2))
 			if a > bound*1.01+1e-6 {
 				t.Fatalf("step %g mode %d: %v decodes to %v, angle %g > %g", step, mode, q, d, a, bound)
@@ -90,7 +90,7 @@ func TestBitSquidQuantisationFigures(t *testing.T) {
 		q := randomQuat(rng)
 		r := bitsquidRotation([4]float64(q))
 		if r[0]*q[0]+r[1]*q[1]+r[2]*q[2]+r[3]*q[3] < 0 {
-			r = [4]float64(Quat(r).neg())
+			r = [4]float64(Quat(r).Neg())
 		}
 		for c := range 4 {
 			if e := math.Abs(r[c] - q[c]); e > 0.0025 { // 0.0007 stored, the rebuilt one larger

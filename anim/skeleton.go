@@ -156,7 +156,7 @@ func (c *Clip) ValueAt(i int, t float64) [4]float64 {
 func (c *Clip) PoseAt(t float64, out []Transform) {
 	for b := range out {
 		tv, rv, sv := c.ValueAt(3*b, t), c.ValueAt(3*b+1, t), c.ValueAt(3*b+2, t)
-		out[b] = Transform{T: Vec3{tv[0], tv[1], tv[2]}, R: Quat(rv).normalized(), S: Vec3{sv[0], sv[1], sv[2]}}
+		out[b] = Transform{T: Vec3{tv[0], tv[1], tv[2]}, R: Quat(rv).Normalized(), S: Vec3{sv[0], sv[1], sv[2]}}
 	}
 }
 
@@ -176,7 +176,7 @@ func (c *Clip) SampleAt(t float64, pose []float32) error {
 	var one [1]Transform
 	for b := range nb {
 		tv, rv, sv := c.ValueAt(3*b, t), c.ValueAt(3*b+1, t), c.ValueAt(3*b+2, t)
-		one[0] = Transform{T: Vec3{tv[0], tv[1], tv[2]}, R: Quat(rv).normalized(), S: Vec3{sv[0], sv[1], sv[2]}}
+		one[0] = Transform{T: Vec3{tv[0], tv[1], tv[2]}, R: Quat(rv).Normalized(), S: Vec3{sv[0], sv[1], sv[2]}}
 		w := poseWords(one[0])
 		copy(pose[b*PoseFloats:], w[:])
 	}
@@ -244,10 +244,10 @@ func (c *Clip) Validate(s *Skeleton) error {
 				return fmt.Errorf("clip %q bone %d %v: frame %d is not finite", c.Name, bone, kind, f)
 			}
 			if kind == TrackRotation {
-				if n := Quat(v).norm(); math.Abs(n-1) > 1e-3 {
+				if n := Quat(v).Norm(); math.Abs(n-1) > 1e-3 {
 					return fmt.Errorf("clip %q bone %d rotation: frame %d has length %v", c.Name, bone, f, n)
 				}
-				if j > 0 && Quat(v).dot(Quat(t.Values[j-1])) < 0 && t.Frames[j-1] != f {
+				if j > 0 && Quat(v).Dot(Quat(t.Values[j-1])) < 0 && t.Frames[j-1] != f {
 					return fmt.Errorf("clip %q bone %d rotation: frame %d flips hemisphere", c.Name, bone, f)
 				}
 			} else if v[3] != 0 {
@@ -322,11 +322,11 @@ func (c *Clip) Pose(f int, out []Transform) {
 // modelMatrices computes model-space matrices from parent-relative poses.
 func modelMatrices(parents []int32, local []Transform, out []mat4) {
 	for i, p := range parents {
-		m := local[i].matrix()
+		m := local[i].Matrix()
 		if p < 0 {
 			out[i] = m
 		} else {
-			out[i] = out[p].mul(&m)
+			out[i] = out[p].Mul(&m)
 		}
 	}
 }
@@ -345,8 +345,8 @@ func constantTrack(n int, v [4]float64) Track {
 // hemisphere (q and -q are the same rotation; interpolation needs one).
 func makeContinuous(t *Track) {
 	for i := 1; i < len(t.Values); i++ {
-		if Quat(t.Values[i]).dot(Quat(t.Values[i-1])) < 0 {
-			t.Values[i] = [4]float64(Quat(t.Values[i]).neg())
+		if Quat(t.Values[i]).Dot(Quat(t.Values[i-1])) < 0 {
+			t.Values[i] = [4]float64(Quat(t.Values[i]).Neg())
 		}
 	}
 }

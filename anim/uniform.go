@@ -229,7 +229,7 @@ func newUniformPrep(sk *Skeleton, c *Clip, dist float64, L int) *uniformPrep {
 			for a := range 3 {
 				var v Vec3
 				v[a] = dist
-				p.sv[(f*nb+b)*3+a] = model[b].point(v)
+				p.sv[(f*nb+b)*3+a] = model[b].Point(v)
 			}
 		}
 	}
@@ -245,7 +245,7 @@ func newUniformPrep(sk *Skeleton, c *Clip, dist float64, L int) *uniformPrep {
 		}
 		first := v[0]
 		if k == TrackRotation && first[3] < 0 {
-			first = [4]float64(Quat(first).neg())
+			first = [4]float64(Quat(first).Neg())
 		}
 		for j := range 4 {
 			p.def[b*PoseFloats+int(k)*4+j] = float32(first[j])
@@ -289,7 +289,7 @@ func newUniformPrep(sk *Skeleton, c *Clip, dist float64, L int) *uniformPrep {
 			for f := f0; f < f1; f++ {
 				v := vals[i][f]
 				if tr.kind == TrackRotation && v[d] < 0 {
-					v = [4]float64(Quat(v).neg())
+					v = [4]float64(Quat(v).Neg())
 				}
 				p.stored[i][f] = v
 			}
@@ -359,7 +359,7 @@ func newUniformPrep(sk *Skeleton, c *Clip, dist float64, L int) *uniformPrep {
 func sameValues(vals [][4]float64, v [4]float64, rot bool) bool {
 	for _, x := range vals {
 		if rot {
-			if 1-math.Abs(Quat(x).dot(Quat(v))) > 1e-12 {
+			if 1-math.Abs(Quat(x).Dot(Quat(v))) > 1e-12 {
 				return false
 			}
 			continue
@@ -514,7 +514,7 @@ func putValue(kind TrackKind, v []float32, t *[3]float64, r *[4]float64, s *[3]f
 	case TrackScale:
 		*s = [3]float64{float64(v[0]), float64(v[1]), float64(v[2])}
 	default:
-		*r = [4]float64(Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.normalized())
+		*r = [4]float64(Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.Normalized())
 	}
 }
 

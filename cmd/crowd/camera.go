@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 
+	"github.com/vkjobs/vkjobs/anim/vmath"
 	"github.com/vkjobs/vkjobs/gpu"
 )
 
@@ -51,13 +52,13 @@ func (c *camera) set(halfX, halfZ, height, aspect, angle float32) {
 	d := camZoom*hx/(tanY*aspect) + fwd
 	d = max(d, 3*height)
 	c.eye = [3]float32{target[0] + d*ce*sa, target[1] + d*se, target[2] + d*ce*ca}
-	view := lookAt(c.eye, target, [3]float32{0, 1, 0})
+	view := vmath.LookAt(c.eye, target, [3]float32{0, 1, 0})
 	back := d + hz                 // the farthest characters
 	c.fog = 0.55 / back            // exp(-0.55^2) = 74% kept at the back row
 	near := max(0.1, c.eye[1]*0.5) // the ground is never nearer than the eye's height
 	far := 1.5 * groundExtent(halfX, halfZ, height)
-	proj := gpu.VulkanClip(perspective(fovY, aspect, near, far))
-	c.viewProj = mul4(&proj, &view)
+	proj := gpu.VulkanClip(vmath.Perspective(fovY, aspect, near, far))
+	c.viewProj = vmath.Mul4f(&proj, &view)
 	m := &c.viewProj
 	row := func(i int) [4]float32 { return [4]float32{m[i], m[4+i], m[8+i], m[12+i]} }
 	r0, r1, r2, r3 := row(0), row(1), row(2), row(3)
@@ -108,50 +109,4 @@ func (c *camera) visible(p [3]float32, radius float32) bool {
 		}
 	}
 	return true
-}
-
-// perspective is OpenGL's projection (y up, depth -1..1), column-major.
-func perspective(fovY, aspect, near, far float32) [16]float32 {
-	f := float32(1 / math.Tan(float64(fovY)/2))
-	return [16]float32{
-		f / aspect, 0, 0, 0,
-		0, f, 0, 0,
-		0, 0, (far + near) / (near - far), -1,
-		0, 0, 2 * far * near / (near - far), 0,
-	}
-}
-
-func lookAt(eye, target, up [3]float32) [16]float32 {
-	f := norm3(sub3(target, eye))
-	s := norm3(cross3(f, up))
-	u := cross3(s, f)
-	return [16]float32{
-		s[0], u[0], -f[0], 0,
-		s[1], u[1], -f[1], 0,
-		s[2], u[2], -f[2], 0,
-		-dot3(s, eye), -dot3(u, eye), dot3(f, eye), 1,
-	}
-}
-
-func mul4(a, b *[16]float32) [16]float32 {
-	var o [16]float32
-	for c := 0; c < 4; c++ {
-		for r := 0; r < 4; r++ {
-			o[4*c+r] = a[r]*b[4*c] + a[4+r]*b[4*c+1] + a[8+r]*b[4*c+2] + a[12+r]*b[4*c+3]
-		}
-	}
-	return o
-}
-
-func sub3(a, b [3]float32) [3]float32 { return [3]float32{a[0] - b[0], a[1] - b[1], a[2] - b[2]} }
-func dot3(a, b [3]float32) float32    { return a[0]*b[0] + a[1]*b[1] + a[2]*b[2] }
-func cross3(a, b [3]float32) [3]float32 {
-	return [3]float32{a[1]*b[2] - a[2]*b[1], a[2]*b[0] - a[0]*b[2], a[0]*b[1] - a[1]*b[0]}
-}
-func norm3(a [3]float32) [3]float32 {
-	l := float32(math.Sqrt(float64(dot3(a, a))))
-	if l == 0 {
-		return a
-	}
-	return [3]float32{a[0] / l, a[1] / l, a[2] / l}
 }

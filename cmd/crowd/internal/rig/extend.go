@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/vmath"
 )
 
 // A chain of procedural bones hung on a joint of the source skeleton:
@@ -54,7 +55,7 @@ var attachPatterns = map[string]*regexp.Regexp{
 func chainTemplates(handL, handR vec3) []chainSpec {
 	up := vec3{0, 1, 0}
 	fingers := func(name, attach string, dir vec3) []chainSpec {
-		curl := unit(dir.Cross(up))
+		curl := dir.Cross(up).Unit()
 		if curl.Len() < 0.5 {
 			curl = vec3{0, 0, 1}
 		}
@@ -73,27 +74,27 @@ func chainTemplates(handL, handR vec3) []chainSpec {
 	for i, x := range []float64{-0.11, 0, 0.11} {
 		t = append(t, chainSpec{
 			name: fmt.Sprintf("cape%d", i), attach: "chest",
-			offset: vec3{x, 0.06, -0.12}, dir: unit(vec3{x * 0.6, -1, -0.12}),
+			offset: vec3{x, 0.06, -0.12}, dir: vec3{x * 0.6, -1, -0.12}.Unit(),
 			links: 5, length: 0.11, taper: 1, wv: 0.11, ww: 0.015, side: vec3{1, 0, 0},
 			axis: vec3{1, 0, 0}, amp: 0.1, freq: 1.1, lag: 0.55 + 0.2*float64(i),
 		})
 	}
 	t = append(t, chainSpec{
-		name: "tail", attach: "hips", offset: vec3{0, -0.02, -0.11}, dir: unit(vec3{0, -0.45, -1}),
+		name: "tail", attach: "hips", offset: vec3{0, -0.02, -0.11}, dir: vec3{0, -0.45, -1}.Unit(),
 		links: 8, length: 0.085, taper: 0.93, wv: 0.06, ww: 0.06, side: vec3{1, 0, 0},
 		axis: vec3{0, 1, 0}, amp: 0.16, freq: 1.5, lag: 0.5,
 	})
 	t = append(t, chainSpec{
-		name: "ponytail", attach: "head", offset: vec3{0, 0.12, -0.1}, dir: unit(vec3{0, -0.7, -1}),
+		name: "ponytail", attach: "head", offset: vec3{0, 0.12, -0.1}, dir: vec3{0, -0.7, -1}.Unit(),
 		links: 6, length: 0.055, taper: 0.95, wv: 0.045, ww: 0.04, side: vec3{1, 0, 0},
-		axis: unit(vec3{1, 0.6, 0}), amp: 0.14, freq: 1.3, lag: 0.5,
+		axis: vec3{1, 0.6, 0}.Unit(), amp: 0.14, freq: 1.3, lag: 0.5,
 	})
 	t = append(t, fingers("lfinger", "lhand", handL)...)
 	t = append(t, fingers("rfinger", "rhand", handR)...)
 	for i, x := range []float64{-1, 1} {
 		t = append(t, chainSpec{
 			name: fmt.Sprintf("antenna%d", i), attach: "head", offset: vec3{0.05 * x, 0.17, 0.02},
-			dir: unit(vec3{0.35 * x, 1, 0.25}), links: 3, length: 0.07, taper: 0.9, wv: 0.014, ww: 0.014,
+			dir: vec3{0.35 * x, 1, 0.25}.Unit(), links: 3, length: 0.07, taper: 0.9, wv: 0.014, ww: 0.014,
 			side: vec3{1, 0, 0}, axis: vec3{0, 0, 1}, amp: 0.3, freq: 2.1, lag: 0.7 + 0.4*float64(i),
 		})
 	}
@@ -110,7 +111,7 @@ func extend(sk *anim.Skeleton, n int) *extension {
 	}
 	model := restModel(sk)
 	nb := sk.NumBones()
-	pos := func(b int) vec3 { return translation(&model[b]) }
+	pos := func(b int) vec3 { return model[b].Translation() }
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for b := range nb {
 		lo, hi = math.Min(lo, pos(b)[1]), math.Max(hi, pos(b)[1])
@@ -155,7 +156,7 @@ func extend(sk *anim.Skeleton, n int) *extension {
 		for c := b; c >= 0 && sk.Parents[c] >= 0; c = int(sk.Parents[c]) {
 			d := pos(c).Sub(pos(int(sk.Parents[c])))
 			if d.Len() > 0.01 {
-				return unit(d)
+				return d.Unit()
 			}
 		}
 		return fallback
@@ -169,7 +170,7 @@ func extend(sk *anim.Skeleton, n int) *extension {
 	for i := 0; countLinks(specs) < n-nb; i++ {
 		at := ribbonAt[i%len(ribbonAt)]
 		specs = append(specs, chainSpec{
-			name: fmt.Sprintf("ribbon%d", i), attach: at, offset: vec3{0, 0, -0.05}, dir: unit(vec3{0.1 * float64(i%3-1), -1, -0.3}),
+			name: fmt.Sprintf("ribbon%d", i), attach: at, offset: vec3{0, 0, -0.05}, dir: vec3{0.1 * float64(i%3-1), -1, -0.3}.Unit(),
 			links: 6, length: 0.07, taper: 0.95, wv: 0.05, ww: 0.01, side: vec3{1, 0, 0},
 			axis: vec3{1, 0, 0}, amp: 0.2, freq: 0.9 + 0.1*float64(i%4), lag: 0.6,
 		})
@@ -204,16 +205,16 @@ func extend(sk *anim.Skeleton, n int) *extension {
 			pm := &full[parent]
 			// Local rest transform placing the bone at p with a model-space
 			// orientation equal to the world axes.
-			inv := pm.Inv()
-			lt := point(&inv, p)
-			lr := rotationOf(pm).Conjugate()
+			inv := pm.Inverse()
+			lt := inv.Point(p)
+			lr := pm.Rotation().Conj()
 			out.Names = append(out.Names, fmt.Sprintf("%s.%d", c.name, k))
 			out.Parents = append(out.Parents, int32(parent))
-			out.Rest = append(out.Rest, anim.Transform{T: anim.Vec3(lt), R: anim.Quat(xyzw(lr)), S: anim.Vec3{1, 1, 1}})
-			l := trs(lt, lr, vec3{1, 1, 1})
-			full = append(full, pm.Mul4(l))
+			out.Rest = append(out.Rest, anim.Transform{T: lt, R: lr, S: anim.Vec3{1, 1, 1}})
+			l := vmath.Transform{T: lt, R: lr, S: vec3{1, 1, 1}}.Matrix()
+			full = append(full, pm.Mul(&l))
 			if out.InverseBind != nil {
-				ib := full[b].Inv()
+				ib := full[b].Inverse()
 				var f [16]float32
 				for i := range f {
 					f[i] = float32(ib[i])
@@ -222,7 +223,7 @@ func extend(sk *anim.Skeleton, n int) *extension {
 			}
 			ext.extras = append(ext.extras, Extra{
 				Bone:  b,
-				Rest:  [4]float32{float32(lr.V[0]), float32(lr.V[1]), float32(lr.V[2]), float32(lr.W)},
+				Rest:  [4]float32{float32(lr[0]), float32(lr[1]), float32(lr[2]), float32(lr[3])},
 				Axis:  [3]float32{float32(c.axis[0]), float32(c.axis[1]), float32(c.axis[2])},
 				Amp:   float32(c.amp),
 				Omega: float32(2 * math.Pi * c.freq),

@@ -52,7 +52,7 @@ func leafLength(name string) float64 {
 func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
 	nb := sk.NumBones()
 	src := nb - len(ext.extras)
-	pos := func(b int) vec3 { return translation(&model[b]) }
+	pos := func(b int) vec3 { return model[b].Translation() }
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for b := range src {
 		lo, hi = math.Min(lo, pos(b)[1]), math.Max(hi, pos(b)[1])
@@ -66,7 +66,7 @@ func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
 		for c := b; c >= 0 && sk.Parents[c] >= 0; c = int(sk.Parents[c]) {
 			d := pos(c).Sub(pos(int(sk.Parents[c])))
 			if d.Len() > 0.01 {
-				return unit(d)
+				return d.Unit()
 			}
 		}
 		return up
@@ -126,13 +126,13 @@ func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
 				}
 			}
 		}
-		u := unit(tail.Sub(head))
+		u := tail.Sub(head).Unit()
 		v := side.Sub(u.Mul(side.Dot(u)))
 		if v.Len() < 0.3 {
 			side = vec3{0, 0, 1}
 			v = side.Sub(u.Mul(side.Dot(u)))
 		}
-		v = unit(v)
+		v = v.Unit()
 		w := u.Cross(v)
 		parent := int(sk.Parents[b])
 		base := uint32(len(m.Vertices))
@@ -151,7 +151,7 @@ func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
 				sv, sw := float64(k&1*2-1), float64(k>>1*2-1)
 				p := end.Add(v.Mul(sv * wv / 2)).Add(w.Mul(sw * ww / 2))
 				corner[e*4+k] = p
-				n := unit(v.Mul(sv).Add(w.Mul(sw)).Add(u.Mul(es * 0.5)))
+				n := v.Mul(sv).Add(w.Mul(sw)).Add(u.Mul(es * 0.5)).Unit()
 				m.Vertices = append(m.Vertices, kernels.SkinVertex{
 					Pos:     [3]float32{float32(p[0]), float32(p[1]), float32(p[2])},
 					Normal:  [3]float32{float32(n[0]), float32(n[1]), float32(n[2])},

@@ -253,7 +253,7 @@ func Build(opt Options) (*Rig, error) {
 	r.InvBind = make([]kernels.Mat4, r.Bones)
 	for b := range r.Bones {
 		r.RestModel[b] = toMat4(&model[b])
-		inv := model[b].Inv()
+		inv := model[b].Inverse()
 		r.InvBind[b] = toMat4(&inv)
 		if gm != nil && b < len(sk.InverseBind) {
 			r.InvBind[b] = kernels.Mat4(sk.InverseBind[b])
@@ -273,7 +273,7 @@ func Build(opt Options) (*Rig, error) {
 		lo, hi = math.Min(lo, y), math.Max(hi, y)
 	}
 	r.Height = float32(hi - lo)
-	root := translation(&model[0])
+	root := model[0].Translation()
 	var rad float64
 	for _, p := range r.RestSkinned() {
 		d := vec3{float64(p[0]), float64(p[1]), float64(p[2])}.Sub(root).Len()
@@ -344,11 +344,11 @@ func restModel(sk *anim.Skeleton) []mat {
 	m := make([]mat, sk.NumBones())
 	for b, p := range sk.Parents {
 		r := sk.Rest[b]
-		l := trs(vec3(r.T), quatXYZW(r.R), vec3(r.S))
+		l := r.Matrix()
 		if p < 0 {
 			m[b] = l
 		} else {
-			m[b] = m[p].Mul4(l)
+			m[b] = m[p].Mul(&l)
 		}
 	}
 	return m
