@@ -16,7 +16,9 @@
 // that it does (both still live in this one package, so a program that
 // links anim links the importers and the compressor too):
 //
-//	offline: ParseBVH, ParseGLTF, LoadFile -> Import{Skeleton, []*Clip}
+//	offline: ParseBVH, ParseGLTF, LoadFile -> Import{Skeleton, []*Clip, Mesh}
+//	         (Mesh: the glTF skin's SkinnedMesh, bones mapped, 4 weights)
+//	         Clip.SampleAt/PoseAt: an uncompressed clip at any time
 //	         DetectFootContacts -> clip.Events
 //	         Compress -> CompressedClip; Builder -> blob bytes
 //	         Measure, BitSquidFloor (error as a user sees it)
@@ -24,6 +26,10 @@
 //	         SampleJob (many characters, own clip and time each) -> local poses
 //	         LocalToModel -> model-space matrices
 //	         ClipView.EventRange/AppendEvents (events in [t0, t1))
+//
+// Local poses have one layout, PoseFloats (rotation, translation, scale:
+// kernels.Transform's), whoever writes them. Offline maths is package
+// vmath (float64), which the crowd's rig and camera use too.
 //
 // Both importers produce the same in-memory form: a Skeleton (bones
 // ordered parents first, rest pose, optional inverse bind matrices) and
