@@ -378,8 +378,9 @@ func modelRound(t *testing.T, seed uint64, closeMode bool) (tasks, elements int6
 		var closeErr error
 		closed := make(chan struct{})
 		if closeMode {
+			delay := time.Duration(rng.IntN(3000)) * time.Microsecond
 			go func() {
-				time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+				time.Sleep(delay)
 				closeErr = s.Close()
 				close(closed)
 			}()
