@@ -43,7 +43,8 @@ type Config struct {
 	Observer Observer
 	// SpinRounds is how many rounds an idle thread looks for work before it
 	// sleeps (default 2048, some tens of microseconds). A round does not
-	// yield the P: Gosched puts the goroutine on the global run queue and
+	// yield the P (every 16th yields the CPU to other OS threads, see
+	// spinPause): Gosched puts the goroutine on the global run queue and
 	// wakes no idle P for it, so a worker that had just woken another
 	// goroutine (queued on its own P) waited there while the other core
 	// idled (runtime trace of the crowd demo). Waking a sleeping thread
