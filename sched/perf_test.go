@@ -101,3 +101,59 @@ func TestEmptyChainInline(t *testing.T) {
 	must(t, m.Run(root))
 	must(t, m.Wait(root))
 }
+
+// TestPeerShapesAllocateNothing: the shapes of the peer benchmarks (fib
+// spawning and waiting inside kernels, the DAG's joins with dependencies,
+// completed in place) allocate nothing per task in steady state.
+func TestPeerShapesAllocateNothing(t *testing.T) {
+	reg := NewRegistry()
+	must(t, reg.Register(pkEmpty, Kernel{Name: "empty", CPU: func(*Ctx, *TaskData) error { return nil }}))
+	must(t, reg.Register(pkFib, Kernel{Name: "fib", CPU: fibEveryKernel}))
+	s, err := New(Config{Kernels: reg})
+	must(t, err)
+	defer s.Close()
+	m, err := s.RegisterThread("main")
+	must(t, err)
+	var res uint32
+	fib := testing.AllocsPerRun(20, func() {
+		tk := Task{Kernel: pkFib}
+		tk.Data.Params[0] = 15
+		tk.Data.Data = &res
+		id, err := m.Add(&tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Wait(id); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if res != 610 {
+		t.Fatalf("fib(15) = %d", res)
+	}
+	const levels, width = 8, 8
+	dag := testing.AllocsPerRun(50, func() {
+		root, _ := m.Create(&Task{})
+		node := Task{Kernel: pkEmpty, Parent: root}
+		var prev, cur [width]TaskID
+		for j := range width {
+			cur[j], _ = m.Add(&node)
+		}
+		for range levels - 1 {
+			prev = cur
+			for j := range width {
+				join, _ := m.Create(&Task{Dependency: prev[j]})
+				m.Add(&Task{Parent: join, Dependency: prev[(j+1)%width]})
+				m.Run(join)
+				node.Dependency = join
+				cur[j], _ = m.Add(&node)
+			}
+		}
+		m.Run(root)
+		if err := m.Wait(root); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if fib != 0 || dag != 0 {
+		t.Fatalf("allocations per run: fib(15) %.1f (1973 tasks), DAG %.1f (%d nodes)", fib, dag, levels*width)
+	}
+}
