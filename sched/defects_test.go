@@ -443,3 +443,67 @@ func TestPriorityOrder(t *testing.T) {
 		}
 	}
 }
+
+// blockingPlacer holds the first Place call until release is closed: it
+// stands for an Add from outside that is preempted between Add's check
+// for Close and the queueing of its task.
+type blockingPlacer struct {
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (p *blockingPlacer) Place(KernelID, *Kernel, *TaskData) (Affinity, uint32) {
+	p.once.Do(func() {
+		close(p.entered)
+		<-p.release
+	})
+	return AnyWorker, 0
+}
+
+// An Add that raced with Close (it passed the closed check, Close found
+// the scheduler idle and stopped its workers, and only then the task was
+// queued) used to leave the task queued for ever: its Wait hung. Now the
+// late Add fails it with ErrClosed.
+func TestAddRacingClose(t *testing.T) {
+	const kLate KernelID = 49
+	reg := NewRegistry()
+	must(t, reg.Register(kLate, Kernel{Name: "late", CPU: func(*Ctx, *TaskData) error { return nil }}))
+	p := &blockingPlacer{entered: make(chan struct{}), release: make(chan struct{})}
+	s, err := New(Config{Kernels: reg, Workers: 1, Placer: p})
+	must(t, err)
+	added := make(chan TaskID, 1)
+	go func() {
+		id, err := s.Add(&Task{Kernel: kLate, Affinity: Auto})
+		if err != nil {
+			t.Error(err)
+		}
+		added <- id
+	}()
+	<-p.entered
+	within(t, 20*time.Second, "Close", func() { must(t, s.Close()) })
+	close(p.release)
+	id := <-added
+	within(t, 20*time.Second, "Wait for a task added as Close finished", func() {
+		if err := s.Wait(id); !errors.Is(err, ErrClosed) {
+			t.Errorf("Wait: %v, want ErrClosed", err)
+		}
+	})
+	// The same for a held task: Create racing with Close.
+	p2 := &blockingPlacer{entered: make(chan struct{}), release: make(chan struct{})}
+	s2, err := New(Config{Kernels: reg, Workers: 1, Placer: p2})
+	must(t, err)
+	held, err := s2.Create(&Task{Kernel: kLate, Affinity: Auto})
+	must(t, err)
+	ran := make(chan error, 1)
+	go func() { ran <- s2.Run(held) }()
+	<-p2.entered
+	within(t, 20*time.Second, "Close", func() { must(t, s2.Close()) })
+	close(p2.release)
+	must(t, <-ran)
+	within(t, 20*time.Second, "Wait for a task Run as Close finished", func() {
+		if err := s2.Wait(held); !errors.Is(err, ErrClosed) {
+			t.Errorf("Wait: %v, want ErrClosed", err)
+		}
+	})
+}

@@ -274,6 +274,7 @@ type Scheduler struct {
 	_        [cacheLine]byte
 
 	workersWG sync.WaitGroup
+	drainMu   sync.Mutex // orders Close's last look with lateAdd
 	closeOnce sync.Once
 	closeErr  error
 
@@ -321,7 +322,9 @@ func (s *Scheduler) releaseTag() {
 		top = max(top, s.slots[i].genLoad()-s.genBase)
 	}
 	tags.mu.Lock()
-	tags.next[s.id] = s.genBase + top + 1
+	// The margin covers the few generations an Add that raced with Close
+	// can still use up after this (see lateAdd).
+	tags.next[s.id] = s.genBase + top + 1 + 1<<16
 	tags.used[s.id] = false
 	tags.mu.Unlock()
 }
@@ -690,12 +693,66 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	storeUnpublished64(&sl.dep, uint64(t.Dependency))
 	if hold {
 		sl.held.Store(true)
+	} else {
+		s.start(idx, c)
 	}
-	if hold {
-		return id, nil
+	if s.closing.Load() && (c == nil || c.running == 0) {
+		s.lateAdd(c) // raced with Close (one load of a line read above)
 	}
-	s.start(idx, c)
 	return id, nil
+}
+
+// lateAdd ends an Add, Create or Run from outside the scheduler that
+// passed the closed check just before Close began: Close may have found
+// the scheduler idle and stopped its workers before the task was queued
+// or held, and then nobody would ever run or fail it. Close takes drainMu
+// after it stops the workers and fails what it finds left (failLeftovers);
+// so does lateAdd if Close is that far. The lock orders the two: either
+// this task is visible to Close's look, or lateAdd sees stopping and
+// looks itself.
+func (s *Scheduler) lateAdd(c *Ctx) {
+	s.drainMu.Lock()
+	if s.stopping.Load() {
+		s.failLeftovers(c)
+	}
+	s.drainMu.Unlock()
+}
+
+// failLeftovers fails with ErrClosed every task left queued or held once
+// Close stopped the workers (only Adds that raced with Close leave any).
+// c is the calling thread (nil if none): its own deque is popped, the
+// others' stolen from. Called with drainMu held.
+func (s *Scheduler) failLeftovers(c *Ctx) {
+	for lv := range s.inject {
+		for x := s.inject[lv].pop(); x != noItem; x = s.inject[lv].pop() {
+			if lv != 1 {
+				s.queued[lv].Add(-1)
+			}
+			s.finish(x, ErrClosed, nil)
+		}
+		for _, t := range s.threads {
+			for {
+				var x uint32
+				if t == c {
+					x = t.dq[lv].pop()
+				} else {
+					x = t.dq[lv].steal()
+				}
+				if x == noItem {
+					break
+				}
+				if lv != 1 {
+					s.queued[lv].Add(-1)
+				}
+				s.finish(x, ErrClosed, nil)
+			}
+		}
+	}
+	for i := range s.slots {
+		if s.slots[i].held.CompareAndSwap(true, false) {
+			s.finish(uint32(i), ErrClosed, nil)
+		}
+	}
 }
 
 // addCycle refuses the cycles a new task with this parent and dependency
@@ -758,6 +815,9 @@ func (s *Scheduler) run(id TaskID, c *Ctx) error {
 		return fmt.Errorf("sched: Run %v: task is not held (already started or made by Add)", id)
 	}
 	s.start(id.index(), c)
+	if s.closing.Load() && (c == nil || c.running == 0) {
+		s.lateAdd(c)
+	}
 	return nil
 }
 
@@ -1408,12 +1468,12 @@ func (s *Scheduler) Close() error {
 		if cycles > 0 {
 			errs = append(errs, fmt.Errorf("sched: Close: %d tasks could never run (a cycle through their dependencies and parents): they failed with %w", cycles, ErrCycle))
 		}
-		if n := s.live(); n > 0 {
-			errs = append(errs, fmt.Errorf("sched: Close: %d tasks left unfinished", n))
-		}
 		s.stopping.Store(true)
 		s.wakeAll()
 		s.workersWG.Wait()
+		s.drainMu.Lock()
+		s.failLeftovers(nil) // Adds that raced with Close (see lateAdd)
+		s.drainMu.Unlock()
 		s.releaseTag() // no generation moves any more
 		s.closeErr = errors.Join(errs...)
 	})
@@ -1492,16 +1552,22 @@ func (s *Scheduler) abandon(id TaskID, err error) bool {
 	}
 }
 
-// failStuck fails, with ErrClosed and ErrCycle, every task that is still
-// open once Close found that nothing can run (see Close), and returns how
-// many it failed. Failing one releases what waits for it (its dependents
-// fail, its parent loses a child), so most of a cycle goes with its first.
+// failStuck fails, with ErrClosed and ErrCycle, every task that still
+// waits for its dependency once Close found that nothing can run (see
+// Close), and returns how many it failed. A cycle has at least one such
+// task (parents and children alone form a tree), and failing one releases
+// the rest (its dependents fail, its parent loses a child). Tasks without
+// a dependency are left alone: an Add from outside that raced with Close
+// may hold one that is not queued yet (see lateAdd).
 func (s *Scheduler) failStuck() int {
 	n := 0
 	for i := range s.slots {
 		sl := &s.slots[i]
 		h := sl.deps.Load()
 		if atomic.LoadInt32(&sl.open) <= 0 || sl.sub || uint32(h) == depsAbandoned {
+			continue
+		}
+		if d := TaskID(atomic.LoadUint64(&sl.dep)); d == NoTask || s.IsFinished(d) {
 			continue
 		}
 		id := makeID(s.id, uint32(h>>32), uint32(i))
