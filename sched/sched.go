@@ -1406,7 +1406,9 @@ func (s *Scheduler) wakeAll() {
 // Close returns when no goroutine of the scheduler is left. A kernel that
 // never returns blocks Close (Abandon fails its task, but its goroutine
 // cannot be stopped). Call Close after the last Add: an Add racing with
-// Close may be refused. Calling Close again returns the first call's result.
+// Close may be refused (ErrClosed), or accepted and its task then failed
+// with ErrClosed, never lost (see lateAdd). Calling Close again returns the
+// first call's result.
 func (s *Scheduler) Close() error {
 	s.closeOnce.Do(func() {
 		s.closing.Store(true)
