@@ -31,8 +31,8 @@ import (
 //   - nothing hangs: a round that does not finish in time fails with every
 //     goroutine's stack.
 //
-// The graphs mix joins (empty held parents), held tasks (Create, Run by
-// another goroutine), priorities, pinned and streaming tasks with random
+// The graphs mix joins (empty held parents), held tasks (Create, then Run
+// once every builder has added their children), priorities, pinned and streaming tasks with random
 // grains, kernels that fail or panic, kernels that add children and wait
 // for one, and, in one round of four, Close racing with the running graph
 // (then every Wait must still return, and every task that succeeded must
