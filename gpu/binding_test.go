@@ -102,6 +102,19 @@ func TestValidationMessageBecomesError(t *testing.T) {
 	if _, n := d.Messages(); n == 0 {
 		t.Fatal("the device kept no error message")
 	}
+	// A panicking OnMessage is recovered: the panic cannot unwind
+	// through the layer's C frames.
+	d2 := openTestDevice(t, Options{OnMessage: func(m Message) { panic("user callback: " + m.Text[:10]) }})
+	defer d2.Close()
+	p = &pipeline{ready: make(chan struct{})}
+	err = d2.createPipeline(p, &k, &b, false)
+	p.destroy(d2)
+	if !errors.Is(err, ErrValidation) {
+		t.Fatalf("with a panicking OnMessage: err = %v, want ErrValidation", err)
+	}
+	if err := d2.ValidationErr(); err == nil || !strings.Contains(err.Error(), "OnMessage panicked") {
+		t.Fatalf("the panic is not kept as a message: %v", err)
+	}
 	// With the check, the same creation fails before any Vulkan call.
 	p = &pipeline{ready: make(chan struct{})}
 	err = d.createPipeline(p, &k, &b, true)

@@ -30,8 +30,9 @@ type Options struct {
 	// OnMessage, when set, receives every debug-report message (validation
 	// errors and warnings). It is called on whichever goroutine made the
 	// Vulkan call, possibly while package locks are held: it must be quick
-	// and must not call into package gpu. Messages are also kept: see
-	// Device.Messages.
+	// and must not call into package gpu. A panic in it is recovered (it
+	// would have to unwind through the layer's C frames) and kept as an
+	// error message. Messages are also kept: see Device.Messages.
 	OnMessage func(Message)
 	// ForceStaging makes the device behave as if its device-local memory
 	// were not host-visible: streams go through staging buffers and copy
@@ -142,8 +143,27 @@ func (m *messageLog) add(msg Message) {
 	on := m.on
 	m.mu.Unlock()
 	if on != nil {
-		on(msg)
+		m.call(on, msg)
 	}
+}
+
+// call runs the user's OnMessage. It runs inside a callback from C (the
+// layer's debug callback), through which a panic cannot unwind: it would
+// crash the process. A panic is kept as an error message instead.
+func (m *messageLog) call(on func(Message), msg Message) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.mu.Lock()
+			m.total++
+			m.errors++
+			if len(m.msgs) < maxKeptMessages {
+				m.msgs = append(m.msgs, Message{Severity: SeverityError, Layer: "vkjobs",
+					Text: fmt.Sprintf("Options.OnMessage panicked on a %v message: %v", msg.Severity, r)})
+			}
+			m.mu.Unlock()
+		}
+	}()
+	on(msg)
 }
 
 // Fault is a failure the device simulates once, for tests of failure
