@@ -273,6 +273,17 @@ if [ "$KEEP" = 1 ]; then
 else
 	W=$(mktemp -d "${TMPDIR:-/tmp}/gpu-bundle.XXXXXX") || exit 1
 	trap 'rm -rf "$W"' EXIT
+	# A temporary folder mounted noexec cannot run the binaries: then
+	# OUTDIR/work, removed at exit all the same.
+	cp "$(command -v true)" "$W/exec-check" 2>/dev/null
+	if ! "$W/exec-check" 2>/dev/null; then
+		rm -rf "$W"
+		W=$OUT/work
+		rm -rf "$W"
+		mkdir -p "$W" || exit 1
+		trap 'rm -rf "$W"' EXIT
+	fi
+	rm -f "$W/exec-check"
 fi
 LOGS=$OUT/logs
 rm -rf "$LOGS"
@@ -359,6 +370,11 @@ run_step() {
 	# A failure without a summary: the log's last line says why.
 	[ -n "$detail" ] || [ "$status" = PASS ] || detail=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-200)
 	[ "$status" = TIMEOUT ] && detail="$detail (killed after ${t}s)"
+	# A Go test binary's own -test.timeout: name the tests that hung.
+	if [ "$status" = FAIL ] && grep -q '^panic: test timed out after' "$log"; then
+		status=TIMEOUT
+		detail="$detail (hung in: $(awk '/^[[:space:]]*running tests:/ {f = 1; next} f && /^[[:space:]]+Test/ {printf "%s ", $1; next} {f = 0}' "$log"))"
+	fi
 	step_line "$status" "$dt" "$name" "$detail"
 	if [ "$status" != PASS ]; then
 		FAILED=1
