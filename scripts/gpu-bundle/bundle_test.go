@@ -310,3 +310,102 @@ func tail(b []byte, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// fakeBundle writes a bundle whose programs are shell scripts: run.sh's
+// own logic (unpacking, steps, statuses, the report) on known outcomes.
+func fakeBundle(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("dpkg-deb"); err != nil {
+		t.Skip("dpkg-deb not installed: cannot build the fake Debian packages")
+	}
+	b := t.TempDir()
+	run, err := os.ReadFile("run.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, b+"/run.sh", string(run))
+	write(t, b+"/MANIFEST.txt", "vkjobs GPU bundle\ncommit: fake\nglibc: 2.17 or newer\n")
+	// The two packages run.sh needs: a loader and a layer (empty files).
+	for _, p := range []struct{ name, files string }{
+		{"libvulkan1", "usr/lib/x86_64-linux-gnu/libvulkan.so.1"},
+		{"vulkan-validationlayers", "usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"},
+	} {
+		root := t.TempDir()
+		write(t, root+"/DEBIAN/control", "Package: "+p.name+"\nVersion: 1.0\nArchitecture: amd64\nMaintainer: test <t@example.org>\nDescription: fake\n")
+		for _, f := range strings.Fields(p.files) {
+			write(t, root+"/"+f, `{"layer": {"api_version": "1.0.0"}}`)
+		}
+		os.MkdirAll(b+"/debs", 0o755)
+		if out, err := exec.Command("dpkg-deb", "--root-owner-group", "-b", root, b+"/debs/"+p.name+"_1.0_amd64.deb").CombinedOutput(); err != nil {
+			t.Fatalf("dpkg-deb -b: %v\n%s", err, out)
+		}
+	}
+	pl := t.TempDir() + "/payload"
+	script := func(path, body string) {
+		write(t, pl+"/"+path, "#!/bin/sh\n"+body)
+		os.Chmod(pl+"/"+path, 0o755)
+	}
+	write(t, pl+"/tests.txt", "a a.test\nb b.test\nc c.test\n")
+	script("pkg/a/a.test", `echo "=== RUN   TestA"; echo "--- PASS: TestA (0.00s)"
+echo "=== RUN   TestB"; echo "    b_test.go:1: boom"; echo "--- FAIL: TestB (0.00s)"; echo FAIL; exit 1`)
+	script("pkg/b/b.test", `echo "=== RUN   TestHang"; echo "panic: test timed out after 1s"; printf '\trunning tests:\n\t\tTestHang (1s)\n'; exit 2`)
+	script("pkg/c/c.test", `[ "$CI" = true ] && [ "$VKJOBS_VALIDATION" = 1 ] && [ -n "$VKJOBS_ASSIMP_MODELS" ] || { echo "--- FAIL: TestEnv"; exit 1; }
+echo "=== RUN   TestS"; echo "    s_test.go:3: no display"; echo "--- SKIP: TestS (0.00s)"; echo PASS`)
+	script("bin/probe", `echo "device: Fake GPU (discrete)"; echo "mapped: $(echo "$LD_LIBRARY_PATH" | cut -d: -f1)/libvulkan.so.1"`)
+	script("bin/kbench", `echo "kernel  size  gpu"; echo "saxpy   1e3   1.0"`)
+	script("bin/crowd", `while [ $# -gt 0 ]; do [ "$1" = -out ] && out=$2; shift; done
+echo png >"$out"; echo "frame time: median 1.00 ms, 95th percentile 2.00 ms"`)
+	script("bin/imgcmp", `echo "imgcmp: $1 vs $2: 0 of 1 pixels (0.000%) differ by more than 8 in a channel, largest difference 0: within the tolerance"`)
+	if out, err := exec.Command("tar", "-C", filepath.Dir(pl), "-czf", b+"/payload.tar.gz", "payload").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	return b
+}
+
+// TestRunReportsFailures: a failing test, a hung one (the Go test
+// binary's own time-out) and a skipped one each get their status and
+// names in the report; the other steps still run; the exit status is 1.
+// The packages are unpacked without dpkg-deb, as on a machine without it.
+func TestRunReportsFailures(t *testing.T) {
+	b := fakeBundle(t)
+	icd := filepath.Join(t.TempDir(), "icd.json")
+	write(t, icd, "{}")
+	rep := t.TempDir()
+	cmd := exec.Command("bash", b+"/run.sh", "--driver", icd, rep)
+	cmd.Env = append(cleanEnv(), "VKJOBS_BUNDLE_NO_DPKG=1")
+	out, err := cmd.CombinedOutput()
+	report, rerr := os.ReadFile(rep + "/report.txt")
+	if rerr != nil {
+		t.Fatalf("no report: %v\n%s", rerr, out)
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit: %v, want status 1", err)
+	}
+	r := string(report)
+	for _, want := range []string{
+		`(?m)^driver: ` + regexp.QuoteMeta(icd) + ` \(--driver\)$`,
+		`(?m)^device: Fake GPU \(discrete\)$`,
+		`(?m)^mapped: /\S+/vk/usr/lib/x86_64-linux-gnu/libvulkan\.so\.1$`,
+		`(?m)^  FAIL +\S+s  test-a +1 passed, 1 failed, 0 skipped: TestB$`,
+		`(?m)^  TIMEOUT +\S+s  test-b +0 passed, 0 failed, 0 skipped \(hung in: TestHang \)$`,
+		`(?m)^  PASS +\S+s  test-c +0 passed, 0 failed, 1 skipped$`,
+		`(?m)^  c TestS: s_test.go:3: no display$`,
+		`(?m)^  PASS +\S+s  kbench-quick`,
+		`(?m)^  PASS +\S+s  crowd-gpu +median 1.00 ms`,
+		`(?m)^  PASS +\S+s  compare-cpu-auto +0 of 1 pixels`,
+		`(?m)^result: 9 of 11 steps passed`,
+		`carried libraries used: none`,
+		`(?m)^saxpy   1e3   1.0$`,
+		`(?m)^-- test-a: exit status 1; logs/test-a.log ends:$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(r) {
+			t.Errorf("report lacks %s", want)
+		}
+	}
+	if strings.Contains(r, rep+"/work/") {
+		t.Error("unpacked beside the report, though the temporary folder can run programs")
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s\noutput:\n%s", r, out)
+	}
+}

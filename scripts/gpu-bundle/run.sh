@@ -232,6 +232,7 @@ unpack() {
 	mkdir -p "$w/libfb"
 	LIBS_HOW=
 	for f in "$w"/payload/lib/*.so.*; do
+		[ -e "$f" ] || continue
 		d=$(basename "$f")
 		system_has "$d" && continue
 		ln -sf "$f" "$w/libfb/$d"
@@ -275,7 +276,7 @@ else
 	trap 'rm -rf "$W"' EXIT
 	# A temporary folder mounted noexec cannot run the binaries: then
 	# OUTDIR/work, removed at exit all the same.
-	cp "$(command -v true)" "$W/exec-check" 2>/dev/null
+	cp "$(type -P true)" "$W/exec-check" 2>/dev/null
 	if ! "$W/exec-check" 2>/dev/null; then
 		rm -rf "$W"
 		W=$OUT/work
