@@ -83,6 +83,9 @@
 // cpu, gpu (with a trace) and auto; imgcmp between the CPU image and the
 // GPU and auto ones, with the crowd tests' tolerance. After every step it
 // rewrites OUTDIR/report.txt, so a run cut short still leaves a report.
+// A test binary hung past its time-out is TIMEOUT with the tests it was
+// running named. The binaries are unpacked into a temporary folder, or
+// beside the report when that one is mounted noexec.
 // --short is the CI variant: of each test binary only the tests whose
 // names say GPU, Vulkan, lavapipe, device, validation, headless or quick
 // (all of a binary where none does), with -test.short, since make test has
@@ -91,10 +94,15 @@
 //
 // # Tests
 //
-// TestScripts and TestFindICD run in every go test ./...: the scripts
-// parse, and the driver search finds a manifest, writes one for a bare
-// libGLX_nvidia.so.0, honours VK_DRIVER_FILES and fails with a message
-// that says where it looked (on fake system roots, VKJOBS_BUNDLE_SYSROOT).
+// TestScripts, TestFindICD, TestGlibcRefused and TestRunReportsFailures
+// run in every go test ./..., in seconds: the scripts parse; the driver
+// search finds a manifest, writes one for a bare libGLX_nvidia.so.0,
+// honours VK_DRIVER_FILES and fails with a message that says where it
+// looked (on fake system roots, VKJOBS_BUNDLE_SYSROOT); an older glibc is
+// refused; and on a fake bundle whose programs are shell scripts, a
+// failing, a hung and a skipped test are reported by name while the other
+// steps still run.
+//
 // TestBundle, run by make test with VKJOBS_GPU_BUNDLE_TEST=1, builds the
 // bundle, checks its size (at most 60 MiB) and, with ldd and the bundle's
 // library folders as LD_LIBRARY_PATH, that every library its binaries,
@@ -102,5 +110,4 @@
 // runs run.sh --short --driver lavapipe with VKJOBS_BUNDLE_ALL_LIBS=1
 // (every carried library instead of the machine's) and requires every step
 // to pass on the bundled loader, layer, C++ runtime and X11 libraries.
-// TestGlibcRefused checks the refusal of an older glibc.
 package gpubundle
