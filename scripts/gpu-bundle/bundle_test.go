@@ -347,7 +347,8 @@ func fakeBundle(t *testing.T) string {
 	}
 	write(t, pl+"/tests.txt", "a a.test\nb b.test\nc c.test\n")
 	script("pkg/a/a.test", `echo "=== RUN   TestA"; echo "--- PASS: TestA (0.00s)"
-echo "=== RUN   TestB"; echo "    b_test.go:1: boom"; echo "--- FAIL: TestB (0.00s)"; echo FAIL; exit 1`)
+echo "=== RUN   TestB"; echo "    b_test.go:1: boom"; echo "--- FAIL: TestB (0.00s)"
+i=0; while [ $i -lt 30 ]; do echo "=== RUN   TestP$i"; echo "--- PASS: TestP$i (0.00s)"; i=$((i+1)); done; echo FAIL; exit 1`)
 	script("pkg/b/b.test", `echo "=== RUN   TestHang"; echo "panic: test timed out after 1s"; printf '\trunning tests:\n\t\tTestHang (1s)\n'; exit 2`)
 	script("pkg/c/c.test", `[ "$CI" = true ] && [ "$VKJOBS_VALIDATION" = 1 ] && [ -n "$VKJOBS_ASSIMP_MODELS" ] || { echo "--- FAIL: TestEnv"; exit 1; }
 echo "=== RUN   TestS"; echo "    s_test.go:3: no display"; echo "--- SKIP: TestS (0.00s)"; echo PASS`)
@@ -386,7 +387,8 @@ func TestRunReportsFailures(t *testing.T) {
 		`(?m)^driver: ` + regexp.QuoteMeta(icd) + ` \(--driver\)$`,
 		`(?m)^device: Fake GPU \(discrete\)$`,
 		`(?m)^mapped: /\S+/vk/usr/lib/x86_64-linux-gnu/libvulkan\.so\.1$`,
-		`(?m)^  FAIL +\S+s  test-a +1 passed, 1 failed, 0 skipped: TestB$`,
+		`(?m)^  FAIL +\S+s  test-a +31 passed, 1 failed, 0 skipped: TestB$`,
+		`(?m)^-- test-a: the failing tests' messages \(logs/test-a.log\):\n(.*\n)*    b_test.go:1: boom\n--- FAIL: TestB`,
 		`(?m)^  TIMEOUT +\S+s  test-b +0 passed, 0 failed, 0 skipped \(hung in: TestHang \)$`,
 		`(?m)^  PASS +\S+s  test-c +0 passed, 0 failed, 1 skipped$`,
 		`(?m)^  c TestS: s_test.go:3: no display$`,

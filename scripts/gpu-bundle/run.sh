@@ -380,6 +380,12 @@ run_step() {
 	if [ "$status" != PASS ]; then
 		FAILED=1
 		{
+			# What the failing tests printed (go test -v puts a test's
+			# messages just before its --- FAIL line), then the log's end.
+			if grep -qE '^[[:space:]]*--- FAIL' "$log"; then
+				echo "-- $name: the failing tests' messages (logs/$name.log):"
+				grep -B12 -E '^[[:space:]]*--- FAIL' "$log" | grep -vE '^[[:space:]]*--- PASS' | head -n 80
+			fi
 			echo "-- $name: exit status $rc; logs/$name.log ends:"
 			tail -n 25 "$log"
 		} >>"$W/failures.txt"
