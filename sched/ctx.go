@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -35,8 +36,11 @@ type Ctx struct {
 	// only; read by waitCycle.
 	outer  [maxOuter]TaskID
 	nouter int
-	goid   atomic.Uint64 // the goroutine that owns this thread (Scheduler.callerCtx)
-	ncache int
+	// waitTarget is what this thread's innermost Wait waits for; written
+	// before it sleeps, read by waitCycle under idleMu while it sleeps.
+	waitTarget TaskID
+	goid       atomic.Uint64 // the goroutine that owns this thread (Scheduler.callerCtx)
+	ncache     int
 	// The debt (see deferDec): owed counts every decrement of a parent's
 	// open count that this thread ever deferred, paid every one paid; the
 	// owed-paid not yet paid are owed to debtParent (index+1). The owner
@@ -133,6 +137,7 @@ func (c *Ctx) Wait(id TaskID) error {
 		}
 		sl := &s.slots[id.index()]
 		sl.waiters.Add(1)
+		c.waitTarget = id // read by other threads' waitCycle while this one sleeps
 		c.waiting.Store(true)
 		c.sleep(id, nil)
 		c.waiting.Store(false)
@@ -204,6 +209,7 @@ func (c *Ctx) WaitEvent(e *Event) {
 			continue // no Gosched: see Config.SpinRounds
 		}
 		spins = 0
+		c.waitTarget = NoTask // no task: waitCycle does not follow this wait
 		c.waiting.Store(true)
 		c.sleep(NoTask, e)
 		c.waiting.Store(false)
@@ -278,52 +284,84 @@ func (c *Ctx) leave() { c.nouter-- }
 // suspended on this thread returns (that kernel's own task, or one of its
 // ancestors), and that kernel cannot return before this wait does. That is
 // the deadlock helping can make: A waits for its child B, the thread runs C
-// meanwhile, C waits for D, and D depends on A. Waits that reach another
-// thread's suspended kernels, or a task's children, are not followed. It
-// is called only when the wait found nothing to run (before sleeping), so
-// it costs nothing on the hot path; what it reads is either this thread's
-// own or validated by generations, so it never reports a cycle that is not
-// there.
+// meanwhile, C waits for D, and D depends on A. The chain may also pass
+// through another thread that sleeps in a wait: a kernel suspended there
+// returns only after that thread's wait, so the walk goes on from what that
+// thread waits for (A on one thread and E on another each ran a task that
+// waits for what depends on the other). A task's children are not
+// followed (they are not recorded). It is called only when the wait found
+// nothing to run (before sleeping), so it costs nothing on the hot path.
+// It never reports a cycle that is not there: this thread's frames are its
+// own, other threads' are read under idleMu while they sleep (a listed
+// thread cannot leave sleep without that lock, so their frames cannot
+// change meanwhile), and dependency links are validated by generations.
 func (c *Ctx) waitCycle(id TaskID, what string) error {
 	n := min(c.nouter, maxOuter)
 	if n == 0 || id == NoTask {
 		return nil
 	}
 	s := c.s
-	// The tasks that cannot finish before this wait returns: the
-	// suspended kernels' tasks and their ancestors, each with the kernel
-	// it waits for.
-	var stuck, under [256]TaskID
-	ns := 0
-	for _, f := range c.outer[:n] {
-		for p := f; p != NoTask && ns < len(stuck); {
-			stuck[ns], under[ns] = p, f
-			ns++
-			sl := &s.slots[p.index()]
-			pi := atomic.LoadUint32(&sl.parent)
-			if pi == 0 || sl.genLoad() != p.gen() {
-				break
+	// The tasks that cannot finish before some wait returns: the
+	// suspended kernels' tasks and their ancestors, each with the thread
+	// whose wait holds it (nil: this one) and the kernel it waits for.
+	type held struct {
+		task, under TaskID
+		on          *Ctx
+	}
+	var stuckBuf [256]held
+	stuck := stuckBuf[:0]
+	addFrames := func(t *Ctx, frames []TaskID) {
+		for _, f := range frames {
+			for p := f; p != NoTask && len(stuck) < cap(stuck); {
+				stuck = append(stuck, held{p, f, t})
+				sl := &s.slots[p.index()]
+				pi := atomic.LoadUint32(&sl.parent)
+				if pi == 0 || sl.genLoad() != p.gen() {
+					break
+				}
+				p = makeID(s.id, s.slots[pi-1].genLoad(), pi-1)
 			}
-			p = makeID(s.id, s.slots[pi-1].genLoad(), pi-1)
 		}
 	}
-	var chain [64]TaskID
+	addFrames(nil, c.outer[:n])
+	s.idleMu.Lock()
+	defer s.idleMu.Unlock()
+	for _, t := range s.idle {
+		if t != c && t.waiting.Load() && t.waitTarget != NoTask && t.nouter > 0 {
+			addFrames(t, t.outer[:min(t.nouter, maxOuter)])
+		}
+	}
+	var pathBuf [64]TaskID
+	path := pathBuf[:0]
+	var seen [8]*Ctx
+	nseen := 0
 	x := id
-	for step := range len(chain) {
-		chain[step] = x
-		for i := range ns {
-			if stuck[i] != x {
+	for len(path) < cap(path) {
+		path = append(path, x)
+		next := NoTask
+		for _, h := range stuck {
+			if h.task != x {
 				continue
 			}
-			path := ""
-			for j, y := range chain[:step+1] {
-				if j > 0 {
-					path += " -> "
-				}
-				path += y.String()
+			if h.on == nil {
+				return c.deadlock(what, id, path, h.under)
 			}
-			return fmt.Errorf("sched: %s %v from the kernel of %v: %w: %s (each waiting for the next as its dependency); %v cannot finish before the kernel of %v returns, and that kernel is suspended on this thread under this wait (it was waiting when the thread ran %v)",
-				what, id, c.current, ErrDeadlock, path, x, under[i], c.current)
+			// Suspended on thread h.on, which sleeps waiting for
+			// waitTarget: x cannot finish before that does.
+			dup := false
+			for _, t := range seen[:nseen] {
+				dup = dup || t == h.on
+			}
+			if !dup && nseen < len(seen) {
+				seen[nseen] = h.on
+				nseen++
+				next = h.on.waitTarget
+			}
+			break
+		}
+		if next != NoTask {
+			x = next
+			continue
 		}
 		xs := &s.slots[x.index()]
 		if xs.genLoad() != x.gen() {
@@ -336,6 +374,22 @@ func (c *Ctx) waitCycle(id TaskID, what string) error {
 		x = d
 	}
 	return nil
+}
+
+// deadlock is waitCycle's error: path is the chain of waits from id, each
+// task needing the next (a dependency, or the wait of another thread a
+// kernel is suspended under); its last task cannot finish before the
+// kernel of under, suspended on this thread, returns.
+func (c *Ctx) deadlock(what string, id TaskID, path []TaskID, under TaskID) error {
+	var b strings.Builder
+	for j, y := range path {
+		if j > 0 {
+			b.WriteString(" -> ")
+		}
+		b.WriteString(y.String())
+	}
+	return fmt.Errorf("sched: %s %v from the kernel of %v: %w: %s (each needs the next: its dependency, or what the thread it is suspended on waits for); %v cannot finish before the kernel of %v returns, and that kernel is suspended on this thread under this wait (it was waiting when the thread ran %v)",
+		what, id, c.current, ErrDeadlock, b.String(), path[len(path)-1], under, c.current)
 }
 
 func (c *Ctx) runOne() bool {

@@ -507,3 +507,81 @@ func TestAddRacingClose(t *testing.T) {
 		}
 	})
 }
+
+// The same deadlock across two threads: on thread 0, A waits for its child
+// B and the thread runs C, which waits for D; on thread 1, E waits for its
+// child F and the thread runs G, which waits for H. D depends on E and H on
+// A: each thread's inner wait needs the kernel suspended on the other.
+// Whichever thread goes to sleep last sees the other asleep and fails its
+// wait with ErrDeadlock; everything then finishes.
+func TestHelpingWaitDeadlockTwoThreads(t *testing.T) {
+	const kA, kB, kC, kE, kG, kLeaf KernelID = 50, 51, 52, 53, 54, 55
+	var a, e atomic.Uint64
+	var cErr, gErr error
+	reg := NewRegistry()
+	leaf := func(*Ctx, *TaskData) error { return nil }
+	must(t, reg.Register(kLeaf, Kernel{Name: "leaf", CPU: leaf}))
+	must(t, reg.Register(kB, Kernel{Name: "B", CPU: leaf}))
+	waiter := func(dep *atomic.Uint64, res *error) KernelFunc {
+		return func(x *Ctx, _ *TaskData) error {
+			id, err := x.Add(&Task{Kernel: kLeaf, Dependency: TaskID(dep.Load())})
+			if err != nil {
+				return err
+			}
+			*res = x.Wait(id)
+			return *res
+		}
+	}
+	must(t, reg.Register(kC, Kernel{Name: "C", CPU: waiter(&e, &cErr)})) // D depends on E
+	must(t, reg.Register(kG, Kernel{Name: "G", CPU: waiter(&a, &gErr)})) // H depends on A
+	outer := func(thread int, helper KernelID) KernelFunc {
+		return func(x *Ctx, _ *TaskData) error {
+			if _, err := x.Add(&Task{Kernel: helper, Affinity: OnThread(thread)}); err != nil {
+				return err
+			}
+			b, err := x.Add(&Task{Kernel: kB, Affinity: OnThread(thread), Parent: x.Current()})
+			if err != nil {
+				return err
+			}
+			return x.Wait(b)
+		}
+	}
+	must(t, reg.Register(kA, Kernel{Name: "A", CPU: outer(0, kC)}))
+	must(t, reg.Register(kE, Kernel{Name: "E", CPU: outer(1, kG)}))
+	s, err := New(Config{Kernels: reg, Workers: 1, MainThreads: 2, SpinRounds: 64})
+	must(t, err)
+	ida, err := s.Add(&Task{Kernel: kA, Affinity: OnThread(0)})
+	must(t, err)
+	ide, err := s.Add(&Task{Kernel: kE, Affinity: OnThread(1)})
+	must(t, err)
+	a.Store(uint64(ida))
+	e.Store(uint64(ide))
+	within(t, 20*time.Second, "two threads each waiting on the other's suspended kernel", func() {
+		var wg sync.WaitGroup
+		for i, id := range []TaskID{ida, ide} {
+			wg.Go(func() {
+				c, err := s.RegisterThread(fmt.Sprint("thread", i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if c.Index() != s.Workers()+i {
+					t.Errorf("registered as thread %d", c.Index()-s.Workers())
+				}
+				if err := c.Wait(id); err != nil {
+					t.Errorf("thread %d: %v", i, err)
+				}
+			})
+			// Register in order: thread 0 first.
+			for s.nreg.Load() <= int32(i) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		wg.Wait()
+	})
+	if !errors.Is(cErr, ErrDeadlock) && !errors.Is(gErr, ErrDeadlock) {
+		t.Errorf("C: %v; G: %v; want ErrDeadlock from one of them", cErr, gErr)
+	}
+	t.Log(cErr, gErr)
+	must(t, s.Close())
+}

@@ -192,14 +192,18 @@
 //     kernel is under C's on the same stack. A wait that finds nothing to
 //     run (before it sleeps) follows the dependency chain of the task it
 //     waits for, and if that reaches a kernel suspended under it on its
-//     thread (or an ancestor of one) it fails with ErrDeadlock. Rejected:
+//     thread (or an ancestor of one) it fails with ErrDeadlock. A chain
+//     that reaches a kernel suspended on another thread, asleep in a wait,
+//     goes on from what that thread waits for, so the same cycle across
+//     threads is caught by the last thread to go to sleep. Rejected:
 //     running only tasks that cannot need the waiter (TBB's isolation,
 //     Taskflow's corun). A task's children are not known before it runs,
 //     so only the waiting kernel's descendants are safe; every task found
 //     would need a walk up its parents, and a thread whose child was stolen
-//     would idle beside runnable work. Not seen: cycles through another
-//     thread's suspended kernels or through a task's children (WaitFor and
-//     Abandon are the way out there).
+//     would idle beside runnable work. Not seen: cycles through a task's
+//     children (they are not recorded) or through a thread that waits with
+//     WaitFor (it polls, and is never asleep in the scheduler); WaitFor and
+//     Abandon are the way out there.
 //   - Calls without a Ctx. Scheduler.Wait and Scheduler.Add's
 //     back-pressure, called on a scheduler thread (a kernel that has no
 //     Ctx at hand), run tasks as Ctx.Wait does: blocking there could leave
