@@ -52,7 +52,7 @@ func (id TaskID) index() uint32 { return uint32(id & idIndexMask) }
 func (id TaskID) gen() uint32   { return uint32(id>>idIndexBits) & idGenMask }
 func (id TaskID) sched() uint16 { return uint16(id >> (idIndexBits + idGenBits)) }
 
-// String formats the ID as task#index.gen (scheduler number omitted).
+// String formats the ID as task#index.gen (the scheduler's tag omitted).
 func (id TaskID) String() string {
 	if id == NoTask {
 		return "task#none"
