@@ -89,6 +89,11 @@ func demo(t *testing.T, args ...string) (*app, string) {
 	if err != nil {
 		t.Fatalf("crowd %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
+	if a.draw.frameErrs > 0 {
+		// A render context too small for its job's draws, or a draw the
+		// registry does not know.
+		t.Errorf("crowd %s: %d frames dropped draw packets", strings.Join(args, " "), a.draw.frameErrs)
+	}
 	return a, out.String()
 }
 

@@ -88,7 +88,8 @@ func (a *app) setupDrawing() error {
 	dr.reg = render.NewRegistry()
 	w := a.w
 	jobs := gatherJobs(a.s.Threads(), w.n)
-	per := (w.n/jobs + 2) * render.DrawRecordSize
+	// Job 0 also draws the scene: the ground and the shadows.
+	per := ((w.n+jobs-1)/jobs + sceneDraws) * render.DrawRecordSize
 	for range jobs {
 		ctx, err := render.NewContext(per)
 		if err != nil {
@@ -276,6 +277,10 @@ const (
 	layerShadows
 	layerCharacters
 )
+
+// sceneDraws is the number of draws besides the characters: the ground
+// and the shadows (gather job 0 writes them).
+const sceneDraws = 2
 
 // shadowIndices is the index count of shadowDisc.
 const shadowIndices = 3 * 24
