@@ -40,6 +40,7 @@ type Ctx struct {
 	// before it sleeps, read by waitCycle under idleMu while it sleeps.
 	waitTarget TaskID
 	goid       atomic.Uint64 // the goroutine that owns this thread (Scheduler.callerCtx)
+	inAlloc    atomic.Bool   // blocked in Add's back-pressure (Scheduler.alloc)
 	ncache     int
 	// The debt (see deferDec): owed counts every decrement of a parent's
 	// open count that this thread ever deferred, paid every one paid; the

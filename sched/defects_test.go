@@ -585,3 +585,46 @@ func TestHelpingWaitDeadlockTwoThreads(t *testing.T) {
 	t.Log(cErr, gErr)
 	must(t, s.Close())
 }
+
+// Two kernels on two workers each add dependents of a held task until the
+// pool is full: each is blocked in Add, so neither worker is idle, yet
+// nothing can run. Both Adds must fail with ErrPoolDeadlock, not hang.
+func TestBackPressureDeadEndTwoKernels(t *testing.T) {
+	const kFill KernelID = 56
+	var started atomic.Int32
+	var root atomic.Uint64
+	errs := make(chan error, 2)
+	reg := NewRegistry()
+	must(t, reg.Register(kFill, Kernel{Name: "fill", CPU: func(c *Ctx, _ *TaskData) error {
+		started.Add(1)
+		for started.Load() < 2 { // both kernels run at once, on two workers
+			runtime.Gosched()
+		}
+		for {
+			if _, err := c.Add(&Task{Dependency: TaskID(root.Load())}); err != nil {
+				errs <- err
+				return nil
+			}
+		}
+	}}))
+	s, err := New(Config{Kernels: reg, Workers: 2, PoolSize: 32})
+	must(t, err)
+	h, err := s.Create(&Task{})
+	must(t, err)
+	root.Store(uint64(h))
+	within(t, 20*time.Second, "two kernels blocked in Add", func() {
+		a, err := s.Add(&Task{Kernel: kFill})
+		must(t, err)
+		b, err := s.Add(&Task{Kernel: kFill})
+		must(t, err)
+		for range 2 {
+			if err := <-errs; !errors.Is(err, ErrPoolDeadlock) {
+				t.Errorf("Add: %v, want ErrPoolDeadlock", err)
+			}
+		}
+		must(t, s.Wait(a))
+		must(t, s.Wait(b))
+		must(t, s.Run(h))
+	})
+	must(t, s.Close())
+}

@@ -1169,7 +1169,13 @@ func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
 			} else {
 				stuckSince = time.Time{}
 			}
+			if c != nil {
+				c.inAlloc.Store(true) // see quiescentExcept
+			}
 			s.extCond.Wait()
+			if c != nil {
+				c.inAlloc.Store(false)
+			}
 		}
 		s.poolWait.Add(-1)
 		s.extMu.Unlock()
@@ -1184,7 +1190,7 @@ const stuckGrace = 20 * time.Millisecond
 // pool is full and nothing can run (see quiescent), c (the caller, blocked
 // in Add; nil if not a thread) aside. Called with extMu held.
 func (s *Scheduler) poolStuck(c *Ctx) bool {
-	return s.nfree.Load() == 0 && s.quiescentExcept(c)
+	return s.nfree.Load() == 0 && s.quiescentExcept(c, true)
 }
 
 // poolDeadlock is the error of an Add that nothing but its caller could
@@ -1589,11 +1595,13 @@ func (s *Scheduler) Pending() int { return int(s.live()) }
 // every queue is empty and no executor holds a job, and no thread woke up
 // while this was being checked. Once closing, no task can then appear
 // except by a task running, so the state is final. Close only.
-func (s *Scheduler) quiescent() bool { return s.quiescentExcept(nil) }
+func (s *Scheduler) quiescent() bool { return s.quiescentExcept(nil, false) }
 
 // quiescentExcept is quiescent with thread c (if not nil) counted as idle:
-// it is the caller, blocked.
-func (s *Scheduler) quiescentExcept(c *Ctx) bool {
+// it is the caller, blocked; with inAlloc, so are the threads blocked in
+// Add's back-pressure (poolStuck holds extMu, so they cannot wake while it
+// looks).
+func (s *Scheduler) quiescentExcept(c *Ctx, inAlloc bool) bool {
 	a0 := s.activity.Load()
 	if s.execJobs.Load() != 0 {
 		return false
@@ -1601,19 +1609,21 @@ func (s *Scheduler) quiescentExcept(c *Ctx) bool {
 	s.idleMu.Lock()
 	workers := 0
 	for _, t := range s.idle {
-		if t.worker && t != c {
+		if t.worker && t != c && !(inAlloc && t.inAlloc.Load()) {
 			workers++
 		}
 	}
-	if c != nil && c.worker {
-		workers++
+	for _, t := range s.threads[:s.nwork] {
+		if t == c || inAlloc && t.inAlloc.Load() {
+			workers++
+		}
 	}
 	ok := workers == s.nwork
 	for _, r := range s.threads[s.nwork:] {
 		if !ok {
 			break
 		}
-		if r != c && r.busy.Load() != 0 {
+		if r != c && !(inAlloc && r.inAlloc.Load()) && r.busy.Load() != 0 {
 			ok = false
 			for _, t := range s.idle {
 				if t == r {
