@@ -836,16 +836,33 @@ func BenchmarkPeersFibMix(b *testing.B) {
 		}
 		return d
 	}
+	// The machine's own scaling at the same moments: a compute loop with
+	// no shared data, run on one goroutine and split over two (close to 2
+	// on two idle cores); on cores shared with other work it says how much
+	// of the second core there was to use.
+	const ref = 1 << 17
+	x, y := make([]float32, ref), make([]float32, ref)
+	var r1, r2 time.Duration
 	b.ResetTimer()
 	for range b.N {
 		t1 += one(1)
 		t2 += one(2)
+		t0 := time.Now()
+		computeRange(x, y, 0, ref)
+		r1 += time.Since(t0)
+		t0 = time.Now()
+		var wg sync.WaitGroup
+		wg.Go(func() { computeRange(x, y, 0, ref/2) })
+		computeRange(x, y, ref/2, ref)
+		wg.Wait()
+		r2 += time.Since(t0)
 	}
 	b.StopTimer()
 	n := float64(b.N) * fibTasks
 	b.ReportMetric(float64(t1.Nanoseconds())/n, "p1-ns/task")
 	b.ReportMetric(float64(t2.Nanoseconds())/n, "p2-ns/task")
 	b.ReportMetric(float64(t1)/float64(t2), "p1/p2")
+	b.ReportMetric(float64(r1)/float64(r2), "machine-1/2")
 }
 
 // BenchmarkPeersParallelForMix: the scheduler's parallel-for and the
