@@ -3,6 +3,7 @@ package gpu
 import (
 	_ "embed"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -156,5 +157,42 @@ func TestHeapBudget(t *testing.T) {
 	}
 	if l := d.Limits(); l.DeviceMemoryUsed != l0.DeviceMemoryUsed {
 		t.Errorf("a refused reservation counted: %d bytes used, before %d", l.DeviceMemoryUsed, l0.DeviceMemoryUsed)
+	}
+}
+
+// TestInlineAndSubmitterMix adds small tasks (which Enqueue may submit
+// itself) and large ones (over inlineBytes: always the submitter's) from
+// several goroutines at once, and checks every result: the two paths share
+// the command buffers, the completion order and Close.
+func TestInlineAndSubmitterMix(t *testing.T) {
+	e := newEnv(t, device(t, false), ExecutorOptions{}, sched.Config{})
+	const goroutines, each = 4, 40
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		go func() {
+			for i := range each {
+				n := 64
+				if (g+i)%3 == 0 {
+					n = 32 << 10 // 3 x 128 KiB of host streams
+				}
+				x, y, z := ramp(n, 1, float32(g)), ramp(n, 2, float32(i)), make([]float32, n)
+				task := saxpyTask(3, x, y, z)
+				id, err := e.s.Add(&task)
+				if err == nil {
+					err = e.s.Wait(id)
+				}
+				if err == nil && (z[n-1] != 3*x[n-1]+y[n-1] || z[0] != 3*x[0]+y[0]) {
+					err = fmt.Errorf("goroutine %d task %d (%d items): z[%d] = %v, want %v", g, i, n, n-1, z[n-1], 3*x[n-1]+y[n-1])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range goroutines {
+		must(t, <-errs)
 	}
 }
