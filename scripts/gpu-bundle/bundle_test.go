@@ -353,7 +353,7 @@ i=0; while [ $i -lt 30 ]; do echo "=== RUN   TestP$i"; echo "--- PASS: TestP$i (
 	script("pkg/c/c.test", `[ "$CI" = true ] && [ "$VKJOBS_VALIDATION" = 1 ] && [ -n "$VKJOBS_ASSIMP_MODELS" ] || { echo "--- FAIL: TestEnv"; exit 1; }
 echo "=== RUN   TestS"; echo "    s_test.go:3: no display"; echo "--- SKIP: TestS (0.00s)"; echo PASS`)
 	script("bin/probe", `echo "device: Fake GPU (discrete)"; echo "mapped: $(echo "$LD_LIBRARY_PATH" | cut -d: -f1)/libvulkan.so.1"`)
-	script("bin/kbench", `echo "kernel  size  gpu"; echo "saxpy   1e3   1.0"`)
+	script("bin/kbench", `echo "kbench 1.0: 2 CPUs; GPU: Fake GPU"; echo "kernel  size  gpu"; echo "saxpy   1e3   1.0"`)
 	script("bin/crowd", `while [ $# -gt 0 ]; do [ "$1" = -out ] && out=$2; shift; done
 echo png >"$out"; echo "frame time: median 1.00 ms, 95th percentile 2.00 ms"`)
 	script("bin/imgcmp", `echo "imgcmp: $1 vs $2: 0 of 1 pixels (0.000%) differ by more than 8 in a channel, largest difference 0: within the tolerance"`)
@@ -392,7 +392,7 @@ func TestRunReportsFailures(t *testing.T) {
 		`(?m)^  TIMEOUT +\S+s  test-b +0 passed, 0 failed, 0 skipped \(hung in: TestHang \)$`,
 		`(?m)^  PASS +\S+s  test-c +0 passed, 0 failed, 1 skipped$`,
 		`(?m)^  c TestS: s_test.go:3: no display$`,
-		`(?m)^  PASS +\S+s  kbench-quick`,
+		`(?m)^  PASS +\S+s  kbench-quick +GPU: Fake GPU$`,
 		`(?m)^  PASS +\S+s  crowd-gpu +median 1.00 ms`,
 		`(?m)^  PASS +\S+s  compare-cpu-auto +0 of 1 pixels`,
 		`(?m)^result: 9 of 11 steps passed`,

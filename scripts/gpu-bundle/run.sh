@@ -478,8 +478,8 @@ done <"$W/payload/tests.txt"
 # kbench -quick: where each kernel runs best on this machine.
 KB=(-quick -plot "$OUT/kbench.svg")
 [ "$SHORT" = 1 ] && KB+=(-sizes 1e3,1e4 -reps 1 -min-sample 1ms)
-kbench_detail() { sed -n 's/^device: //p; s/^gpu: //p' "$1" | head -1; }
-run_step kbench-quick 90 100 - bash -c '"$@" >"'"$OUT"'/kbench.txt"' _ "$W/payload/bin/kbench" "${KB[@]}"
+kbench_detail() { sed -n 's/^kbench .*; GPU: /GPU: /p' "$OUT/kbench.txt" 2>/dev/null | head -n 1; }
+run_step kbench-quick 90 100 kbench_detail bash -c '"$@" >"'"$OUT"'/kbench.txt"' _ "$W/payload/bin/kbench" "${KB[@]}"
 cp "$LOGS/kbench-quick.log" "$W/kbench.err" 2>/dev/null
 write_report
 
