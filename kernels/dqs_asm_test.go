@@ -1,8 +1,12 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -96,16 +100,130 @@ func TestSkinDQSAsm(t *testing.T) {
 			}
 		}
 	}
-	// A joint outside the palette: the same error at the same item.
-	verts := randSkinVertices(r, 9, bones)
-	verts[6].Joints = PackJoints(1, 2, 200, 3)
-	for _, fast := range []bool{false, true} {
+}
+
+// dqsBoth runs skinDQS over items [begin, end) with the assembly and
+// with dqsGo and fails unless both return the same error (or none) and
+// write the same bits; it returns dqsGo's output (end items) and error.
+func dqsBoth(t *testing.T, what string, verts []SkinVertex, pal []DualQuat, nv, stride, begin, end uint32) ([]SkinnedVertex, error) {
+	t.Helper()
+	defer func(f bool) { lbsFast = f }(lbsFast)
+	var outs [2][]SkinnedVertex
+	var errs [2]error
+	for i, fast := range []bool{false, true} {
 		lbsFast = fast
-		d := skinTask(verts, sched.StreamOf(randDQPalette(r, bones)), make([]SkinnedVertex, 9), 0, 0)
-		err := skinDQS(0)(nil, &d)
-		if err == nil || err.Error() != badJoint(6, &verts[6], verts[6].Palette, bones).Error() {
-			t.Fatalf("fast %v: error %v", fast, err)
+		outs[i] = make([]SkinnedVertex, end)
+		d := skinTask(verts, sched.StreamOf(pal), outs[i], nv, stride)
+		d.Begin = begin
+		errs[i] = skinDQS(0)(nil, &d)
+	}
+	if fmt.Sprint(errs[0]) != fmt.Sprint(errs[1]) {
+		t.Fatalf("%s: go: %v, asm: %v", what, errs[0], errs[1])
+	}
+	for i := range outs[0] {
+		g, w := outs[1][i], outs[0][i]
+		gs := append(g.Pos[:], g.Normal[:]...)
+		ws := append(w.Pos[:], w.Normal[:]...)
+		for c := range gs {
+			d := math.Abs(float64(gs[c]) - float64(ws[c]))
+			if goFusesLBS && !(d <= dqsTol*math.Max(1, math.Abs(float64(ws[c])))) ||
+				!goFusesLBS && math.Float32bits(gs[c]) != math.Float32bits(ws[c]) {
+				t.Fatalf("%s: vertex %d component %d: asm %v, go %v", what, i, c, gs[c], ws[c])
+			}
 		}
+	}
+	return outs[0], errs[0]
+}
+
+// TestSkinDQSAsmBadJoint: a joint outside the palette in each joint slot
+// of each vertex of a group of eight (and of the padded last group) ends
+// the run with dqsGo's error at its item, the vertices before it skinned
+// as dqsGo skins them.
+func TestSkinDQSAsmBadJoint(t *testing.T) {
+	if !lbsHasAsm {
+		t.Skip("no AVX2 on this CPU: dqsGo is the only path")
+	}
+	r := rng(19)
+	const bones, n = 30, 21
+	pal := randDQPalette(r, bones)
+	verts := randSkinVertices(r, n, bones)
+	for k := range n {
+		for slot := range 4 {
+			vv := append([]SkinVertex(nil), verts...)
+			j := [4]uint8{1, 2, 3, 4}
+			j[slot] = bones // one past the end
+			vv[k].Joints = PackJoints(j[0], j[1], j[2], j[3])
+			_, err := dqsBoth(t, fmt.Sprintf("vertex %d slot %d", k, slot), vv, pal, 0, 0, 0, n)
+			if err == nil || err.Error() != badJoint(uint32(k), &vv[k], vv[k].Palette, bones).Error() {
+				t.Fatalf("vertex %d slot %d: error %v", k, slot, err)
+			}
+		}
+	}
+}
+
+// TestSkinDQSAsmWrap: Palette + base + joint wraps around in uint32 as in
+// jointIndices: to the joint itself with Palette 2^32 - 16 and base 16,
+// and not at all with base 0 (an index beyond the palette).
+func TestSkinDQSAsmWrap(t *testing.T) {
+	if !lbsHasAsm {
+		t.Skip("no AVX2 on this CPU: dqsGo is the only path")
+	}
+	r := rng(20)
+	const bones, nv = 50, 13 // a group of eight and a padded one
+	pal := randDQPalette(r, bones)
+	plain := randSkinVertices(r, nv, 10)
+	wrapped := append([]SkinVertex(nil), plain...)
+	for k := range wrapped {
+		wrapped[k].Palette = math.MaxUint32 - 15
+	}
+	want, err := dqsBoth(t, "plain", plain, pal, 0, 0, 0, nv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Instances 8 bones apart: the third one's base is 16.
+	got, err := dqsBoth(t, "wrapped", wrapped, pal, nv, 8, 2*nv, 3*nv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got[2*nv:], want) {
+		t.Fatal("Palette 2^32 - 16, base 16: not the vertices skinned with Palette 0, base 0")
+	}
+	if _, err := dqsBoth(t, "unwrapped", wrapped, pal, nv, 8, 0, 3*nv); err == nil || !strings.HasPrefix(err.Error(), "item 0:") {
+		t.Fatalf("Palette 2^32 - 16, base 0: error %v, want one at item 0", err)
+	}
+}
+
+// TestSkinDQSAsmHugePalette: dqsAVX2 refuses palettes of more than 2^30
+// dual quaternions (it indexes them by uint32 index times 4) before
+// reading anything, and dqs then skins the run with dqsGo.
+func TestSkinDQSAsmHugePalette(t *testing.T) {
+	if !lbsHasAsm {
+		t.Skip("no AVX2 on this CPU: dqsGo is the only path")
+	}
+	r := rng(21)
+	small := randDQPalette(r, 20)
+	// A slice header claiming 2^30 + 1 entries over 20 real ones: only the
+	// length is looked at, and only indices below 20 are read.
+	huge := unsafe.Slice(&small[0], 1<<30+1)
+	verts := randSkinVertices(r, 16, 20)
+	out := make([]SkinnedVertex, 16)
+	if k := dqsAVX2(verts, huge, out, 0); k != 0 {
+		t.Fatalf("completed %d vertices with a palette of 2^30 + 1", k)
+	}
+	if k := dqsAVX2(verts, huge[:1<<30], out, 0); k != 16 {
+		t.Fatalf("completed %d of 16 vertices with a palette of 2^30", k)
+	}
+	want := make([]SkinnedVertex, 16)
+	d := skinTask(verts, sched.StreamOf(small), want, 0, 0)
+	if err := skinDQS(0)(nil, &d); err != nil {
+		t.Fatal(err)
+	}
+	s := skinSetup{verts: verts, out: out, nv: 0}
+	if err := dqs(&s, huge, 0, 16, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out, want) {
+		t.Fatal("huge palette: the outputs differ")
 	}
 }
 

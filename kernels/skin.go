@@ -219,11 +219,26 @@ func dqs(s *skinSetup, pal []DualQuat, begin, end, stride uint32) error {
 		if s.nv != 0 {
 			n = min(n, int(s.nv-v))
 		}
-		k := dqsAVX2(s.verts[v:int(v)+n], apal, out[i:i+n], inst)
+		vs := s.verts[v : int(v)+n]
+		k := dqsAVX2(vs, apal, out[i:i+n], inst)
+		if r := n - k; r > 0 && r < 8 {
+			// The last 1-7 vertices: a group of eight on the stack, padded
+			// with copies of the last vertex (whose joints are then those
+			// of a vertex of the run), skinned by the assembly too.
+			var gv [8]SkinVertex
+			var go_ [8]SkinnedVertex
+			copy(gv[:], vs[k:])
+			for j := r; j < 8; j++ {
+				gv[j] = vs[n-1]
+			}
+			if dqsAVX2(gv[:], apal, go_[:], inst) == 8 {
+				copy(out[i+k:i+n], go_[:r])
+				k = n
+			}
+		}
 		if k < n {
-			// An odd last vertex, or a pair with a joint outside the
-			// palette: dqsGo (the same bits) finishes the run and reports
-			// the bad joint at its item.
+			// A group with a joint outside the palette: dqsGo (the same
+			// bits) finishes the run and reports the bad joint at its item.
 			rest := skinSetup{verts: s.verts, out: s.out, nv: s.nv, v: v + uint32(k), base: inst}
 			b := begin + uint32(i+k)
 			if err := dqsGo(&rest, pal, b, b+uint32(n-k), stride); err != nil {

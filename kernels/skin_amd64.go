@@ -63,27 +63,36 @@ var lbsFast = lbsHasAsm
 func lbsAVX2(verts []SkinVertex, pal []Mat4, out []SkinnedVertex, base uint32) int
 
 // dqsAVX2 is dqsGo in AVX2 assembly (dqs_amd64.s) for one run of vertices
-// with a fixed palette offset, two vertices at a time: out[k] is verts[k]
-// skinned with pal[verts[k].Palette + base + joint], for k below
-// min(len(verts), len(out)) rounded down to even. It returns how many
-// vertices it completed: that many, or the first k of a pair with a
-// palette index not below len(pal) (checked before any of the pair's
-// dual quaternions is read; out[k:] is not written). dqs runs the rest
-// (an odd last vertex, or the pair with the bad joint, which it reports)
-// through dqsGo. It reads and writes nothing outside the three slices.
+// with a fixed palette offset, eight vertices at a time: out[k] is
+// verts[k] skinned with pal[verts[k].Palette + base + joint], for k below
+// min(len(verts), len(out)) rounded down to a multiple of 8. It returns
+// how many vertices it completed: that many, or the first k of a group of
+// eight with a palette index not below len(pal) (all 32 of the group's
+// indices are checked before any of its dual quaternions is read; out[k:]
+// is not written), or 0 when len(pal) > 2^30 (it indexes the palette by
+// index times 4 in uint32). dqs skins the last 1-7 vertices of a run
+// through it too, as a group padded on the stack, and runs the rest after
+// a bad group (where it reports the bad joint) or the whole run with a
+// huge palette through dqsGo. It reads and writes nothing outside the
+// three slices.
 //
-// Vertex A of a pair lives in the low and B in the high 128-bit half of
-// every ymm register, and every shuffle stays within halves, so each
-// instruction serves both (which also gives the out-of-order core two
-// independent chains). The three antipodality dot products are summed in
-// dot4's order after a 4x4 transpose of their products; the weights are
-// broadcast by vpermilps; the blend, normalisation, translation and the
-// two rotations (cross products as vpermilps permutations yzx and zxy)
-// follow dqsGo's expressions operation by operation, with no FMA and the
-// correctly rounded square root and division, so the results are dqsGo's
-// bits as the gc compiler builds it for GOAMD64=v1 and v2 (with v3 it
-// fuses multiply-adds itself and the paths differ by a few ULPs;
+// Structure of arrays: lane i of every ymm register belongs to vertex i of
+// the group. The group's vertices and each joint slot's eight dual
+// quaternions are loaded as 16-byte rows (vertex i in the low, vertex i+4
+// in the high half) and turned into columns by an in-lane 4x4 transpose of
+// eight shuffles; the outputs go back the same way. Weights, bind-pose
+// positions and normals, the first joint's real parts and the indices wait
+// in a 32-byte aligned frame on the stack and enter the arithmetic as
+// memory operands. Every operation is then one of dqsGo's, on eight
+// vertices: the antipodality dot products in dot4's order, the blend left
+// to right, the normalisation, translation and the two rotations, with no
+// FMA and the correctly rounded square root and division, so the results
+// are dqsGo's bits as the gc compiler builds it for GOAMD64=v1 and v2 (with
+// v3 it fuses multiply-adds itself and the paths differ by a few ULPs;
 // TestSkinDQSAsm checks a relative tolerance and, below v3, equal bits).
+// The next group's indices and weights are read while the square root and
+// division of the current group are under way, whose latency otherwise
+// held up the loop (BENCHMARKS.md, section kernels).
 //
 //go:noescape
 func dqsAVX2(verts []SkinVertex, pal []DualQuat, out []SkinnedVertex, base uint32) int
