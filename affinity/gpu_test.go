@@ -102,7 +102,8 @@ func TestAutoPlacementLavapipe(t *testing.T) {
 	}
 	// The criterion is statistical and this machine is shared: other
 	// processes' load can flip a close size class for a while. A failing
-	// attempt is measured once more before the test fails.
+	// attempt is measured again (up to three attempts in all) before the
+	// test fails.
 	for attempt := 1; ; attempt++ {
 		for _, c := range cases {
 			c.cpu, c.gpu, c.auto = c.cpu[:0], c.gpu[:0], c.auto[:0]
@@ -111,7 +112,7 @@ func TestAutoPlacementLavapipe(t *testing.T) {
 		if failure == "" {
 			break
 		}
-		if attempt == 2 {
+		if attempt == 3 {
 			t.Fatal(failure)
 		}
 		t.Logf("attempt %d: %s; measuring again", attempt, failure)
