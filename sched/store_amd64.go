@@ -7,15 +7,17 @@ package sched
 // (a locked instruction, about 20 cycles); the owner's push onto its deque
 // needs only release ordering: the item must be visible before the new
 // bottom. x86 never reorders a store with earlier stores, so a plain MOV
-// suffices. Readers use atomic loads. Under the race detector (which must
-// see the synchronisation) and on other architectures, store_other.go uses
+// suffices, and the compiler keeps memory operations in program order (each
+// store takes the memory state the previous one produced, and a load is
+// scheduled between the stores around it). They are plain Go stores,
+// inlined: written in assembly, as first, each was a call through an ABI
+// wrapper, several per task (BENCHMARKS.md, sched-peers). Readers use
+// atomic loads. Under the race detector (which must see the
+// synchronisation) and on other architectures, store_other.go uses
 // sync/atomic instead.
-//
-//go:noescape
-func storeRelease64(p *int64, v int64)
+func storeRelease64(p *int64, v int64) { *p = v }
 
-//go:noescape
-func storeRelease32(p *uint32, v uint32)
+func storeRelease32(p *uint32, v uint32) { *p = v }
 
 // storeUnpublished32 stores a field of a slot that is not yet published
 // (a later storeRelease publishes it) but that Abandon may read atomically
