@@ -628,3 +628,30 @@ func TestBackPressureDeadEndTwoKernels(t *testing.T) {
 	})
 	must(t, s.Close())
 }
+
+// Scheduler.Wait on a task that has not finished looks up the calling
+// goroutine (is it a scheduler thread?): that costs no allocation.
+func TestSchedulerWaitAllocatesNothing(t *testing.T) {
+	const kSpin KernelID = 57
+	reg := NewRegistry()
+	must(t, reg.Register(kSpin, Kernel{Name: "spin", CPU: func(*Ctx, *TaskData) error {
+		for start := time.Now(); time.Since(start) < 20*time.Microsecond; {
+		}
+		return nil
+	}}))
+	s, err := New(Config{Kernels: reg, Workers: 1})
+	must(t, err)
+	defer s.Close()
+	task := Task{Kernel: kSpin}
+	if n := testing.AllocsPerRun(200, func() {
+		id, err := s.Add(&task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Wait(id); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("Add and Scheduler.Wait: %v allocations", n)
+	}
+}

@@ -1225,11 +1225,14 @@ func (s *Scheduler) callerCtx() *Ctx {
 	return found
 }
 
+var goidBufs = sync.Pool{New: func() any { return new([64]byte) }}
+
 // goid returns the calling goroutine's ID, read from the first line of its
 // stack trace ("goroutine 123 [running]:"). Go offers no cheaper way; only
 // slow paths use it.
 func goid() uint64 {
-	var buf [64]byte
+	buf := goidBufs.Get().(*[64]byte) // runtime.Stack's buffer escapes: reused, not allocated per call
+	defer goidBufs.Put(buf)
 	b := buf[:runtime.Stack(buf[:], false)]
 	const prefix = "goroutine "
 	if len(b) < len(prefix) {
