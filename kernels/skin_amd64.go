@@ -92,7 +92,9 @@ func lbsAVX2(verts []SkinVertex, pal []Mat4, out []SkinnedVertex, base uint32) i
 // TestSkinDQSAsm checks a relative tolerance and, below v3, equal bits).
 // The next group's indices and weights are read while the square root and
 // division of the current group are under way, whose latency otherwise
-// held up the loop (BENCHMARKS.md, section kernels).
+// held up the loop, and the vertices are prefetched 2 KiB ahead (its
+// prefetch hints load no data and never fault; BENCHMARKS.md, section
+// kernels, has the measurements).
 //
 //go:noescape
 func dqsAVX2(verts []SkinVertex, pal []DualQuat, out []SkinnedVertex, base uint32) int
