@@ -1,74 +1,13 @@
 package anim
 
 import (
-	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"math"
 	"os"
 	"sort"
-)
 
-// Blob layout (all fields little-endian 32-bit words; all offsets in bytes
-// and multiples of 4; see doc.go for the full picture):
-//
-//	blob header (12 words), offsets from the blob start
-//	  0 magic "ANIM"   1 version   2 blob size   3 CRC-32C of bytes [16, size)
-//	  4 skeleton count 5 skeleton directory  6 clip count  7 clip directory
-//	  8..11 zero
-//	directories: one uint32 offset (from the blob start) per record
-//	skeleton record (8 words), offsets from the record start
-//	  0 "SKEL" 1 record size 2 bones 3 parents (int32 × bones)
-//	  4 rest pose (12 float32 × bones) 5 names (string table)
-//	  6 inverse bind (16 float32 × bones, or 0) 7 skin joints (int32 × bones, or 0)
-//	clip record (24 words), offsets from the record start
-//	  0 "CLIP" 1 record size 2 skeleton (signed offset to its record)
-//	  3 bones 4 rate (float32 Hz) 5 frames 6 segment frames 7 segments
-//	  8 animated tracks 9 flags (0 curve, 1 uniform)
-//	  10 default pose (12 float32 × bones: T, R, S) 11 track table (8 words each)
-//	  12 segment table (segments+1 bit offsets) 13 stream 14 stream words
-//	  15 events 16 event table (2 words each) 17 name 18 name length
-//	  19 cursor words 20 tolerance (float32 m)
-//	  21 uniform: clip range table (8 float32 per track), curve: zero  22..23 zero
-//	track descriptor (4 words)
-//	  0 bone | kind<<16   1 bits of a segment's first indices   2 grid step (float32)   3 zero
-//	event (2 words): time (float32 s), type | bone<<16
-//	string table of n strings: n+1 uint32 offsets into the bytes that follow
-const (
-	blobMagic      = 0x4D494E41 // "ANIM"
-	blobVersion    = 2
-	skelTag        = 0x4C454B53 // "SKEL"
-	clipTag        = 0x50494C43 // "CLIP"
-	blobHeaderSize = 48
-	skelHeaderSize = 32
-	clipHeaderSize = 96
-	trackDescWords = 4
-)
-
-// Clip header word indices.
-const (
-	chTag = iota
-	chSize
-	chSkeleton
-	chBones
-	chRate
-	chFrames
-	chSegFrames
-	chSegments
-	chSlots
-	chFlags
-	chDefault
-	chTracks
-	chSegTable
-	chStream
-	chStreamWords
-	chEvents
-	chEventTable
-	chName
-	chNameLen
-	chCursorWords
-	chTolerance
-	chRanges // uniform clips: clip range table (zero for curve clips)
+	"github.com/vkjobs/vkjobs/anim/internal/format"
 )
 
 // Cursor layout: CursorHeaderWords, then CursorSlotWords per animated track.
@@ -76,218 +15,6 @@ const (
 	CursorHeaderWords = 8
 	CursorSlotWords   = 64
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// wbuf builds a record as words.
-type wbuf struct{ w []uint32 }
-
-func (b *wbuf) pos() uint32         { return uint32(len(b.w) * 4) }
-func (b *wbuf) add(v ...uint32)     { b.w = append(b.w, v...) }
-func (b *wbuf) f32(v float32)       { b.w = append(b.w, math.Float32bits(v)) }
-func (b *wbuf) set(i int, v uint32) { b.w[i] = v }
-func (b *wbuf) zeros(n int)         { b.w = append(b.w, make([]uint32, n)...) }
-func (b *wbuf) bytes(s []byte) {
-	for len(s)%4 != 0 {
-		s = append(s[:len(s):len(s)], 0)
-	}
-	for i := 0; i < len(s); i += 4 {
-		b.w = append(b.w, binary.LittleEndian.Uint32(s[i:]))
-	}
-}
-
-// strings writes a string table.
-func (b *wbuf) strings(ss []string) {
-	off := uint32(0)
-	b.add(0)
-	var chars []byte
-	for _, s := range ss {
-		chars = append(chars, s...)
-		off += uint32(len(s))
-		b.add(off)
-	}
-	b.bytes(chars)
-}
-
-func encodeSkeleton(s *Skeleton) []uint32 {
-	n := s.NumBones()
-	var b wbuf
-	b.zeros(skelHeaderSize / 4)
-	b.set(0, skelTag)
-	b.set(2, uint32(n))
-	b.set(3, b.pos())
-	for _, p := range s.Parents {
-		b.add(uint32(p))
-	}
-	b.set(4, b.pos())
-	for _, r := range s.Rest {
-		for _, v := range storeWords(r) {
-			b.f32(v)
-		}
-	}
-	b.set(5, b.pos())
-	b.strings(append(append([]string(nil), s.Names...), s.Name))
-	if s.InverseBind != nil {
-		b.set(6, b.pos())
-		for _, m := range s.InverseBind {
-			for _, v := range m {
-				b.f32(v)
-			}
-		}
-	}
-	if s.SkinJoint != nil {
-		b.set(7, b.pos())
-		for _, j := range s.SkinJoint {
-			b.add(uint32(j))
-		}
-	}
-	b.set(1, b.pos())
-	return b.w
-}
-
-// poseWords returns a transform in the local pose layout (PoseFloats:
-// rotation, translation, scale).
-func poseWords(t Transform) [12]float32 {
-	return [12]float32{
-		float32(t.R[0]), float32(t.R[1]), float32(t.R[2]), float32(t.R[3]),
-		float32(t.T[0]), float32(t.T[1]), float32(t.T[2]), 0,
-		float32(t.S[0]), float32(t.S[1]), float32(t.S[2]), 0,
-	}
-}
-
-// storeWords returns a transform in the blob's storage order for rest
-// and default poses (translation, rotation, scale: the order of a
-// bone's tracks).
-func storeWords(t Transform) [12]float32 {
-	return [12]float32{
-		float32(t.T[0]), float32(t.T[1]), float32(t.T[2]), 0,
-		float32(t.R[0]), float32(t.R[1]), float32(t.R[2]), float32(t.R[3]),
-		float32(t.S[0]), float32(t.S[1]), float32(t.S[2]), 0,
-	}
-}
-
-// encodeClip writes a clip record; skelRel is the offset from the record
-// to its skeleton.
-func (cc *CompressedClip) encodeClip(skelRel int32) []uint32 {
-	var b wbuf
-	b.zeros(clipHeaderSize / 4)
-	b.set(chTag, clipTag)
-	b.set(chSkeleton, uint32(skelRel))
-	b.set(chBones, uint32(cc.Bones))
-	b.set(chRate, math.Float32bits(float32(cc.Rate)))
-	b.set(chFrames, uint32(cc.Frames))
-	b.set(chSegFrames, uint32(cc.SegFrames))
-	b.set(chSegments, uint32(cc.numSegments()))
-	b.set(chTolerance, math.Float32bits(float32(cc.Tolerance)))
-	if cc.Codec == CodecUniform {
-		b.set(chFlags, clipUniform)
-		b.set(chSlots, uint32(len(cc.uniTracks)))
-		b.set(chCursorWords, CursorHeaderWords)
-	} else {
-		b.set(chSlots, uint32(len(cc.slots)))
-		b.set(chCursorWords, uint32(CursorHeaderWords+CursorSlotWords*len(cc.slots)))
-	}
-	b.set(chDefault, b.pos())
-	for _, v := range cc.Default {
-		b.f32(v)
-	}
-	b.set(chTracks, b.pos())
-	if cc.Codec == CodecUniform {
-		for _, t := range cc.uniTracks {
-			b.add(t, 0, 0, 0)
-		}
-		b.set(chRanges, b.pos())
-		for _, v := range cc.uniRanges {
-			b.f32(v)
-		}
-	}
-	for _, sl := range cc.slots {
-		b.add(uint32(sl.bone)|uint32(sl.kind)<<16, uint32(sl.absBits), math.Float32bits(sl.step), 0)
-	}
-	b.set(chSegTable, b.pos())
-	b.add(cc.segBits...)
-	b.set(chStream, b.pos())
-	b.set(chStreamWords, uint32(len(cc.stream)))
-	b.add(cc.stream...)
-	b.set(chEvents, uint32(len(cc.Events)))
-	b.set(chEventTable, b.pos())
-	for _, e := range cc.Events {
-		b.f32(e.Time)
-		b.add(uint32(e.Type) | uint32(e.Bone)<<16)
-	}
-	b.set(chName, b.pos())
-	b.set(chNameLen, uint32(len(cc.Name)))
-	b.bytes([]byte(cc.Name))
-	b.set(chSize, b.pos())
-	return b.w
-}
-
-func (cc *CompressedClip) recordBytes() int { return len(cc.encodeClip(0)) * 4 }
-
-// Builder collects skeletons and compressed clips and writes one blob.
-// The zero value is ready to use.
-type Builder struct {
-	skels    []*Skeleton
-	clips    []*CompressedClip
-	clipSkel []int
-}
-
-// AddSkeleton adds a skeleton and returns its index for AddClip.
-func (b *Builder) AddSkeleton(s *Skeleton) int {
-	b.skels = append(b.skels, s)
-	return len(b.skels) - 1
-}
-
-// AddClip adds a compressed clip of skeleton index skel.
-func (b *Builder) AddClip(skel int, c *CompressedClip) error {
-	if skel < 0 || skel >= len(b.skels) {
-		return fmt.Errorf("anim: AddClip %q: skeleton %d of %d", c.Name, skel, len(b.skels))
-	}
-	if n := b.skels[skel].NumBones(); n != c.Bones {
-		return fmt.Errorf("anim: AddClip %q: clip has %d bones, skeleton %d", c.Name, c.Bones, n)
-	}
-	b.clips = append(b.clips, c)
-	b.clipSkel = append(b.clipSkel, skel)
-	return nil
-}
-
-// Bytes writes the blob: header, directories, skeletons, clips.
-func (b *Builder) Bytes() ([]byte, error) {
-	for _, s := range b.skels {
-		if err := s.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	var w wbuf
-	w.zeros(blobHeaderSize / 4)
-	w.set(0, blobMagic)
-	w.set(1, blobVersion)
-	w.set(4, uint32(len(b.skels)))
-	w.set(5, w.pos())
-	w.zeros(len(b.skels))
-	w.set(6, uint32(len(b.clips)))
-	w.set(7, w.pos())
-	w.zeros(len(b.clips))
-	skelOff := make([]uint32, len(b.skels))
-	for i, s := range b.skels {
-		skelOff[i] = w.pos()
-		w.set(blobHeaderSize/4+i, skelOff[i])
-		w.add(encodeSkeleton(s)...)
-	}
-	clipDir := int(w.w[7] / 4)
-	for i, c := range b.clips {
-		off := w.pos()
-		w.set(clipDir+i, off)
-		w.add(c.encodeClip(int32(skelOff[b.clipSkel[i]]) - int32(off))...)
-	}
-	w.set(2, w.pos())
-	out := make([]byte, len(w.w)*4)
-	for i, v := range w.w {
-		binary.LittleEndian.PutUint32(out[4*i:], v)
-	}
-	binary.LittleEndian.PutUint32(out[12:], crc32.Checksum(out[16:], castagnoli))
-	return out, nil
-}
 
 // Blob is a loaded, validated resource blob: one or more blobs written by
 // Builder and concatenated. Clips and skeletons are named by their byte
@@ -361,7 +88,7 @@ func (b *Blob) Clip(i int) ClipView { return ClipView{b, b.clips[i]} }
 // ClipAt returns the clip whose record starts at byte offset off.
 func (b *Blob) ClipAt(off uint32) (ClipView, error) {
 	if !b.isClip(off) {
-		return ClipView{}, fmt.Errorf("anim: offset %d: %w", off, errNoClip)
+		return ClipView{}, fmt.Errorf("anim: offset %d: %w", off, format.ErrNoClip)
 	}
 	return ClipView{b, off}, nil
 }
@@ -394,21 +121,21 @@ func (b *Blob) validateBlob(off int) (int, error) {
 		return &BlobError{at, fmt.Sprintf(format, args...)}
 	}
 	rest := len(b.data) - off
-	if rest < blobHeaderSize {
+	if rest < format.BlobHeaderSize {
 		return 0, bad(off, "truncated header (%d bytes)", rest)
 	}
 	w := b.words[off/4:]
-	if w[0] != blobMagic {
+	if w[0] != format.BlobMagic {
 		return 0, bad(off, "bad magic %#x", w[0])
 	}
-	if w[1] != blobVersion {
-		return 0, bad(off+4, "version %d, want %d", w[1], blobVersion)
+	if w[1] != format.BlobVersion {
+		return 0, bad(off+4, "version %d, want %d", w[1], format.BlobVersion)
 	}
 	size := int(w[2])
-	if size < blobHeaderSize || size > rest || size%4 != 0 {
+	if size < format.BlobHeaderSize || size > rest || size%4 != 0 {
 		return 0, bad(off+8, "blob size %d with %d bytes left", size, rest)
 	}
-	if sum := crc32.Checksum(b.data[off+16:off+size], castagnoli); sum != w[3] {
+	if sum := crc32.Checksum(b.data[off+16:off+size], format.Castagnoli); sum != w[3] {
 		return 0, bad(off+12, "checksum %#x, data has %#x", w[3], sum)
 	}
 	for i := 8; i < 12; i++ {
@@ -418,7 +145,7 @@ func (b *Blob) validateBlob(off int) (int, error) {
 	}
 	dir := func(countWord int) ([]uint32, error) {
 		n, at := int(w[countWord]), int(w[countWord+1])
-		if at%4 != 0 || at < blobHeaderSize || at > size || n > (size-at)/4 {
+		if at%4 != 0 || at < format.BlobHeaderSize || at > size || n > (size-at)/4 {
 			return nil, bad(off+4*countWord, "directory of %d entries at %d outside the %d-byte blob", n, at, size)
 		}
 		return w[at/4 : at/4+n], nil
@@ -433,7 +160,7 @@ func (b *Blob) validateBlob(off int) (int, error) {
 	}
 	skelBones := map[uint32]int{}
 	for i, so := range skels {
-		if so%4 != 0 || so < blobHeaderSize || int(so) > size-skelHeaderSize {
+		if so%4 != 0 || so < format.BlobHeaderSize || int(so) > size-format.SkelHeaderSize {
 			return 0, bad(off+int(w[5])+4*i, "skeleton %d at %d outside the blob", i, so)
 		}
 		n, err := b.validateSkeleton(off+int(so), off+size)
@@ -448,7 +175,7 @@ func (b *Blob) validateBlob(off int) (int, error) {
 	}
 	seen := map[uint32]bool{}
 	for i, co := range clips {
-		if co%4 != 0 || co < blobHeaderSize || int(co) > size-clipHeaderSize {
+		if co%4 != 0 || co < format.BlobHeaderSize || int(co) > size-format.ClipHeaderSize {
 			return 0, bad(off+int(w[7])+4*i, "clip %d at %d outside the blob", i, co)
 		}
 		if seen[co] {
@@ -477,7 +204,7 @@ func table(rec, size int, rel uint32, count, elemWords int) (int, bool) {
 
 func (b *Blob) finiteRange(at, n int) bool {
 	for i := range n {
-		if v := float64(math.Float32frombits(b.words[at/4+i])); !finite(v) {
+		if v := float64(math.Float32frombits(b.words[at/4+i])); !format.Finite(v) {
 			return false
 		}
 	}
@@ -507,11 +234,11 @@ func (b *Blob) validateSkeleton(rec, blobEnd int) (int, error) {
 		return &BlobError{at, "skeleton: " + fmt.Sprintf(format, args...)}
 	}
 	w := b.words[rec/4:]
-	if w[0] != skelTag {
+	if w[0] != format.SkelTag {
 		return 0, bad(rec, "bad tag %#x", w[0])
 	}
 	size := int(w[1])
-	if size < skelHeaderSize || size > blobEnd-rec || size%4 != 0 {
+	if size < format.SkelHeaderSize || size > blobEnd-rec || size%4 != 0 {
 		return 0, bad(rec+4, "record size %d", size)
 	}
 	n := int(w[2])
@@ -566,76 +293,76 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 		return &BlobError{at, "clip: " + fmt.Sprintf(format, args...)}
 	}
 	w := b.words[rec/4:]
-	if w[chTag] != clipTag {
-		return bad(rec, "bad tag %#x", w[chTag])
+	if w[format.ChTag] != format.ClipTag {
+		return bad(rec, "bad tag %#x", w[format.ChTag])
 	}
-	size := int(w[chSize])
-	if size < clipHeaderSize || size > blobEnd-rec || size%4 != 0 {
-		return bad(rec+4*chSize, "record size %d", size)
+	size := int(w[format.ChSize])
+	if size < format.ClipHeaderSize || size > blobEnd-rec || size%4 != 0 {
+		return bad(rec+4*format.ChSize, "record size %d", size)
 	}
-	flags := w[chFlags]
-	if flags > clipUniform {
-		return bad(rec+4*chFlags, "flags %#x (0 curve, 1 uniform)", flags)
+	flags := w[format.ChFlags]
+	if flags > format.ClipUniform {
+		return bad(rec+4*format.ChFlags, "flags %#x (0 curve, 1 uniform)", flags)
 	}
-	for i := chRanges; i < clipHeaderSize/4; i++ {
-		if w[i] != 0 && (i != chRanges || flags != clipUniform) {
+	for i := format.ChRanges; i < format.ClipHeaderSize/4; i++ {
+		if w[i] != 0 && (i != format.ChRanges || flags != format.ClipUniform) {
 			return bad(rec+4*i, "reserved word %d is %d", i, w[i])
 		}
 	}
-	skel := uint32(int64(rec) + int64(int32(w[chSkeleton])))
+	skel := uint32(int64(rec) + int64(int32(w[format.ChSkeleton])))
 	nb, ok := skelBones[skel]
 	if !ok {
-		return bad(rec+4*chSkeleton, "skeleton offset %d names no skeleton of this blob", int32(w[chSkeleton]))
+		return bad(rec+4*format.ChSkeleton, "skeleton offset %d names no skeleton of this blob", int32(w[format.ChSkeleton]))
 	}
-	if int(w[chBones]) != nb {
-		return bad(rec+4*chBones, "%d bones, skeleton has %d", w[chBones], nb)
+	if int(w[format.ChBones]) != nb {
+		return bad(rec+4*format.ChBones, "%d bones, skeleton has %d", w[format.ChBones], nb)
 	}
-	rate := float64(math.Float32frombits(w[chRate]))
+	rate := float64(math.Float32frombits(w[format.ChRate]))
 	if !(rate > 0) || rate > 1e4 {
-		return bad(rec+4*chRate, "rate %v", rate)
+		return bad(rec+4*format.ChRate, "rate %v", rate)
 	}
-	frames := int(w[chFrames])
+	frames := int(w[format.ChFrames])
 	if frames < 1 || frames > MaxFrames {
-		return bad(rec+4*chFrames, "%d frames", frames)
+		return bad(rec+4*format.ChFrames, "%d frames", frames)
 	}
-	if flags == clipUniform {
+	if flags == format.ClipUniform {
 		return b.validateUniformClip(rec, size, nb, frames, rate)
 	}
-	L := int(w[chSegFrames])
+	L := int(w[format.ChSegFrames])
 	if L < 1 || L > 1<<16-1 {
-		return bad(rec+4*chSegFrames, "segment frames %d", L)
+		return bad(rec+4*format.ChSegFrames, "segment frames %d", L)
 	}
-	nseg := int(w[chSegments])
+	nseg := int(w[format.ChSegments])
 	if want := max(1, (frames-1+L-1)/L); nseg != want {
-		return bad(rec+4*chSegments, "%d segments, %d frames of %d need %d", nseg, frames, L, want)
+		return bad(rec+4*format.ChSegments, "%d segments, %d frames of %d need %d", nseg, frames, L, want)
 	}
 	if frames > 1 && L > frames-1 {
-		return bad(rec+4*chSegFrames, "segment frames %d exceed the clip", L)
+		return bad(rec+4*format.ChSegFrames, "segment frames %d exceed the clip", L)
 	}
-	nslot := int(w[chSlots])
+	nslot := int(w[format.ChSlots])
 	if nslot > 3*nb {
-		return bad(rec+4*chSlots, "%d animated tracks for %d bones", nslot, nb)
+		return bad(rec+4*format.ChSlots, "%d animated tracks for %d bones", nslot, nb)
 	}
 	if nslot > 0 && frames < 2 {
-		return bad(rec+4*chSlots, "animated tracks in a one-frame clip")
+		return bad(rec+4*format.ChSlots, "animated tracks in a one-frame clip")
 	}
-	if int(w[chCursorWords]) != CursorHeaderWords+CursorSlotWords*nslot {
-		return bad(rec+4*chCursorWords, "cursor words %d", w[chCursorWords])
+	if int(w[format.ChCursorWords]) != CursorHeaderWords+CursorSlotWords*nslot {
+		return bad(rec+4*format.ChCursorWords, "cursor words %d", w[format.ChCursorWords])
 	}
-	def, ok := table(rec, size, w[chDefault], nb, 12)
+	def, ok := table(rec, size, w[format.ChDefault], nb, 12)
 	if !ok {
-		return bad(rec+4*chDefault, "default pose outside the record")
+		return bad(rec+4*format.ChDefault, "default pose outside the record")
 	}
 	if !b.finiteRange(def, 12*nb) {
 		return bad(def, "default pose not finite")
 	}
-	tracks, ok := table(rec, size, w[chTracks], nslot, trackDescWords)
+	tracks, ok := table(rec, size, w[format.ChTracks], nslot, format.TrackDescWords)
 	if !ok {
-		return bad(rec+4*chTracks, "track table outside the record")
+		return bad(rec+4*format.ChTracks, "track table outside the record")
 	}
 	used := map[uint32]bool{}
 	for s := range nslot {
-		at := tracks + 4*trackDescWords*s
+		at := tracks + 4*format.TrackDescWords*s
 		d := b.words[at/4:]
 		bone, kind := d[0]&0xffff, d[0]>>16
 		if int(bone) >= nb || kind > 2 {
@@ -645,29 +372,29 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 			return bad(at, "track %d: bone %d kind %d twice", s, bone, kind)
 		}
 		used[d[0]] = true
-		if d[1] < 2 || d[1] > MaxIndexBits+2 {
+		if d[1] < 2 || d[1] > format.MaxIndexBits+2 {
 			return bad(at+4, "track %d: first-point width %d bits", s, d[1])
 		}
-		if st := float64(f32(d[2])); !(st > 0) || !finite(st) {
+		if st := float64(format.F32(d[2])); !(st > 0) || !format.Finite(st) {
 			return bad(at+8, "track %d: step %v", s, st)
 		}
 		if d[3] != 0 {
 			return bad(at+12, "track %d: reserved word %d", s, d[3])
 		}
 	}
-	segt, ok := table(rec, size, w[chSegTable], nseg+1, 1)
+	segt, ok := table(rec, size, w[format.ChSegTable], nseg+1, 1)
 	if !ok {
-		return bad(rec+4*chSegTable, "segment table outside the record")
+		return bad(rec+4*format.ChSegTable, "segment table outside the record")
 	}
-	nw := int(w[chStreamWords])
-	stream, ok := table(rec, size, w[chStream], nw, 1)
+	nw := int(w[format.ChStreamWords])
+	stream, ok := table(rec, size, w[format.ChStream], nw, 1)
 	if !ok || nw < 1 {
-		return bad(rec+4*chStream, "stream of %d words outside the record", nw)
+		return bad(rec+4*format.ChStream, "stream of %d words outside the record", nw)
 	}
 	prev := uint32(0)
 	for s := 0; s <= nseg; s++ {
 		v := b.words[segt/4+s]
-		if (s == 0 && v != 0) || v < prev || nw < streamPadWords || uint64(v) > uint64(nw-streamPadWords)*32 {
+		if (s == 0 && v != 0) || v < prev || nw < format.StreamPadWords || uint64(v) > uint64(nw-format.StreamPadWords)*32 {
 			return bad(segt+4*s, "segment %d starts at bit %d (stream has %d words)", s, v, nw)
 		}
 		prev = v
@@ -684,10 +411,10 @@ func (b *Blob) validateEventsName(rec, size, nb, frames int, rate float64) error
 		return &BlobError{at, "clip: " + fmt.Sprintf(format, args...)}
 	}
 	w := b.words[rec/4:]
-	nev := int(w[chEvents])
-	evt, ok := table(rec, size, w[chEventTable], nev, 2)
+	nev := int(w[format.ChEvents])
+	evt, ok := table(rec, size, w[format.ChEventTable], nev, 2)
 	if !ok {
-		return bad(rec+4*chEventTable, "event table outside the record")
+		return bad(rec+4*format.ChEventTable, "event table outside the record")
 	}
 	dur := float32(0)
 	if frames > 1 {
@@ -702,8 +429,8 @@ func (b *Blob) validateEventsName(rec, size, nb, frames int, rate float64) error
 		}
 		last = t
 	}
-	if _, ok := table(rec, size, w[chName], int(w[chNameLen]), 0); !ok || int(w[chName])+int(w[chNameLen]) > size {
-		return bad(rec+4*chName, "name outside the record")
+	if _, ok := table(rec, size, w[format.ChName], int(w[format.ChNameLen]), 0); !ok || int(w[format.ChName])+int(w[format.ChNameLen]) > size {
+		return bad(rec+4*format.ChName, "name outside the record")
 	}
 	return nil
 }
@@ -717,36 +444,36 @@ func (b *Blob) validateUniformClip(rec, size, nb, frames int, rate float64) erro
 		return &BlobError{at, "uniform clip: " + fmt.Sprintf(format, args...)}
 	}
 	w := b.words[rec/4:]
-	L := int(w[chSegFrames])
+	L := int(w[format.ChSegFrames])
 	if L < 2 || L > 256 || L&(L-1) != 0 {
-		return bad(rec+4*chSegFrames, "segment frames %d (a power of two in 2..256)", L)
+		return bad(rec+4*format.ChSegFrames, "segment frames %d (a power of two in 2..256)", L)
 	}
-	nseg := int(w[chSegments])
+	nseg := int(w[format.ChSegments])
 	if want := (frames + L - 1) / L; nseg != want {
-		return bad(rec+4*chSegments, "%d segments, %d frames of %d need %d", nseg, frames, L, want)
+		return bad(rec+4*format.ChSegments, "%d segments, %d frames of %d need %d", nseg, frames, L, want)
 	}
-	nt := int(w[chSlots])
+	nt := int(w[format.ChSlots])
 	if nt > 3*nb {
-		return bad(rec+4*chSlots, "%d animated tracks for %d bones", nt, nb)
+		return bad(rec+4*format.ChSlots, "%d animated tracks for %d bones", nt, nb)
 	}
-	if int(w[chCursorWords]) != CursorHeaderWords {
-		return bad(rec+4*chCursorWords, "cursor words %d, want %d", w[chCursorWords], CursorHeaderWords)
+	if int(w[format.ChCursorWords]) != CursorHeaderWords {
+		return bad(rec+4*format.ChCursorWords, "cursor words %d, want %d", w[format.ChCursorWords], CursorHeaderWords)
 	}
-	def, ok := table(rec, size, w[chDefault], nb, 12)
+	def, ok := table(rec, size, w[format.ChDefault], nb, 12)
 	if !ok {
-		return bad(rec+4*chDefault, "default pose outside the record")
+		return bad(rec+4*format.ChDefault, "default pose outside the record")
 	}
 	if !b.finiteRange(def, 12*nb) {
 		return bad(def, "default pose not finite")
 	}
-	tracks, ok := table(rec, size, w[chTracks], nt, trackDescWords)
+	tracks, ok := table(rec, size, w[format.ChTracks], nt, format.TrackDescWords)
 	if !ok {
-		return bad(rec+4*chTracks, "track table outside the record")
+		return bad(rec+4*format.ChTracks, "track table outside the record")
 	}
 	used := map[uint32]bool{}
 	for i := range nt {
-		at := tracks + 4*trackDescWords*i
-		d := b.words[at/4 : at/4+trackDescWords]
+		at := tracks + 4*format.TrackDescWords*i
+		d := b.words[at/4 : at/4+format.TrackDescWords]
 		bone, kind := d[0]&0xffff, d[0]>>16
 		if int(bone) >= nb || kind > 2 {
 			return bad(at, "track %d: bone %d kind %d", i, bone, kind)
@@ -755,48 +482,48 @@ func (b *Blob) validateUniformClip(rec, size, nb, frames int, rate float64) erro
 			return bad(at, "track %d: bone %d kind %d twice", i, bone, kind)
 		}
 		used[d[0]] = true
-		for k := 1; k < trackDescWords; k++ {
+		for k := 1; k < format.TrackDescWords; k++ {
 			if d[k] != 0 {
 				return bad(at+4*k, "track %d: reserved word %d is %d", i, k, d[k])
 			}
 		}
 	}
-	ranges, ok := table(rec, size, w[chRanges], nt, 8)
-	if !ok || (nt > 0 && w[chRanges] < clipHeaderSize) {
-		return bad(rec+4*chRanges, "range table outside the record")
+	ranges, ok := table(rec, size, w[format.ChRanges], nt, 8)
+	if !ok || (nt > 0 && w[format.ChRanges] < format.ClipHeaderSize) {
+		return bad(rec+4*format.ChRanges, "range table outside the record")
 	}
 	for i := range nt {
 		at := ranges + 32*i
-		kind := b.words[tracks/4+trackDescWords*i] >> 16
+		kind := b.words[tracks/4+format.TrackDescWords*i] >> 16
 		r := b.words[at/4 : at/4+8]
 		for k := range 4 {
-			lo, ext := float64(f32(r[k])), float64(f32(r[4+k]))
+			lo, ext := float64(format.F32(r[k])), float64(format.F32(r[4+k]))
 			// Bounded so that decoding stays finite: a rotation's
 			// components lie in [-1, 1] (with room for rounding), and
 			// translations and scales far beyond any world stay far below
 			// float32 overflow.
-			ok := finite(lo) && finite(ext) && ext >= 0 && math.Abs(lo) <= 1e18 && ext <= 1e18
-			if kind == uint32(TrackRotation) {
+			ok := format.Finite(lo) && format.Finite(ext) && ext >= 0 && math.Abs(lo) <= 1e18 && ext <= 1e18
+			if kind == uint32(format.TrackRotation) {
 				ok = ok && lo >= -1.001 && lo+ext <= 1.001
 			}
 			if !ok {
 				return bad(at+4*k, "track %d: range component %d: min %v extent %v", i, k, lo, ext)
 			}
-			if k == 3 && kind != uint32(TrackRotation) && (r[3] != 0 || r[7] != 0) {
-				return bad(at+12, "track %d: range component 3 of a %v track is not zero", i, TrackKind(kind))
+			if k == 3 && kind != uint32(format.TrackRotation) && (r[3] != 0 || r[7] != 0) {
+				return bad(at+12, "track %d: range component 3 of a %v track is not zero", i, format.TrackKind(kind))
 			}
 		}
 	}
-	segt, ok := table(rec, size, w[chSegTable], nseg+1, 1)
+	segt, ok := table(rec, size, w[format.ChSegTable], nseg+1, 1)
 	if !ok {
-		return bad(rec+4*chSegTable, "segment table outside the record")
+		return bad(rec+4*format.ChSegTable, "segment table outside the record")
 	}
-	nw := int(w[chStreamWords])
-	stream, ok := table(rec, size, w[chStream], nw, 1)
-	if !ok || nw < streamPadWords {
-		return bad(rec+4*chStream, "stream of %d words outside the record (or shorter than its padding)", nw)
+	nw := int(w[format.ChStreamWords])
+	stream, ok := table(rec, size, w[format.ChStream], nw, 1)
+	if !ok || nw < format.StreamPadWords {
+		return bad(rec+4*format.ChStream, "stream of %d words outside the record (or shorter than its padding)", nw)
 	}
-	dataBits := uint64(nw-streamPadWords) * 32
+	dataBits := uint64(nw-format.StreamPadWords) * 32
 	prev := uint32(0)
 	for s := 0; s <= nseg; s++ {
 		v := b.words[segt/4+s]
@@ -810,7 +537,7 @@ func (b *Blob) validateUniformClip(rec, size, nb, frames int, rate float64) erro
 	}
 	// Every segment: FB, rate bytes, size.
 	words := b.words[stream/4 : stream/4+nw]
-	D := uint64(uniformHeaderBytes(nt))
+	D := uint64(format.UniformHeaderBytes(nt))
 	for s := range nseg {
 		start, end := b.words[segt/4+s], b.words[segt/4+s+1]
 		sbad := func(at uint32, format string, args ...any) error {
@@ -825,14 +552,14 @@ func (b *Blob) validateUniformClip(rec, size, nb, frames int, rate float64) erro
 			byteAt := 4 + i
 			rb := sw[byteAt/4] >> (8 * (byteAt % 4)) & 0xff
 			drop := rb >> 4 & 3
-			kind := b.words[tracks/4+trackDescWords*i] >> 16
+			kind := b.words[tracks/4+format.TrackDescWords*i] >> 16
 			if rb>>6 != 0 {
 				return sbad(start+uint32(8*byteAt), "track %d: rate byte %#x has reserved bits set", i, rb)
 			}
-			if kind != uint32(TrackRotation) && drop != 3 {
-				return sbad(start+uint32(8*byteAt), "track %d: rate byte %#x drops component %d of a %v track", i, rb, drop, TrackKind(kind))
+			if kind != uint32(format.TrackRotation) && drop != 3 {
+				return sbad(start+uint32(8*byteAt), "track %d: rate byte %#x drops component %d of a %v track", i, rb, drop, format.TrackKind(kind))
 			}
-			fb += 3 * uint64(uniformLadder[rb&15])
+			fb += 3 * uint64(format.UniformLadder[rb&15])
 		}
 		if uint64(sw[0]) != fb {
 			return sbad(start, "frame bits FB %d, the rate codes sum to %d", sw[0], fb)
@@ -856,7 +583,7 @@ func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames
 		i2, i3               [4]int32
 	}
 	state := make([]st, nslot)
-	const lim = int32(1)<<MaxIndexBits - 1
+	const lim = int32(1)<<format.MaxIndexBits - 1
 	inRange := func(idx *[4]int32) bool {
 		for _, v := range idx {
 			if v > lim || v < -lim {
@@ -868,70 +595,70 @@ func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames
 	for s := range nseg {
 		pos := b.words[segt/4+s]
 		end := b.words[segt/4+s+1]
-		segEnd := uint32(segLenOf(frames, L, s))
+		segEnd := uint32(format.SegLenOf(frames, L, s))
 		bad := func(format string, args ...any) error {
 			return &BlobError{stream + int(pos/8), fmt.Sprintf("clip at %d: segment %d: ", rec, s) + fmt.Sprintf(format, args...)}
 		}
-		var br bitBuf
+		var br format.BitBuf
 		for k := range nslot {
-			d := b.words[tracks/4+trackDescWords*k:]
+			d := b.words[tracks/4+format.TrackDescWords*k:]
 			kind := d[0] >> 16
 			if pos >= end {
 				return bad("header truncated at track %d", k)
 			}
-			br.seek(words, pos)
+			br.Seek(words, pos)
 			params := readParams(&br, kind)
 			mode := params & 7
-			if mode > modeAll || (kind != uint32(TrackRotation) && mode != 0) || params>>28&3 >= numPreds {
+			if mode > format.ModeAll || (kind != uint32(format.TrackRotation) && mode != 0) || params>>28&3 >= format.NumPreds {
 				return bad("track %d: mode %d predictor %d", k, mode, params>>28&3)
 			}
-			for c := range ncompOf(kind, mode) {
-				if kc := params >> (8 + 5*c) & 31; kc > maxRiceK {
+			for c := range format.NcompOf(kind, mode) {
+				if kc := params >> (8 + 5*c) & 31; kc > format.MaxRiceK {
 					return bad("track %d: Rice parameter %d", k, kc)
 				}
 			}
 			var i1 [4]int32
-			for c := range ncompOf(kind, mode) {
-				v := br.bits(d[1])
+			for c := range format.NcompOf(kind, mode) {
+				v := br.Bits(d[1])
 				i1[c] = int32(v<<(32-d[1])) >> (32 - d[1])
 			}
-			if pos = br.pos(); pos > end {
+			if pos = br.Pos(); pos > end {
 				return bad("header truncated at track %d", k)
 			}
 			t2, i2 := readPoint(&br, params, kind, 0, 0, &i1, &i1)
 			t3, i3 := t2, i2
-			if pos = br.pos(); pos > end || t2 > segEnd || !inRange(&i1) || !inRange(&i2) {
+			if pos = br.Pos(); pos > end || t2 > segEnd || !inRange(&i1) || !inRange(&i2) {
 				return bad("track %d: bad second point (frame %d of %d)", k, t2, segEnd)
 			}
 			if t2 != segEnd {
 				t3, i3 = readPoint(&br, params, kind, 0, t2, &i1, &i2)
-				if pos = br.pos(); pos > end || t3 > segEnd || t3 < t2 || (t3 == 0) || !inRange(&i3) {
+				if pos = br.Pos(); pos > end || t3 > segEnd || t3 < t2 || (t3 == 0) || !inRange(&i3) {
 					return bad("track %d: bad third point (frames 0, %d, %d of %d)", k, t2, t3, segEnd)
 				}
 			}
 			state[k] = st{t2: t2, t3: t3, params: params, kind: kind, i2: i2, i3: i3}
 		}
-		next := uint32(noNeed)
+		next := uint32(format.NoNeed)
 		for k := range state {
 			if state[k].t3 != segEnd && state[k].t2 < next {
 				next = state[k].t2
 			}
 		}
 		for pos < end {
-			if next == noNeed {
+			if next == format.NoNeed {
 				return bad("data after every track's last point")
 			}
 			F := next
-			next = noNeed
+			next = format.NoNeed
 			for k := range state {
 				sp := &state[k]
 				for sp.t2 == F && sp.t3 != segEnd {
 					if pos >= end {
 						return bad("track %d: missing record (needed at frame %d)", k, F)
 					}
-					br.seek(words, pos)
+					br.Seek(words, pos)
 					t, idx := readPoint(&br, sp.params, sp.kind, sp.t2, sp.t3, &sp.i2, &sp.i3)
-					pos = br.pos()
+					pos = br.Pos()
 					if pos > end || t > segEnd || t < sp.t3 || (t == sp.t3 && sp.t3 == sp.t2) || !inRange(&idx) {
 						return bad("track %d: bad record (frame %d after %d, %d; segment end %d)", k, t, sp.t2, sp.t3, segEnd)
 					}
@@ -969,20 +696,23 @@ func (c ClipView) w(i int) uint32 { return c.b.words[c.off/4+uint32(i)] }
 // Offset is the clip's byte offset in the blob: the value SampleInput.Clip takes.
 func (c ClipView) Offset() uint32 { return c.off }
 
+// Blob is the blob the clip is in.
+func (c ClipView) Blob() *Blob { return c.b }
+
 // Name returns the clip name (allocates).
 func (c ClipView) Name() string {
-	at := c.off + c.w(chName)
-	return string(c.b.data[at : at+c.w(chNameLen)])
+	at := c.off + c.w(format.ChName)
+	return string(c.b.data[at : at+c.w(format.ChNameLen)])
 }
 
 // Bones returns the number of bones.
-func (c ClipView) Bones() int { return int(c.w(chBones)) }
+func (c ClipView) Bones() int { return int(c.w(format.ChBones)) }
 
 // Rate returns the sample rate in Hz.
-func (c ClipView) Rate() float32 { return math.Float32frombits(c.w(chRate)) }
+func (c ClipView) Rate() float32 { return math.Float32frombits(c.w(format.ChRate)) }
 
 // Frames returns the number of samples.
-func (c ClipView) Frames() int { return int(c.w(chFrames)) }
+func (c ClipView) Frames() int { return int(c.w(format.ChFrames)) }
 
 // Duration returns the clip length in seconds.
 func (c ClipView) Duration() float32 {
@@ -994,33 +724,33 @@ func (c ClipView) Duration() float32 {
 
 // Codec returns the codec the clip was compressed with (its record's flags).
 func (c ClipView) Codec() Codec {
-	if c.w(chFlags) == clipUniform {
+	if c.w(format.ChFlags) == format.ClipUniform {
 		return CodecUniform
 	}
 	return CodecCurve
 }
 
 // CursorWords is the cursor size (uint32 words) this clip needs per character.
-func (c ClipView) CursorWords() int { return int(c.w(chCursorWords)) }
+func (c ClipView) CursorWords() int { return int(c.w(format.ChCursorWords)) }
 
 // AnimatedTracks returns the number of tracks stored in the stream (the
 // others are constant, in the default pose).
-func (c ClipView) AnimatedTracks() int { return int(c.w(chSlots)) }
+func (c ClipView) AnimatedTracks() int { return int(c.w(format.ChSlots)) }
 
 // Bytes returns the size of the clip record.
-func (c ClipView) Bytes() int { return int(c.w(chSize)) }
+func (c ClipView) Bytes() int { return int(c.w(format.ChSize)) }
 
 // Skeleton returns the clip's skeleton.
 func (c ClipView) Skeleton() SkeletonView {
-	return SkeletonView{c.b, uint32(int64(c.off) + int64(int32(c.w(chSkeleton))))}
+	return SkeletonView{c.b, uint32(int64(c.off) + int64(int32(c.w(format.ChSkeleton))))}
 }
 
 // NumEvents returns the number of events.
-func (c ClipView) NumEvents() int { return int(c.w(chEvents)) }
+func (c ClipView) NumEvents() int { return int(c.w(format.ChEvents)) }
 
 // Event returns event i (0 <= i < NumEvents), events sorted by time.
 func (c ClipView) Event(i int) Event {
-	at := c.off/4 + c.w(chEventTable)/4 + uint32(2*i)
+	at := c.off/4 + c.w(format.ChEventTable)/4 + uint32(2*i)
 	tb := c.b.words[at+1]
 	return Event{Time: math.Float32frombits(c.b.words[at]), Type: uint16(tb), Bone: uint16(tb >> 16)}
 }
@@ -1031,7 +761,7 @@ func (c ClipView) Event(i int) Event {
 // Duration use a t1 above it.
 func (c ClipView) EventRange(t0, t1 float32) (first, end int) {
 	n := c.NumEvents()
-	base := c.off/4 + c.w(chEventTable)/4
+	base := c.off/4 + c.w(format.ChEventTable)/4
 	lower := func(t float32) int {
 		lo, hi := 0, n
 		for lo < hi {

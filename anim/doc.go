@@ -49,7 +49,7 @@
 //	m1 = (p2 - p0)/(t2 - t0),  m2 = (p3 - p1)/(t3 - t1)
 //	value(u) = c0 + u(c1 + u(c2 + u c3)),  u = (t - t1)/(t2 - t1)
 //
-// (curveCoeffs holds the exact float32 arithmetic, shared by compressor and
+// (format.CurveCoeffs holds the exact float32 arithmetic, shared by compressor and
 // sampler). Fitting starts from the segment's end points, then repeatedly
 // splits the interval with the largest error at its middle sample until
 // every original sample is within the track's threshold. A discontinuity is
@@ -323,7 +323,7 @@
 // tried and not kept.
 //
 // For the GLSL port: every read is a bit field of at most 32 bits from
-// uint words (readBits), Rice codes need findLSB, and predict's integer
+// uint words (format.ReadBits), Rice codes need findLSB, and predict's integer
 // division must truncate toward zero (divide magnitudes, restore the sign)
 // to match Go.
 //

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/offline"
 )
 
 // Example compresses a two-bone clip, writes and loads the blob, samples
@@ -12,11 +13,11 @@ import (
 // model space.
 func Example() {
 	sk, clip := swing()
-	cc, err := anim.Compress(sk, clip, anim.CompressOptions{Tolerance: 0.001}) // 1 mm
+	cc, err := offline.Compress(sk, clip, offline.CompressOptions{Tolerance: 0.001}) // 1 mm
 	if err != nil {
 		panic(err)
 	}
-	var b anim.Builder
+	var b offline.Builder
 	if err := b.AddClip(b.AddSkeleton(sk), cc); err != nil {
 		panic(err)
 	}
@@ -65,19 +66,19 @@ func Example() {
 
 // swing is an arm (0.5 m) swinging about z on a shoulder 1.5 m up, 2 s at
 // 30 Hz.
-func swing() (*anim.Skeleton, *anim.Clip) {
-	sk := &anim.Skeleton{
+func swing() (*offline.Skeleton, *offline.Clip) {
+	sk := &offline.Skeleton{
 		Names:   []string{"shoulder", "arm"},
 		Parents: []int32{-1, 0},
-		Rest: []anim.Transform{
-			{T: anim.Vec3{0, 1.5, 0}, R: anim.IdentityQuat, S: anim.Vec3{1, 1, 1}},
-			{T: anim.Vec3{0.5, 0, 0}, R: anim.IdentityQuat, S: anim.Vec3{1, 1, 1}},
+		Rest: []offline.Transform{
+			{T: offline.Vec3{0, 1.5, 0}, R: offline.IdentityQuat, S: offline.Vec3{1, 1, 1}},
+			{T: offline.Vec3{0.5, 0, 0}, R: offline.IdentityQuat, S: offline.Vec3{1, 1, 1}},
 		},
 	}
 	const frames = 61
-	clip := &anim.Clip{Name: "swing", Rate: 30, Frames: frames, Tracks: make([]anim.Track, 6)}
+	clip := &offline.Clip{Name: "swing", Rate: 30, Frames: frames, Tracks: make([]offline.Track, 6)}
 	for k := range clip.Tracks {
-		tr := anim.Track{}
+		tr := offline.Track{}
 		for f := range frames {
 			v := [4]float64{1, 1, 1, 0} // scale
 			switch k % 3 {
@@ -106,11 +107,11 @@ func swing() (*anim.Skeleton, *anim.Clip) {
 func ExampleCodec() {
 	sk, clip := swing()
 	for _, codec := range []anim.Codec{anim.CodecCurve, anim.CodecUniform} {
-		cc, err := anim.Compress(sk, clip, anim.CompressOptions{Tolerance: 0.001, Codec: codec})
+		cc, err := offline.Compress(sk, clip, offline.CompressOptions{Tolerance: 0.001, Codec: codec})
 		if err != nil {
 			panic(err)
 		}
-		var b anim.Builder
+		var b offline.Builder
 		if err := b.AddClip(b.AddSkeleton(sk), cc); err != nil {
 			panic(err)
 		}

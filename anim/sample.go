@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"sync/atomic"
 	"unsafe"
+
+	"github.com/vkjobs/vkjobs/anim/internal/format"
 )
 
 // SampleInput is one character's request: which clip, at what time. Its
@@ -70,7 +71,7 @@ func (j *SampleJob) validate(begin, end int) error {
 	for i := begin; i < end; i++ {
 		off := j.Inputs[i].Clip
 		if !j.Blob.isClip(off) {
-			return fmt.Errorf("anim: SampleJob: character %d: clip offset %d: %w", i, off, errNoClip)
+			return fmt.Errorf("anim: SampleJob: character %d: clip offset %d: %w", i, off, format.ErrNoClip)
 		}
 		c := ClipView{j.Blob, off}
 		if c.Bones() > j.Bones {
@@ -105,50 +106,14 @@ func sampleRange(words []uint32, in []SampleInput, cursors []uint32, stride int,
 	}
 }
 
-func f32(w uint32) float32 { return math.Float32frombits(w) }
-
-// Cursor words (see doc.go). Header: clip offset, segment, stream bit
-// position, local frame of the last sample, next need frame. Per track
-// (CursorSlotWords):
-//
-//	0 ring head: index of the window's oldest point p0
-//	1 fresh: how many of the newest points are not decoded to values yet
-//	  (non-zero means the coefficients are stale)
-//	2 t2, 3 t3: frames of the window's p2 and p3 (uint32)
-//	4 t1 (float32), 5 1/(t2-t1) (float32): the evaluated interval
-//	6 coding parameters of the segment
-//	8..23 c0, c1, c2, c3 (vec4 each): the cubic of [p1, p2]
-//	24..63 ring of four points, 10 words each: frame, indices[4], value[4]
-const (
-	curClip  = 0
-	curSeg   = 1
-	curPos   = 2
-	curLocal = 3
-	curNext  = 4
-
-	slHead    = 0
-	slFresh   = 1
-	slT2      = 2
-	slT3      = 3
-	slT1      = 4
-	slInvH    = 5
-	slParams  = 6
-	slCoef    = 8
-	slRing    = 24
-	ringWords = 10
-)
-
-// noNeed marks a segment whose tracks all hold their last point.
-const noNeed = math.MaxUint32
-
 // sampleOne samples one character. clip is a validated clip offset.
 func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []float32) {
-	h := words[clip/4 : clip/4+clipHeaderSize/4]
-	rate := f32(h[chRate])
-	frames := h[chFrames]
-	L := h[chSegFrames]
-	nseg := h[chSegments]
-	nslot := int(h[chSlots])
+	h := words[clip/4 : clip/4+format.ClipHeaderSize/4]
+	rate := format.F32(h[format.ChRate])
+	frames := h[format.ChFrames]
+	L := h[format.ChSegFrames]
+	nseg := h[format.ChSegments]
+	nslot := int(h[format.ChSlots])
 
 	// Time to frame, clamped; within 1/1000 frame of a sample snaps to it,
 	// so t = f/rate lands on frame f despite float rounding.
@@ -169,7 +134,7 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 	if nslot == 0 {
 		return
 	}
-	if h[chFlags] == clipUniform {
+	if h[format.ChFlags] == format.ClipUniform {
 		sampleUniform(words, clip, h, f, pose, &kindOff)
 		return
 	}
@@ -179,18 +144,18 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 	}
 	local := f - float32(seg*L)
 	segEnd := min(L, frames-1-seg*L)
-	tracks := words[clip/4+h[chTracks]/4:]
-	tracks = tracks[:nslot*trackDescWords]
-	segt := words[clip/4+h[chSegTable]/4:]
-	stream := words[clip/4+h[chStream]/4:]
-	stream = stream[:h[chStreamWords]]
+	tracks := words[clip/4+h[format.ChTracks]/4:]
+	tracks = tracks[:nslot*format.TrackDescWords]
+	segt := words[clip/4+h[format.ChSegTable]/4:]
+	stream := words[clip/4+h[format.ChStream]/4:]
+	stream = stream[:h[format.ChStreamWords]]
 	segStart, segStop := segt[seg], segt[seg+1]
 	slots := cur[CursorHeaderWords : CursorHeaderWords+nslot*CursorSlotWords]
 
-	pos, next := cur[curPos], cur[curNext]
-	if cur[curClip] != clip || cur[curSeg] != seg || !(local >= f32(cur[curLocal])) || pos < segStart || pos > segStop {
+	pos, next := cur[format.CurPos], cur[format.CurNext]
+	if cur[format.CurClip] != clip || cur[format.CurSeg] != seg || !(local >= format.F32(cur[format.CurLocal])) || pos < segStart || pos > segStop {
 		pos, next = seekSegment(stream, tracks, slots, segStart, segEnd)
-		cur[curClip], cur[curSeg] = clip, seg
+		cur[format.CurClip], cur[format.CurSeg] = clip, seg
 	}
 	// Read the records playback needs by now, frame by frame: at need
 	// frame F every track whose window point p2 is at F (and that has
@@ -199,14 +164,14 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 	reseeked := false
 	for float32(next) <= local && pos < segStop {
 		F := next
-		next = noNeed
+		next = format.NoNeed
 		for s := range nslot {
 			cs := slots[s*CursorSlotWords : s*CursorSlotWords+CursorSlotWords]
-			for cs[slT2] == F && cs[slT3] != segEnd && pos < segStop {
-				pos = readRecord(stream, pos, tracks[s*trackDescWords]>>16, cs)
+			for cs[format.SlT2] == F && cs[format.SlT3] != segEnd && pos < segStop {
+				pos = readRecord(stream, pos, tracks[s*format.TrackDescWords]>>16, cs)
 			}
-			if cs[slT3] != segEnd && cs[slT2] < next {
-				next = cs[slT2]
+			if cs[format.SlT3] != segEnd && cs[format.SlT2] < next {
+				next = cs[format.SlT2]
 			}
 		}
 		if next <= F {
@@ -219,44 +184,44 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 			pos, next = seekSegment(stream, tracks, slots, segStart, segEnd)
 		}
 	}
-	cur[curPos], cur[curNext] = pos, next
-	cur[curLocal] = math.Float32bits(local)
+	cur[format.CurPos], cur[format.CurNext] = pos, next
+	cur[format.CurLocal] = math.Float32bits(local)
 
 	// Evaluate every animated track.
 	for s := range nslot {
 		cs := slots[s*CursorSlotWords : s*CursorSlotWords+CursorSlotWords]
-		d := tracks[s*trackDescWords : s*trackDescWords+trackDescWords]
+		d := tracks[s*format.TrackDescWords : s*format.TrackDescWords+format.TrackDescWords]
 		kind := d[0] >> 16
-		if t2 := cs[slT2]; local >= float32(t2) && t2 < segEnd {
+		if t2 := cs[format.SlT2]; local >= float32(t2) && t2 < segEnd {
 			// Past the last record: step onto the final interval (the
 			// end point repeats, no record).
-			last := cs[slRing+((cs[slHead]+3)&3)*ringWords:]
+			last := cs[format.SlRing+((cs[format.SlHead]+3)&3)*format.RingWords:]
 			var idx [4]int32
 			for c := range 4 {
 				idx[c] = int32(last[1+c])
 			}
-			shiftIn(cs, cs[slT3], &idx)
+			shiftIn(cs, cs[format.SlT3], &idx)
 		}
-		if cs[slFresh] != 0 {
-			updateCoeffs(cs, kind, f32(d[2]))
+		if cs[format.SlFresh] != 0 {
+			updateCoeffs(cs, kind, format.F32(d[2]))
 		}
-		u := float32((local - f32(cs[slT1])) * f32(cs[slInvH]))
+		u := float32((local - format.F32(cs[format.SlT1])) * format.F32(cs[format.SlInvH]))
 		if u < 0 {
 			u = 0
 		} else if u > 1 {
 			u = 1
 		}
-		c := cs[slCoef : slCoef+16]
-		x := horner(f32(c[0]), f32(c[4]), f32(c[8]), f32(c[12]), u)
-		y := horner(f32(c[1]), f32(c[5]), f32(c[9]), f32(c[13]), u)
-		z := horner(f32(c[2]), f32(c[6]), f32(c[10]), f32(c[14]), u)
+		c := cs[format.SlCoef : format.SlCoef+16]
+		x := format.Horner(format.F32(c[0]), format.F32(c[4]), format.F32(c[8]), format.F32(c[12]), u)
+		y := format.Horner(format.F32(c[1]), format.F32(c[5]), format.F32(c[9]), format.F32(c[13]), u)
+		z := format.Horner(format.F32(c[2]), format.F32(c[6]), format.F32(c[10]), format.F32(c[14]), u)
 		o := int(d[0]&0xffff)*PoseFloats + kindOff[kind&3]
 		p := pose[o : o+4]
-		if kind != uint32(TrackRotation) {
+		if kind != uint32(format.TrackRotation) {
 			p[0], p[1], p[2] = x, y, z
 			continue
 		}
-		w := horner(f32(c[3]), f32(c[7]), f32(c[11]), f32(c[15]), u)
+		w := format.Horner(format.F32(c[3]), format.F32(c[7]), format.F32(c[11]), format.F32(c[15]), u)
 		n := float32(x*x) + float32(y*y) + float32(z*z) + float32(w*w)
 		if n > 0 {
 			inv := 1 / float32(math.Sqrt(float64(n)))
@@ -273,8 +238,8 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 // identity into the bones beyond the clip's. It returns the pose offset of
 // each track kind (translation, rotation, scale).
 func writeDefaultPose(words []uint32, clip uint32, h []uint32, pose []float32) [4]int {
-	nb := int(h[chBones])
-	def := words[clip/4+h[chDefault]/4:]
+	nb := int(h[format.ChBones])
+	def := words[clip/4+h[format.ChDefault]/4:]
 	def = def[:nb*PoseFloats]
 	const tOff, rOff = 4, 0
 	for k := 0; k < len(def); k += PoseFloats {
@@ -294,30 +259,30 @@ func writeDefaultPose(words []uint32, clip uint32, h []uint32, pose []float32) [
 }
 
 // readParams reads a track's segment coding parameters and packs them.
-func readParams(br *bitBuf, kind uint32) uint32 {
-	mode := br.bits(3)
-	disc := br.bits(1)
-	pm := br.bits(2)
-	kt := br.bits(4)
-	lin := br.bits(1)
+func readParams(br *format.BitBuf, kind uint32) uint32 {
+	mode := br.Bits(3)
+	disc := br.Bits(1)
+	pm := br.Bits(2)
+	kt := br.Bits(4)
+	lin := br.Bits(1)
 	var kc [4]uint32
-	for c := range ncompOf(kind, mode) {
-		kc[c] = br.bits(5)
+	for c := range format.NcompOf(kind, mode) {
+		kc[c] = br.Bits(5)
 	}
-	return packParams(mode, disc, pm, kt, lin, kc)
+	return format.PackParams(mode, disc, pm, kt, lin, kc)
 }
 
 // readPoint reads a point (time delta and index residuals) of a track
 // whose two previous points are (t2, i2) and (t3, i3).
-func readPoint(br *bitBuf, params, kind, t2, t3 uint32, i2, i3 *[4]int32) (t uint32, idx [4]int32) {
-	t = t3 + br.rice(params>>4&15) + 1 - params>>3&1
+func readPoint(br *format.BitBuf, params, kind, t2, t3 uint32, i2, i3 *[4]int32) (t uint32, idx [4]int32) {
+	t = t3 + br.Rice(params>>4&15) + 1 - params>>3&1
 	pm := params >> 28 & 3
-	nc := ncompOf(kind, params&7)
-	idx[0] = predict(t2, t3, t, i2[0], i3[0], pm) + unzigzag(br.rice(params>>8&31))
-	idx[1] = predict(t2, t3, t, i2[1], i3[1], pm) + unzigzag(br.rice(params>>13&31))
-	idx[2] = predict(t2, t3, t, i2[2], i3[2], pm) + unzigzag(br.rice(params>>18&31))
+	nc := format.NcompOf(kind, params&7)
+	idx[0] = format.Predict(t2, t3, t, i2[0], i3[0], pm) + format.Unzigzag(br.Rice(params>>8&31))
+	idx[1] = format.Predict(t2, t3, t, i2[1], i3[1], pm) + format.Unzigzag(br.Rice(params>>13&31))
+	idx[2] = format.Predict(t2, t3, t, i2[2], i3[2], pm) + format.Unzigzag(br.Rice(params>>18&31))
 	if nc == 4 {
-		idx[3] = predict(t2, t3, t, i2[3], i3[3], pm) + unzigzag(br.rice(params>>23&31))
+		idx[3] = format.Predict(t2, t3, t, i2[3], i3[3], pm) + format.Unzigzag(br.Rice(params>>23&31))
 	}
 	return t, idx
 }
@@ -332,17 +297,17 @@ func readPoint(br *bitBuf, params, kind, t2, t3 uint32, i2, i3 *[4]int32) (t uin
 // at the end) is read again code by code.
 func readRecord(words []uint32, pos uint32, kind uint32, cs []uint32) uint32 {
 	cs = cs[:CursorSlotWords]
-	head := cs[slHead] & 3
-	e2 := cs[slRing+((head+2)&3)*ringWords:][:5]
-	e3 := cs[slRing+((head+3)&3)*ringWords:][:5]
-	e := cs[slRing+head*ringWords:][:5]
-	params := cs[slParams]
-	t2, t3 := cs[slT2], cs[slT3]
+	head := cs[format.SlHead] & 3
+	e2 := cs[format.SlRing+((head+2)&3)*format.RingWords:][:5]
+	e3 := cs[format.SlRing+((head+3)&3)*format.RingWords:][:5]
+	e := cs[format.SlRing+head*format.RingWords:][:5]
+	params := cs[format.SlParams]
+	t2, t3 := cs[format.SlT2], cs[format.SlT3]
 	pm := params >> 28 & 3
-	four := kind == uint32(TrackRotation) && params&7 == modeAll
+	four := kind == uint32(format.TrackRotation) && params&7 == format.ModeAll
 
 	// Window 1: time, components 0 and 1. A code past the window's end
-	// reads zeros, which shows as an escape (q >= riceEscape) or as more
+	// reads zeros, which shows as an escape (q >= format.RiceEscape) or as more
 	// than 64 bits used.
 	w := window64(words, pos)
 	u0, l, q := riceWin(w, params>>4&15)
@@ -365,21 +330,21 @@ func readRecord(words []uint32, pos uint32, kind uint32, cs []uint32) uint32 {
 		u4, l4, q4 = riceWin(w, params>>23&31)
 		used2, bad2 = used2+l4, max(bad2, q4)
 	}
-	if max(bad, bad2) >= riceEscape || used > 64 || used2 > 64 {
+	if max(bad, bad2) >= format.RiceEscape || used > 64 || used2 > 64 {
 		return readRecordSlow(words, pos, kind, cs)
 	}
 	t := t3 + u0 + 1 - params>>3&1
-	e[1] = uint32(predict(t2, t3, t, int32(e2[1]), int32(e3[1]), pm) + unzigzag(u1))
-	e[2] = uint32(predict(t2, t3, t, int32(e2[2]), int32(e3[2]), pm) + unzigzag(u2))
-	e[3] = uint32(predict(t2, t3, t, int32(e2[3]), int32(e3[3]), pm) + unzigzag(u3))
+	e[1] = uint32(format.Predict(t2, t3, t, int32(e2[1]), int32(e3[1]), pm) + format.Unzigzag(u1))
+	e[2] = uint32(format.Predict(t2, t3, t, int32(e2[2]), int32(e3[2]), pm) + format.Unzigzag(u2))
+	e[3] = uint32(format.Predict(t2, t3, t, int32(e2[3]), int32(e3[3]), pm) + format.Unzigzag(u3))
 	e[4] = 0
 	if four {
-		e[4] = uint32(predict(t2, t3, t, int32(e2[4]), int32(e3[4]), pm) + unzigzag(u4))
+		e[4] = uint32(format.Predict(t2, t3, t, int32(e2[4]), int32(e3[4]), pm) + format.Unzigzag(u4))
 	}
 	e[0] = t
-	cs[slHead] = (head + 1) & 3
-	cs[slFresh] = min(cs[slFresh]+1, 4)
-	cs[slT2], cs[slT3] = t3, t
+	cs[format.SlHead] = (head + 1) & 3
+	cs[format.SlFresh] = min(cs[format.SlFresh]+1, 4)
+	cs[format.SlT2], cs[format.SlT3] = t3, t
 	return p1 + used2
 }
 
@@ -392,58 +357,54 @@ func window64(words []uint32, pos uint32) uint64 {
 }
 
 // riceWin decodes the Rice code (parameter k) at the start of w: value,
-// length and unary count (>= riceEscape for an escape or bits missing).
+// length and unary count (>= format.RiceEscape for an escape or bits missing).
 func riceWin(w uint64, k uint32) (u, l, q uint32) {
 	q = uint32(bits.TrailingZeros64(w))
 	return q<<k | uint32(w>>(q+1))&(1<<k-1), q + 1 + k, q
 }
 
-// slowRecords counts readRecordSlow's records (tests check both paths
-// are exercised).
-var slowRecords atomic.Uint64
-
 // readRecordSlow is readRecord code by code, for escapes.
 func readRecordSlow(words []uint32, pos uint32, kind uint32, cs []uint32) uint32 {
-	slowRecords.Add(1)
-	var br bitBuf
-	br.seek(words, pos)
-	head := cs[slHead] & 3
-	e2 := cs[slRing+((head+2)&3)*ringWords:][:5]
-	e3 := cs[slRing+((head+3)&3)*ringWords:][:5]
+	format.SlowRecords.Add(1)
+	var br format.BitBuf
+	br.Seek(words, pos)
+	head := cs[format.SlHead] & 3
+	e2 := cs[format.SlRing+((head+2)&3)*format.RingWords:][:5]
+	e3 := cs[format.SlRing+((head+3)&3)*format.RingWords:][:5]
 	i2 := [4]int32{int32(e2[1]), int32(e2[2]), int32(e2[3]), int32(e2[4])}
 	i3 := [4]int32{int32(e3[1]), int32(e3[2]), int32(e3[3]), int32(e3[4])}
-	t, idx := readPoint(&br, cs[slParams], kind, cs[slT2], cs[slT3], &i2, &i3)
+	t, idx := readPoint(&br, cs[format.SlParams], kind, cs[format.SlT2], cs[format.SlT3], &i2, &i3)
 	shiftIn(cs, t, &idx)
-	return br.pos()
+	return br.Pos()
 }
 
 // shiftIn appends point (t, idx) to a track's window ring: (p0..p3)
 // becomes (p1, p2, p3, new).
 func shiftIn(cs []uint32, t uint32, idx *[4]int32) {
-	head := cs[slHead] & 3 // a scribbled cursor may hold any head
-	e := cs[slRing+head*ringWords : slRing+head*ringWords+ringWords]
+	head := cs[format.SlHead] & 3 // a scribbled cursor may hold any head
+	e := cs[format.SlRing+head*format.RingWords : format.SlRing+head*format.RingWords+format.RingWords]
 	e[0] = t
 	e[1], e[2], e[3], e[4] = uint32(idx[0]), uint32(idx[1]), uint32(idx[2]), uint32(idx[3])
-	cs[slHead] = (head + 1) & 3
-	cs[slFresh] = min(cs[slFresh]+1, 4)
-	cs[slT2], cs[slT3] = cs[slT3], t
+	cs[format.SlHead] = (head + 1) & 3
+	cs[format.SlFresh] = min(cs[format.SlFresh]+1, 4)
+	cs[format.SlT2], cs[format.SlT3] = cs[format.SlT3], t
 }
 
 // seekSegment loads every track's first points from the segment header
 // and returns the position of the first record and the first need frame.
 func seekSegment(stream, tracks, slots []uint32, pos, segEnd uint32) (uint32, uint32) {
 	nslot := len(slots) / CursorSlotWords
-	next := uint32(noNeed)
-	var br bitBuf
-	br.seek(stream, pos)
+	next := uint32(format.NoNeed)
+	var br format.BitBuf
+	br.Seek(stream, pos)
 	for s := range nslot {
-		d := tracks[s*trackDescWords : s*trackDescWords+trackDescWords]
+		d := tracks[s*format.TrackDescWords : s*format.TrackDescWords+format.TrackDescWords]
 		cs := slots[s*CursorSlotWords : s*CursorSlotWords+CursorSlotWords]
 		kind := d[0] >> 16
 		params := readParams(&br, kind)
 		var i1 [4]int32
-		for c := range ncompOf(kind, params&7) {
-			v := br.bits(d[1])
+		for c := range format.NcompOf(kind, params&7) {
+			v := br.Bits(d[1])
 			i1[c] = int32(v<<(32-d[1])) >> (32 - d[1])
 		}
 		t2, i2 := readPoint(&br, params, kind, 0, 0, &i1, &i1)
@@ -451,8 +412,8 @@ func seekSegment(stream, tracks, slots []uint32, pos, segEnd uint32) (uint32, ui
 		if t2 != segEnd {
 			t3, i3 = readPoint(&br, params, kind, 0, t2, &i1, &i2)
 		}
-		cs[slParams] = params
-		cs[slHead], cs[slFresh], cs[slT2], cs[slT3] = 0, 0, 0, 0
+		cs[format.SlParams] = params
+		cs[format.SlHead], cs[format.SlFresh], cs[format.SlT2], cs[format.SlT3] = 0, 0, 0, 0
 		shiftIn(cs, 0, &i1) // p0 repeats p1 at the segment start
 		shiftIn(cs, 0, &i1)
 		shiftIn(cs, t2, &i2)
@@ -461,7 +422,7 @@ func seekSegment(stream, tracks, slots []uint32, pos, segEnd uint32) (uint32, ui
 			next = t2
 		}
 	}
-	return br.pos(), next
+	return br.Pos(), next
 }
 
 // updateCoeffs decodes the window's fresh points to values (each rotation
@@ -469,64 +430,26 @@ func seekSegment(stream, tracks, slots []uint32, pos, segEnd uint32) (uint32, ui
 // does) and computes the cubic of [p1, p2].
 func updateCoeffs(cs []uint32, kind uint32, step float32) {
 	cs = cs[:CursorSlotWords]
-	head := cs[slHead] & 3
-	mode := cs[slParams] & 7
-	fresh := min(cs[slFresh], 4)
-	rot := kind == uint32(TrackRotation)
-	ring := (*[4][ringWords]uint32)(unsafe.Pointer((*[4 * ringWords]uint32)(cs[slRing : slRing+4*ringWords])))
+	head := cs[format.SlHead] & 3
+	mode := cs[format.SlParams] & 7
+	fresh := min(cs[format.SlFresh], 4)
+	rot := kind == uint32(format.TrackRotation)
+	ring := (*[4][format.RingWords]uint32)(unsafe.Pointer((*[4 * format.RingWords]uint32)(cs[format.SlRing : format.SlRing+4*format.RingWords])))
 	// Decode the fresh points, oldest first, each rotation aligned to the
 	// point before it (already decoded, or just now).
 	for k := 4 - fresh; k < 4; k++ {
 		e := &ring[(head+k)&3]
-		var prev *[ringWords]uint32
+		var prev *[format.RingWords]uint32
 		if rot && k > 0 {
 			prev = &ring[(head+k-1)&3]
 		}
-		decodePoint(e, prev, kind, mode, step)
+		format.DecodePoint(e, prev, kind, mode, step)
 	}
 	r0, r1, r2, r3 := &ring[head], &ring[(head+1)&3], &ring[(head+2)&3], &ring[(head+3)&3]
 	t1 := float32(r1[0])
-	c := (*[16]float32)(unsafe.Pointer(&cs[slCoef]))
-	invH := curveCoeffsV(float32(r0[0]), t1, float32(r2[0]), float32(r3[0]), ringValue(r0), ringValue(r1), ringValue(r2), ringValue(r3), cs[slParams]>>30&1 == 1, c)
-	cs[slT1] = math.Float32bits(t1)
-	cs[slInvH] = math.Float32bits(invH)
-	cs[slFresh] = 0
-}
-
-// decodePoint decodes ring entry e's indices (words 1..4) to its value
-// (words 5..8): dequant, and a rotation aligned to the hemisphere of prev
-// when prev is not nil.
-func decodePoint(e, prev *[ringWords]uint32, kind, mode uint32, step float32) {
-	a0, a1, a2 := float32(int32(e[1]))*step, float32(int32(e[2]))*step, float32(int32(e[3]))*step
-	v := [4]float32{a0, a1, a2, 0}
-	if kind == uint32(TrackRotation) {
-		if mode == modeAll {
-			v[3] = float32(int32(e[4])) * step
-		} else {
-			s := 1 - float32(a0*a0) - float32(a1*a1) - float32(a2*a2) // rounded products: see curve.go
-			var big float32
-			if s > 0 {
-				big = float32(math.Sqrt(float64(s)))
-			}
-			switch mode {
-			case 0:
-				v = [4]float32{big, a0, a1, a2}
-			case 1:
-				v = [4]float32{a0, big, a1, a2}
-			case 2:
-				v = [4]float32{a0, a1, big, a2}
-			default:
-				v[3] = big
-			}
-		}
-		if prev != nil && dot4(&v, ringValue(prev)) < 0 {
-			v[0], v[1], v[2], v[3] = -v[0], -v[1], -v[2], -v[3]
-		}
-	}
-	e[5], e[6], e[7], e[8] = math.Float32bits(v[0]), math.Float32bits(v[1]), math.Float32bits(v[2]), math.Float32bits(v[3])
-}
-
-// ringValue is the decoded value (words 5..8) of a ring entry.
-func ringValue(e *[ringWords]uint32) *[4]float32 {
-	return (*[4]float32)(unsafe.Pointer(&e[5]))
+	c := (*[16]float32)(unsafe.Pointer(&cs[format.SlCoef]))
+	invH := format.CurveCoeffsV(float32(r0[0]), t1, float32(r2[0]), float32(r3[0]), format.RingValue(r0), format.RingValue(r1), format.RingValue(r2), format.RingValue(r3), cs[format.SlParams]>>30&1 == 1, c)
+	cs[format.SlT1] = math.Float32bits(t1)
+	cs[format.SlInvH] = math.Float32bits(invH)
+	cs[format.SlFresh] = 0
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"unsafe"
+
+	"github.com/vkjobs/vkjobs/anim/internal/format"
 )
 
 // streamBytes returns the stream words as bytes (a view of the same
@@ -56,26 +58,26 @@ func load64(sb []byte, k uint32) uint64 {
 // roots to rebuild, the hemisphere test, the norm's square root and
 // division): kept short, consecutive tracks' chains overlap in the CPU.
 func sampleUniform(words []uint32, clip uint32, h []uint32, f float32, pose []float32, kindOff *[4]int) {
-	nt := int(h[chSlots])
-	frames := h[chFrames]
+	nt := int(h[format.ChSlots])
+	frames := h[format.ChFrames]
 	base := clip / 4
-	tracks := words[base+h[chTracks]/4:]
-	tracks = tracks[:nt*trackDescWords]
-	ranges := words[base+h[chRanges]/4:]
+	tracks := words[base+h[format.ChTracks]/4:]
+	tracks = tracks[:nt*format.TrackDescWords]
+	ranges := words[base+h[format.ChRanges]/4:]
 	ranges = ranges[:nt*8]
-	segt := words[base+h[chSegTable]/4:]
-	segt = segt[:h[chSegments]+1]
-	stream := words[base+h[chStream]/4:]
-	stream = stream[:h[chStreamWords]]
+	segt := words[base+h[format.ChSegTable]/4:]
+	segt = segt[:h[format.ChSegments]+1]
+	stream := words[base+h[format.ChStream]/4:]
+	stream = stream[:h[format.ChStreamWords]]
 	sb := streamBytes(stream)
 
 	f0 := uint32(f)
 	alpha := f - float32(f0)
 	f1 := min(f0+1, frames-1)
-	shift := uint32(bits.TrailingZeros32(h[chSegFrames])) & 31
+	shift := uint32(bits.TrailingZeros32(h[format.ChSegFrames])) & 31
 	mask := uint32(1)<<shift - 1
 	seg0, seg1 := segt[f0>>shift], segt[f1>>shift]
-	data := uint32(uniformHeaderBytes(nt)) * 8
+	data := uint32(format.UniformHeaderBytes(nt)) * 8
 	bit0 := seg0 + data + (f0&mask)*stream[seg0>>5]
 	bit1 := seg1 + data + (f1&mask)*stream[seg1>>5]
 	var buf [uniformChunk]uniformDecoded
@@ -88,7 +90,7 @@ func sampleUniform(words []uint32, clip uint32, h []uint32, f float32, pose []fl
 			bit0 = uniformDecodeFrame(sb, rng, seg0, nt, i0, bit0, &buf, 0)
 			bit1 = uniformDecodeFrame(sb, rng, seg1, nt, i0, bit1, &buf, 3)
 		}
-		uniformFinish(buf[:i1-i0], tracks[trackDescWords*i0:trackDescWords*i1], kindOff, alpha, pose)
+		uniformFinish(buf[:i1-i0], tracks[format.TrackDescWords*i0:format.TrackDescWords*i1], kindOff, alpha, pose)
 	}
 }
 
@@ -115,29 +117,29 @@ func uniformDecodeSame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit0, bi
 		rb := streamByte(sb, rateAt+uint32(k))
 		code := rb & 15
 		drop := rb >> 4 & 3
-		n := uniformLadder[code]
+		n := format.UniformLadder[code]
 		rg := load64(sb, rngAt+6*uint32(k))
 		cr := (*[8]uint32)(rng[8*k : 8*k+8])
-		// The stored components (uniformKeep[drop]), without a load.
+		// The stored components (format.UniformKeep[drop]), without a load.
 		j0, j1, j2 := (drop-1)>>31, 1+(drop-2)>>31, 2+(drop-3)>>31
 		e := &buf[k&(uniformChunk-1)]
 		e.drops = drop | drop<<8
 		v := &e.v
 		if n == 0 {
-			x := uniformDQ0(f32(cr[j0]), f32(cr[4|j0]), uint32(rg)&0xffff)
-			y := uniformDQ0(f32(cr[j1]), f32(cr[4|j1]), uint32(rg>>16)&0xffff)
-			z := uniformDQ0(f32(cr[j2]), f32(cr[4|j2]), uint32(rg>>32)&0xffff)
+			x := format.UniformDQ0(format.F32(cr[j0]), format.F32(cr[4|j0]), uint32(rg)&0xffff)
+			y := format.UniformDQ0(format.F32(cr[j1]), format.F32(cr[4|j1]), uint32(rg>>16)&0xffff)
+			z := format.UniformDQ0(format.F32(cr[j2]), format.F32(cr[4|j2]), uint32(rg>>32)&0xffff)
 			v[0], v[1], v[2], v[3], v[4], v[5] = x, y, z, x, y, z
 			continue
 		}
-		inv := uniformInv[code]
-		e0, e1, e2 := f32(cr[4|j0]), f32(cr[4|j1]), f32(cr[4|j2])
-		ax := f32(cr[j0]) + float32(e0*uniformByte[uint8(rg)])
-		ay := f32(cr[j1]) + float32(e1*uniformByte[uint8(rg>>8)])
-		az := f32(cr[j2]) + float32(e2*uniformByte[uint8(rg>>16)])
-		bx := float32(float32(e0*uniformByte[uint8(rg>>24)]) * inv)
-		by := float32(float32(e1*uniformByte[uint8(rg>>32)]) * inv)
-		bz := float32(float32(e2*uniformByte[uint8(rg>>40)]) * inv)
+		inv := format.UniformInv[code]
+		e0, e1, e2 := format.F32(cr[4|j0]), format.F32(cr[4|j1]), format.F32(cr[4|j2])
+		ax := format.F32(cr[j0]) + float32(e0*format.UniformByte[uint8(rg)])
+		ay := format.F32(cr[j1]) + float32(e1*format.UniformByte[uint8(rg>>8)])
+		az := format.F32(cr[j2]) + float32(e2*format.UniformByte[uint8(rg>>16)])
+		bx := float32(float32(e0*format.UniformByte[uint8(rg>>24)]) * inv)
+		by := float32(float32(e1*format.UniformByte[uint8(rg>>32)]) * inv)
+		bz := float32(float32(e2*format.UniformByte[uint8(rg>>40)]) * inv)
 		m := uint64(1)<<n - 1
 		w0 := load64(sb, bit0>>3) >> (bit0 & 7)
 		w1 := load64(sb, bit1>>3) >> (bit1 & 7)
@@ -167,7 +169,7 @@ func uniformDecodeFrame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit uin
 		rb := streamByte(sb, rateAt+uint32(k))
 		code := rb & 15
 		drop := rb >> 4 & 3
-		n := uniformLadder[code]
+		n := format.UniformLadder[code]
 		rg := load64(sb, rngAt+6*uint32(k))
 		cr := (*[8]uint32)(rng[8*k : 8*k+8])
 		j0, j1, j2 := (drop-1)>>31, 1+(drop-2)>>31, 2+(drop-3)>>31
@@ -178,23 +180,23 @@ func uniformDecodeFrame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit uin
 			e.drops |= drop << 8
 		}
 		v := (*[3]float32)(e.v[at : at+3])
-		e0, e1, e2 := f32(cr[4|j0]), f32(cr[4|j1]), f32(cr[4|j2])
+		e0, e1, e2 := format.F32(cr[4|j0]), format.F32(cr[4|j1]), format.F32(cr[4|j2])
 		if n == 0 {
-			v[0] = f32(cr[j0]) + float32(e0*float32(float32(uint32(rg)&0xffff)*u65535))
-			v[1] = f32(cr[j1]) + float32(e1*float32(float32(uint32(rg>>16)&0xffff)*u65535))
-			v[2] = f32(cr[j2]) + float32(e2*float32(float32(uint32(rg>>32)&0xffff)*u65535))
+			v[0] = format.F32(cr[j0]) + float32(e0*float32(float32(uint32(rg)&0xffff)*format.U65535))
+			v[1] = format.F32(cr[j1]) + float32(e1*float32(float32(uint32(rg>>16)&0xffff)*format.U65535))
+			v[2] = format.F32(cr[j2]) + float32(e2*float32(float32(uint32(rg>>32)&0xffff)*format.U65535))
 			continue
 		}
-		inv := uniformInv[code]
+		inv := format.UniformInv[code]
 		m := uint64(1)<<n - 1
 		w := load64(sb, bit>>3) >> (bit & 7)
 		bit += 3 * n
-		ax := f32(cr[j0]) + float32(e0*uniformByte[uint8(rg)])
-		ay := f32(cr[j1]) + float32(e1*uniformByte[uint8(rg>>8)])
-		az := f32(cr[j2]) + float32(e2*uniformByte[uint8(rg>>16)])
-		bx := float32(float32(e0*uniformByte[uint8(rg>>24)]) * inv)
-		by := float32(float32(e1*uniformByte[uint8(rg>>32)]) * inv)
-		bz := float32(float32(e2*uniformByte[uint8(rg>>40)]) * inv)
+		ax := format.F32(cr[j0]) + float32(e0*format.UniformByte[uint8(rg)])
+		ay := format.F32(cr[j1]) + float32(e1*format.UniformByte[uint8(rg>>8)])
+		az := format.F32(cr[j2]) + float32(e2*format.UniformByte[uint8(rg>>16)])
+		bx := float32(float32(e0*format.UniformByte[uint8(rg>>24)]) * inv)
+		by := float32(float32(e1*format.UniformByte[uint8(rg>>32)]) * inv)
+		bz := float32(float32(e2*format.UniformByte[uint8(rg>>40)]) * inv)
 		v[0] = ax + float32(bx*float32(uint32(w&m)))
 		v[1] = ay + float32(by*float32(uint32(w>>n&m)))
 		v[2] = az + float32(bz*float32(uint32(w>>(2*n)&m)))
@@ -209,12 +211,12 @@ func uniformDecodeFrame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit uin
 func uniformFinish(buf []uniformDecoded, tracks []uint32, kindOff *[4]int, alpha float32, pose []float32) {
 	for k := range buf {
 		e := &buf[k]
-		d := tracks[trackDescWords*k]
+		d := tracks[format.TrackDescWords*k]
 		kind := d >> 16
 		o := int(d&0xffff)*PoseFloats + kindOff[kind&3]
 		p := pose[o : o+4 : o+4]
 		v := &e.v
-		if kind != uint32(TrackRotation) {
+		if kind != uint32(format.TrackRotation) {
 			p[0] = v[0] + float32((v[3]-v[0])*alpha)
 			p[1] = v[1] + float32((v[4]-v[1])*alpha)
 			p[2] = v[2] + float32((v[5]-v[2])*alpha)
@@ -241,7 +243,7 @@ func uniformFinish(buf []uniformDecoded, tracks []uint32, kindOff *[4]int, alpha
 // uniformPlace rebuilds a rotation from its three stored components a, b,
 // c (in order) and returns x, y, z, w.
 func uniformPlace(drop uint32, a, b, c float32) (x, y, z, w float32) {
-	r := uniformRebuild(a, b, c)
+	r := format.UniformRebuild(a, b, c)
 	switch drop {
 	case 0:
 		return r, a, b, c

@@ -49,6 +49,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/offline"
 	"github.com/vkjobs/vkjobs/internal/version"
 )
 
@@ -103,11 +104,11 @@ type row struct {
 	bones  int
 	rate   float64
 	events int
-	stats  anim.CompressStats
-	err    []anim.ErrorStats // at 3 cm and 1 m
-	floor  []anim.ErrorStats // BitSquid quantisation floor, when asked
-	fwd    float64           // ns per bone per pose, forward at 60 Hz
-	seek   float64           // ns per bone per pose, random seeks
+	stats  offline.CompressStats
+	err    []offline.ErrorStats // at 3 cm and 1 m
+	floor  []offline.ErrorStats // BitSquid quantisation floor, when asked
+	fwd    float64              // ns per bone per pose, forward at 60 Hz
+	seek   float64              // ns per bone per pose, random seeks
 }
 
 const columns = `Columns:
@@ -169,7 +170,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, version.String("animc"))
 		return nil
 	}
-	unit, err := anim.ParseUnit(*unitName)
+	unit, err := offline.ParseUnit(*unitName)
 	if err != nil {
 		return err
 	}
@@ -223,9 +224,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		sort.Strings(files)
 	}
-	opt := anim.CompressOptions{Tolerance: *errCM / 100, ChainShare: *share, SegmentSeconds: *segment, Passes: *passes, OpenLoop: *openLoop,
+	opt := offline.CompressOptions{Tolerance: *errCM / 100, ChainShare: *share, SegmentSeconds: *segment, Passes: *passes, OpenLoop: *openLoop,
 		Codec: codec, UniformSegmentFrames: *segFrames}
-	imp := anim.ImportOptions{BVH: anim.BVHOptions{Unit: unit}, GLTF: anim.GLTFOptions{Rate: *rate}}
+	imp := offline.ImportOptions{BVH: offline.BVHOptions{Unit: unit}, GLTF: offline.GLTFOptions{Rate: *rate}}
 
 	// Progress: a bar on a terminal, else a line per finished clip.
 	var bar *progressbar.ProgressBar
@@ -243,12 +244,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, format, args...)
 	}
 	start := time.Now()
-	var b anim.Builder
+	var b offline.Builder
 	var rows []row
 	var units []string
 	done := 0
 	for _, path := range files {
-		im, err := anim.LoadFile(path, imp)
+		im, err := offline.LoadFile(path, imp)
 		if err != nil {
 			return err
 		}
@@ -262,7 +263,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		si := b.AddSkeleton(im.Skeleton)
 		for _, src := range im.Clips {
 			if *events {
-				ev, err := anim.DetectFootContacts(im.Skeleton, src, anim.ContactOptions{})
+				ev, err := offline.DetectFootContacts(im.Skeleton, src, offline.ContactOptions{})
 				if err == nil {
 					src.Events = ev
 				} else if *verbose {
@@ -277,7 +278,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 					}
 				}
 				r := row{file: filepath.Base(path), name: filepath.Base(path) + ":" + c.Name, frames: c.Frames, bones: im.Skeleton.NumBones(), rate: c.Rate, events: len(c.Events)}
-				cc, err := anim.Compress(im.Skeleton, c, opt)
+				cc, err := offline.Compress(im.Skeleton, c, opt)
 				if err != nil {
 					return fmt.Errorf("%s: %w", path, err)
 				}
@@ -285,7 +286,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 				if err != nil {
 					return fmt.Errorf("%s: %w", path, err)
 				}
-				if r.err, err = anim.Measure(im.Skeleton, c, bl.Clip(0), 0.03, 1); err != nil {
+				if r.err, err = offline.Measure(im.Skeleton, c, bl.Clip(0), 0.03, 1); err != nil {
 					return fmt.Errorf("%s: %w", path, err)
 				}
 				r.stats = cc.Stats
@@ -293,7 +294,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 					r.fwd, r.seek = sampleCost(bl)
 				}
 				if *bitsquid {
-					if r.floor, err = anim.BitSquidFloor(im.Skeleton, c, 0.03, 1); err != nil {
+					if r.floor, err = offline.BitSquidFloor(im.Skeleton, c, 0.03, 1); err != nil {
 						return err
 					}
 				}
@@ -348,8 +349,8 @@ func plural(n int, what string) string {
 }
 
 // ownBlob writes the clip to a blob of its own and loads it.
-func ownBlob(sk *anim.Skeleton, cc *anim.CompressedClip) (*anim.Blob, error) {
-	var b anim.Builder
+func ownBlob(sk *offline.Skeleton, cc *offline.CompressedClip) (*anim.Blob, error) {
+	var b offline.Builder
 	if err := b.AddClip(b.AddSkeleton(sk), cc); err != nil {
 		return nil, err
 	}
@@ -425,7 +426,7 @@ func report(w io.Writer, rows []row, target float64, bitsquid, timing bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "clip\tframes\tHz\tbones\tanimated\tkept\tevents\traw KiB\tcompressed KiB\tratio\tACL\tx\tmax@3cm\tp99@3cm\tmax between\tp99 between\tmax@1m\tp99@1m\tns/bone 60Hz\tseek\ttime\tshare\tpasses\t")
 	var raw, comp int
-	var e3, e100 []anim.ErrorStats
+	var e3, e100 []offline.ErrorStats
 	var dur time.Duration
 	ns := func(x float64) string {
 		if !timing {
@@ -451,7 +452,7 @@ func report(w io.Writer, rows []row, target float64, bitsquid, timing bool) {
 		e100 = append(e100, r.err[1])
 		dur += r.stats.Duration
 	}
-	t3, t100 := anim.MergeErrors(e3...), anim.MergeErrors(e100...)
+	t3, t100 := offline.MergeErrors(e3...), offline.MergeErrors(e100...)
 	fmt.Fprintf(tw, "total\t\t\t\t\t\t\t%.1f\t%.1f\t%.2f\t\t\t%.4f cm\t%.4f cm\t%.4f cm\t%.4f cm\t%.3f cm\t%.3f cm\t\t\t%s\t\n",
 		kib(raw), kib(comp), float64(raw)/float64(comp), t3.Max*100, t3.P99*100, t3.Between.Max*100, t3.Between.P99*100,
 		t100.WorstMax()*100, t100.WorstP99()*100, dur.Round(time.Millisecond))
@@ -476,7 +477,7 @@ func report(w io.Writer, rows []row, target float64, bitsquid, timing bool) {
 func kib(n int) float64 { return float64(n) / 1024 }
 
 // kept is the share of the animated tracks' samples stored as curve points.
-func kept(s anim.CompressStats) float64 {
+func kept(s offline.CompressStats) float64 {
 	if s.Samples == 0 {
 		return 0
 	}

@@ -5,7 +5,7 @@ import (
 	"math"
 	"regexp"
 
-	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/offline"
 	"github.com/vkjobs/vkjobs/anim/vmath"
 )
 
@@ -30,7 +30,7 @@ type chainSpec struct {
 }
 
 type extension struct {
-	sk     *anim.Skeleton
+	sk     *offline.Skeleton
 	extras []Extra
 	chains []string
 	// Box shape of each extra bone (index bone - source bones).
@@ -104,7 +104,7 @@ func chainTemplates(handL, handR vec3) []chainSpec {
 // extend returns the skeleton grown to n bones with procedural chains.
 // With n above what the templates hold, ribbons of six links are hung on
 // the hands, feet, hips and chest in turn.
-func extend(sk *anim.Skeleton, n int) *extension {
+func extend(sk *offline.Skeleton, n int) *extension {
 	ext := &extension{sk: sk}
 	if n <= sk.NumBones() {
 		return ext
@@ -176,11 +176,11 @@ func extend(sk *anim.Skeleton, n int) *extension {
 		})
 	}
 
-	out := &anim.Skeleton{
+	out := &offline.Skeleton{
 		Name:    fmt.Sprintf("%s+%d", sk.Name, n-nb),
 		Names:   append([]string(nil), sk.Names...),
 		Parents: append([]int32(nil), sk.Parents...),
-		Rest:    append([]anim.Transform(nil), sk.Rest...),
+		Rest:    append([]offline.Transform(nil), sk.Rest...),
 	}
 	if sk.InverseBind != nil {
 		out.InverseBind = append([][16]float32(nil), sk.InverseBind...)
@@ -210,7 +210,7 @@ func extend(sk *anim.Skeleton, n int) *extension {
 			lr := pm.Rotation().Conj()
 			out.Names = append(out.Names, fmt.Sprintf("%s.%d", c.name, k))
 			out.Parents = append(out.Parents, int32(parent))
-			out.Rest = append(out.Rest, anim.Transform{T: lt, R: lr, S: anim.Vec3{1, 1, 1}})
+			out.Rest = append(out.Rest, offline.Transform{T: lt, R: lr, S: offline.Vec3{1, 1, 1}})
 			l := vmath.Transform{T: lt, R: lr, S: vec3{1, 1, 1}}.Matrix()
 			full = append(full, pm.Mul(&l))
 			if out.InverseBind != nil {

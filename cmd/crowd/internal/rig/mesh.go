@@ -5,7 +5,7 @@ import (
 	"math"
 	"regexp"
 
-	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/offline"
 	"github.com/vkjobs/vkjobs/kernels"
 )
 
@@ -49,7 +49,7 @@ func leafLength(name string) float64 {
 // boxes appends one box per bone from bone `from` on: 8 vertices, the 4
 // at the bone's head end weighted 0.6 to the bone and 0.4 to its parent
 // (so joints bend smoothly), the 4 at the tail end weighted to the bone.
-func boxes(m *Mesh, sk *anim.Skeleton, model []mat, from int, ext *extension) {
+func boxes(m *Mesh, sk *offline.Skeleton, model []mat, from int, ext *extension) {
 	nb := sk.NumBones()
 	src := nb - len(ext.extras)
 	pos := func(b int) vec3 { return model[b].Translation() }
@@ -186,7 +186,7 @@ type gltfMesh struct {
 // skinVertices converts the mesh anim imported with the skeleton (bones
 // already mapped from the skin's joints, four influences renormalised)
 // to kernels.SkinVertex, whose joints are 8 bits.
-func skinVertices(path string, m *anim.SkinnedMesh) (*gltfMesh, error) {
+func skinVertices(path string, m *offline.SkinnedMesh) (*gltfMesh, error) {
 	if m == nil {
 		return nil, fmt.Errorf("rig: %s: no mesh is skinned by skin 0", path)
 	}

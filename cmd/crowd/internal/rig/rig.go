@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/offline"
 	"github.com/vkjobs/vkjobs/kernels"
 )
 
@@ -143,11 +144,11 @@ func Build(opt Options) (*Rig, error) {
 	}
 	r := &Rig{}
 	var files []string
-	var sk *anim.Skeleton
-	var clips []*anim.Clip
+	var sk *offline.Skeleton
+	var clips []*offline.Clip
 	var gm *gltfMesh
 	if opt.Model != "" {
-		im, err := anim.LoadFile(opt.Model, anim.ImportOptions{})
+		im, err := offline.LoadFile(opt.Model, offline.ImportOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -183,7 +184,7 @@ func Build(opt Options) (*Rig, error) {
 		}
 		var used, paths []string
 		for _, f := range files {
-			im, err := anim.LoadFile(f, anim.ImportOptions{})
+			im, err := offline.LoadFile(f, offline.ImportOptions{})
 			if err != nil {
 				return nil, err
 			}
@@ -217,10 +218,10 @@ func Build(opt Options) (*Rig, error) {
 	// Foot contacts on the source motion (before it is made in place, so
 	// that a planted foot is still).
 	for _, c := range clips {
-		ev, err := anim.DetectFootContacts(sk, c, anim.ContactOptions{})
+		ev, err := offline.DetectFootContacts(sk, c, offline.ContactOptions{})
 		if err != nil {
 			feet := lowestLeaves(sk, 2)
-			ev, err = anim.DetectFootContacts(sk, c, anim.ContactOptions{Bones: feet})
+			ev, err = offline.DetectFootContacts(sk, c, offline.ContactOptions{Bones: feet})
 			if err == nil {
 				r.Notes = append(r.Notes, fmt.Sprintf("clip %s: no bone named toe/foot; foot contacts of the lowest leaf bones %v", c.Name, feet))
 			}
@@ -286,7 +287,7 @@ func Build(opt Options) (*Rig, error) {
 
 // sameSkeleton reports whether two skeletons have the same bones and
 // hierarchy (clips of one CMU subject do).
-func sameSkeleton(a, b *anim.Skeleton) bool {
+func sameSkeleton(a, b *offline.Skeleton) bool {
 	if a.NumBones() != b.NumBones() {
 		return false
 	}
@@ -299,7 +300,7 @@ func sameSkeleton(a, b *anim.Skeleton) bool {
 }
 
 // lowestLeaves returns the n leaf bones lowest in the rest pose.
-func lowestLeaves(sk *anim.Skeleton, n int) []int {
+func lowestLeaves(sk *offline.Skeleton, n int) []int {
 	model := restModel(sk)
 	child := make([]bool, sk.NumBones())
 	for _, p := range sk.Parents {
@@ -323,12 +324,12 @@ func lowestLeaves(sk *anim.Skeleton, n int) []int {
 // inPlace removes the root's horizontal travel (x and z of its translation
 // track) so that characters stay in their places in the crowd; vertical
 // motion and rotation are kept.
-func inPlace(sk *anim.Skeleton, c *anim.Clip) {
+func inPlace(sk *offline.Skeleton, c *offline.Clip) {
 	for b, p := range sk.Parents {
 		if p >= 0 {
 			continue
 		}
-		tr := &c.Tracks[b*3+int(anim.TrackTranslation)]
+		tr := &c.Tracks[b*3+int(offline.TrackTranslation)]
 		if len(tr.Values) == 0 {
 			continue
 		}
@@ -340,7 +341,7 @@ func inPlace(sk *anim.Skeleton, c *anim.Clip) {
 }
 
 // restModel returns the rest-pose model matrices of a skeleton.
-func restModel(sk *anim.Skeleton) []mat {
+func restModel(sk *offline.Skeleton) []mat {
 	m := make([]mat, sk.NumBones())
 	for b, p := range sk.Parents {
 		r := sk.Rest[b]
@@ -365,12 +366,12 @@ func toMat4(m *mat) kernels.Mat4 {
 // extendClip appends constant tracks (the rest pose) for the bones the
 // clip lacks. Constant tracks cost nothing in the compressed stream: they
 // live in the clip's default pose, which the sampler copies.
-func extendClip(sk *anim.Skeleton, c *anim.Clip) {
+func extendClip(sk *offline.Skeleton, c *offline.Clip) {
 	for b := c.NumBones(); b < sk.NumBones(); b++ {
 		r := sk.Rest[b]
 		vals := [3][4]float64{{r.T[0], r.T[1], r.T[2], 0}, r.R, {r.S[0], r.S[1], r.S[2], 0}}
 		for k := range 3 {
-			tr := anim.Track{Frames: make([]int32, c.Frames), Values: make([][4]float64, c.Frames)}
+			tr := offline.Track{Frames: make([]int32, c.Frames), Values: make([][4]float64, c.Frames)}
 			for f := range c.Frames {
 				tr.Frames[f] = int32(f)
 				tr.Values[f] = vals[k]
@@ -382,7 +383,7 @@ func extendClip(sk *anim.Skeleton, c *anim.Clip) {
 
 // loadOrCompress fills r.Blob and r.Clips from the cache, or compresses
 // the clips and stores the blob there.
-func (r *Rig) loadOrCompress(opt Options, files []string, sk *anim.Skeleton, clips []*anim.Clip) error {
+func (r *Rig) loadOrCompress(opt Options, files []string, sk *offline.Skeleton, clips []*offline.Clip) error {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%d\n%g\n%g\n%s\n", version, sk.NumBones(), opt.Tolerance, opt.Rate, opt.Codec)
 	for i, n := range sk.Names {
@@ -418,7 +419,7 @@ func (r *Rig) loadOrCompress(opt Options, files []string, sk *anim.Skeleton, cli
 			r.Notes = append(r.Notes, fmt.Sprintf("cache %s unusable: rebuilding", path))
 		}
 	}
-	var b anim.Builder
+	var b offline.Builder
 	si := b.AddSkeleton(sk)
 	for _, c := range clips {
 		// One pass, at the default share: the calibration's extra passes
@@ -434,7 +435,7 @@ func (r *Rig) loadOrCompress(opt Options, files []string, sk *anim.Skeleton, cli
 			}
 			c = rc
 		}
-		cc, err := anim.Compress(sk, c, anim.CompressOptions{Tolerance: opt.Tolerance, Passes: 1, Codec: opt.Codec})
+		cc, err := offline.Compress(sk, c, offline.CompressOptions{Tolerance: opt.Tolerance, Passes: 1, Codec: opt.Codec})
 		if err != nil {
 			return fmt.Errorf("rig: compress %s: %w", c.Name, err)
 		}

@@ -1,0 +1,429 @@
+package offline
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/vkjobs/vkjobs/anim/internal/format"
+)
+
+// FirstFrame says what to do with a BVH file's frame 0.
+type FirstFrame uint8
+
+const (
+	// FirstFrameAuto drops frame 0 of CMU files (a synthetic T-pose that is
+	// not part of the motion) and keeps it otherwise.
+	FirstFrameAuto FirstFrame = iota
+	FirstFrameKeep
+	FirstFrameDrop
+)
+
+// BVHOptions are the import choices for BVH files.
+type BVHOptions struct {
+	// Unit is the file's length unit; the zero value means auto: CMU
+	// files (named NN_NN.bvh, or with CMU's joint names) use UnitCMU, all
+	// others UnitCentimetre. The choice and its reason go to Import.Notes.
+	Unit       LengthUnit
+	FirstFrame FirstFrame
+}
+
+var cmuName = regexp.MustCompile(`^[0-9]+_[0-9]+\.bvh$`)
+
+// bvhJoint is a joint while parsing.
+type bvhJoint struct {
+	name     string
+	parent   int
+	offset   Vec3
+	hasOff   bool
+	channels []uint8 // 0..2 position x,y,z; 3..5 rotation x,y,z
+	first    int     // index of its first channel in a frame line
+	line     int
+}
+
+// bvhScanner yields whitespace-separated tokens with their line numbers.
+type bvhScanner struct {
+	file  string
+	lines [][]byte
+	li    int      // current line index
+	toks  [][]byte // remaining tokens of the current line
+}
+
+func (s *bvhScanner) errf(line int, format string, args ...any) error {
+	return &ParseError{File: s.file, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *bvhScanner) skipBlank() {
+	for len(s.toks) == 0 && s.li+1 < len(s.lines) {
+		s.li++
+		s.toks = bytes.Fields(s.lines[s.li])
+	}
+}
+
+func (s *bvhScanner) next() (string, int, bool) {
+	s.skipBlank()
+	if len(s.toks) == 0 {
+		return "", s.li + 1, false
+	}
+	t := s.toks[0]
+	s.toks = s.toks[1:]
+	return string(t), s.li + 1, true
+}
+
+// rest returns the remaining tokens of the current line joined by spaces.
+func (s *bvhScanner) rest() string {
+	parts := make([]string, len(s.toks))
+	for i, t := range s.toks {
+		parts[i] = string(t)
+	}
+	s.toks = nil
+	return strings.Join(parts, " ")
+}
+
+func (s *bvhScanner) expect(want string) (int, error) {
+	t, line, ok := s.next()
+	if !ok {
+		return line, s.errf(line, "unexpected end of file, want %q", want)
+	}
+	if !strings.EqualFold(t, want) {
+		return line, s.errf(line, "found %q, want %q", t, want)
+	}
+	return line, nil
+}
+
+func (s *bvhScanner) number() (float64, int, error) {
+	t, line, ok := s.next()
+	if !ok {
+		return 0, line, s.errf(line, "unexpected end of file, want a number")
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || !format.Finite(v) {
+		return 0, line, s.errf(line, "bad number %q", t)
+	}
+	return v, line, nil
+}
+
+// ParseBVH imports a BVH motion-capture file: one skeleton and one clip.
+// name is used in errors and notes. Rotation channels apply in the order
+// listed (e.g. "Zrotation Yrotation Xrotation" is Rz·Ry·Rx), angles in
+// degrees; position channels replace the joint's offset on that axis.
+// End sites are not bones. Errors name the file and line.
+func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
+	s := &bvhScanner{file: name, lines: bytes.Split(data, []byte{'\n'}), li: -1}
+	if _, err := s.expect("HIERARCHY"); err != nil {
+		return nil, err
+	}
+	var joints []bvhJoint
+	nchan := 0
+	// Parse the hierarchy with an explicit stack of open blocks.
+	type open struct {
+		joint   int // -1 for an End Site block
+		endSite bool
+	}
+	var stack []open
+	parseJoint := func(parent int, line int) error {
+		jname := s.rest()
+		if strings.HasSuffix(jname, "{") { // "JOINT name {" on one line
+			jname = strings.TrimSpace(strings.TrimSuffix(jname, "{"))
+			s.toks = [][]byte{[]byte("{")}
+		}
+		if jname == "" {
+			return s.errf(line, "joint without a name")
+		}
+		if len(joints) >= MaxBones {
+			return s.errf(line, "more than %d joints", MaxBones)
+		}
+		if _, err := s.expect("{"); err != nil {
+			return err
+		}
+		joints = append(joints, bvhJoint{name: jname, parent: parent, line: line})
+		stack = append(stack, open{joint: len(joints) - 1})
+		return nil
+	}
+	for {
+		tok, line, ok := s.next()
+		if !ok {
+			return nil, s.errf(line, "unexpected end of file in HIERARCHY (no MOTION section)")
+		}
+		if len(stack) == 0 {
+			switch strings.ToUpper(tok) {
+			case "ROOT":
+				if err := parseJoint(-1, line); err != nil {
+					return nil, err
+				}
+				continue
+			case "MOTION":
+			default:
+				return nil, s.errf(line, "found %q, want ROOT or MOTION", tok)
+			}
+			break
+		}
+		top := &stack[len(stack)-1]
+		switch strings.ToUpper(tok) {
+		case "}":
+			if !top.endSite {
+				if !joints[top.joint].hasOff {
+					return nil, s.errf(line, "joint %q has no OFFSET", joints[top.joint].name)
+				}
+			}
+			stack = stack[:len(stack)-1]
+		case "OFFSET":
+			var off Vec3
+			for k := range 3 {
+				v, _, err := s.number()
+				if err != nil {
+					return nil, err
+				}
+				off[k] = v
+			}
+			if top.endSite {
+				continue
+			}
+			j := &joints[top.joint]
+			if j.hasOff {
+				return nil, s.errf(line, "joint %q has two OFFSETs", j.name)
+			}
+			j.offset, j.hasOff = off, true
+		case "CHANNELS":
+			if top.endSite {
+				return nil, s.errf(line, "CHANNELS in an End Site")
+			}
+			j := &joints[top.joint]
+			if j.channels != nil {
+				return nil, s.errf(line, "joint %q has two CHANNELS lines", j.name)
+			}
+			v, _, err := s.number()
+			if err != nil {
+				return nil, err
+			}
+			if v != math.Trunc(v) || v < 0 || v > 6 {
+				return nil, s.errf(line, "joint %q: channel count %v, want 0..6", j.name, v)
+			}
+			n := int(v)
+			j.channels = make([]uint8, 0, n)
+			seen := 0
+			for range n {
+				c, cl, ok := s.next()
+				if !ok || cl != line {
+					return nil, s.errf(line, "joint %q: CHANNELS %d lists fewer channel names", j.name, n)
+				}
+				id, ok := bvhChannel(c)
+				if !ok {
+					return nil, s.errf(line, "joint %q: unknown channel %q", j.name, c)
+				}
+				if seen&(1<<id) != 0 {
+					return nil, s.errf(line, "joint %q: channel %q twice", j.name, c)
+				}
+				seen |= 1 << id
+				j.channels = append(j.channels, id)
+			}
+			if len(s.toks) > 0 {
+				return nil, s.errf(line, "joint %q: CHANNELS %d lists more channel names", j.name, n)
+			}
+			j.first = nchan
+			nchan += n
+		case "JOINT":
+			if top.endSite {
+				return nil, s.errf(line, "JOINT inside an End Site")
+			}
+			if err := parseJoint(top.joint, line); err != nil {
+				return nil, err
+			}
+		case "END":
+			if _, err := s.expect("Site"); err != nil {
+				return nil, err
+			}
+			if _, err := s.expect("{"); err != nil {
+				return nil, err
+			}
+			stack = append(stack, open{joint: -1, endSite: true})
+		default:
+			return nil, s.errf(line, "unexpected %q in joint block", tok)
+		}
+	}
+	if len(joints) == 0 {
+		return nil, s.errf(s.li+1, "no ROOT joint before MOTION")
+	}
+
+	// MOTION header.
+	line, err := s.expect("Frames:")
+	if err != nil {
+		return nil, err
+	}
+	fv, _, err := s.number()
+	if err != nil {
+		return nil, err
+	}
+	if fv != math.Trunc(fv) || fv < 1 || fv > MaxFrames {
+		return nil, s.errf(line, "frame count %v, want 1..%d", fv, MaxFrames)
+	}
+	nframes := int(fv)
+	if _, err := s.expect("Frame"); err != nil {
+		return nil, err
+	}
+	line, err = s.expect("Time:")
+	if err != nil {
+		return nil, err
+	}
+	dt, _, err := s.number()
+	if err != nil {
+		return nil, err
+	}
+	if !(dt > 1e-5) || dt > 100 {
+		return nil, s.errf(line, "frame time %v s, want 0.00001..100", dt)
+	}
+	if len(s.toks) > 0 {
+		return nil, s.errf(line, "unexpected %q after frame time", s.toks[0])
+	}
+
+	// Frame lines: exactly nchan numbers each.
+	values := make([]float64, 0, min(nframes*nchan, len(data)/2))
+	got, extra := 0, 0
+	for li := s.li + 1; li < len(s.lines); li++ {
+		fields := bytes.Fields(s.lines[li])
+		if len(fields) == 0 {
+			continue
+		}
+		if got == nframes {
+			// Real files (Boxing_Toes.bvh) carry more lines than they
+			// declare; like other readers we keep the declared count.
+			extra++
+			continue
+		}
+		if len(fields) != nchan {
+			return nil, s.errf(li+1, "frame %d has %d values, want %d (one per channel)", got, len(fields), nchan)
+		}
+		for k, f := range fields {
+			v, err := strconv.ParseFloat(string(f), 64)
+			if err != nil || !format.Finite(v) {
+				return nil, s.errf(li+1, "frame %d value %d (%s): bad number %q", got, k+1, channelName(joints, k), f)
+			}
+			values = append(values, v)
+		}
+		got++
+	}
+	if got != nframes {
+		return nil, s.errf(len(s.lines), "truncated: %d of %d frames", got, nframes)
+	}
+
+	im := &Import{File: name}
+	if extra > 0 {
+		im.notef("ignored %d frame lines beyond the %d declared", extra, nframes)
+	}
+	// Unit: explicit, else CMU by name or joint names, else cm.
+	unit := opt.Unit
+	isCMU := false
+	if unit.Metres == 0 {
+		names := map[string]bool{}
+		for _, j := range joints {
+			names[j.name] = true
+		}
+		switch {
+		case cmuName.MatchString(name):
+			unit, isCMU = UnitCMU, true
+			im.notef("unit: %s (auto: CMU file name)", unit.Name)
+		case names["LHipJoint"] && names["LowerBack"]:
+			unit, isCMU = UnitCMU, true
+			im.notef("unit: %s (auto: CMU joint names)", unit.Name)
+		default:
+			unit = UnitCentimetre
+			im.notef("unit: %s (auto: not a CMU file)", unit.Name)
+		}
+	} else {
+		if !(unit.Metres > 0) || !format.Finite(unit.Metres) {
+			return nil, fmt.Errorf("%s: bad unit %v", name, unit)
+		}
+		isCMU = unit == UnitCMU
+		im.notef("unit: %s (chosen)", unit.Name)
+	}
+	im.Unit = unit
+	first := 0
+	drop := opt.FirstFrame == FirstFrameDrop || (opt.FirstFrame == FirstFrameAuto && isCMU)
+	if drop && nframes > 1 {
+		first = 1
+		im.notef("dropped frame 0 (CMU synthetic T-pose)")
+	}
+
+	rate := 1 / dt
+	if r := math.Round(rate); math.Abs(rate-r) < 0.01*r/60 {
+		rate = r
+	}
+	nb := len(joints)
+	if (nframes-first)*3*nb > MaxClipSamples {
+		return nil, s.errf(line, "%d frames of %d joints exceed %d samples", nframes, nb, MaxClipSamples)
+	}
+	sk := &Skeleton{Name: name, Names: make([]string, nb), Parents: make([]int32, nb), Rest: make([]Transform, nb)}
+	for i, j := range joints {
+		sk.Names[i] = j.name
+		sk.Parents[i] = int32(j.parent)
+		sk.Rest[i] = Transform{T: j.offset.Mul(unit.Metres), R: IdentityQuat, S: Vec3{1, 1, 1}}
+	}
+	n := nframes - first
+	clip := &Clip{Name: strings.TrimSuffix(name, ".bvh"), Rate: rate, Frames: n, Tracks: make([]Track, 3*nb)}
+	for b, j := range joints {
+		tt := Track{Frames: make([]int32, n), Values: make([][4]float64, n)}
+		rt := Track{Frames: make([]int32, n), Values: make([][4]float64, n)}
+		for f := range n {
+			row := values[(f+first)*nchan:]
+			t := j.offset
+			q := IdentityQuat
+			for k, c := range j.channels {
+				v := row[j.first+k]
+				if c < 3 {
+					t[c] = v
+				} else {
+					q = q.Mul(axisAngle(int(c-3), v*math.Pi/180))
+				}
+			}
+			tt.Frames[f], rt.Frames[f] = int32(f), int32(f)
+			tt.Values[f] = vec4(t.Mul(unit.Metres))
+			rt.Values[f] = [4]float64(q.Normalized())
+		}
+		makeContinuous(&rt)
+		clip.Tracks[b*3] = tt
+		clip.Tracks[b*3+1] = rt
+		clip.Tracks[b*3+2] = constantTrack(n, [4]float64{1, 1, 1, 0})
+	}
+	if err := sk.Validate(); err != nil {
+		return nil, &ParseError{File: name, Msg: err.Error()}
+	}
+	if err := clip.Validate(sk); err != nil {
+		return nil, &ParseError{File: name, Msg: err.Error()}
+	}
+	im.Skeleton = sk
+	im.Clips = []*Clip{clip}
+	im.notef("%d joints, %d channels, %d frames at %g Hz", nb, nchan, n, rate)
+	return im, nil
+}
+
+func bvhChannel(s string) (uint8, bool) {
+	switch strings.ToLower(s) {
+	case "xposition":
+		return 0, true
+	case "yposition":
+		return 1, true
+	case "zposition":
+		return 2, true
+	case "xrotation":
+		return 3, true
+	case "yrotation":
+		return 4, true
+	case "zrotation":
+		return 5, true
+	}
+	return 0, false
+}
+
+// channelName names the k-th channel of a frame line, for errors.
+func channelName(joints []bvhJoint, k int) string {
+	names := [...]string{"Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation"}
+	for _, j := range joints {
+		if k >= j.first && k < j.first+len(j.channels) {
+			return j.name + " " + names[j.channels[k-j.first]]
+		}
+	}
+	return "?"
+}

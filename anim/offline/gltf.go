@@ -1,0 +1,946 @@
+package offline
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/qmuntal/gltf"
+	"github.com/vkjobs/vkjobs/anim/internal/format"
+)
+
+// GLTFOptions are the import choices for glTF 2.0 files.
+type GLTFOptions struct {
+	// Rate is the resampling rate in Hz; 0 picks the rate of the key grid
+	// (e.g. 24 Hz when every key time is a multiple of 1/24 s), or 30 Hz.
+	Rate float64
+	// Skin selects the skin that defines the skeleton (default 0).
+	Skin int
+	// Dir resolves relative buffer URIs; nil refuses external buffers.
+	Dir fs.FS
+}
+
+// Limits on glTF content, so a hostile file cannot make us allocate without
+// bound: values per accessor and bytes per external buffer.
+const (
+	maxAccessorValues = 1 << 22
+	maxBufferBytes    = 1 << 28
+)
+
+// gltfShadow decodes the enum strings that gltf.Document maps silently to
+// defaults (an unknown "path" becomes translation there), so we can reject
+// them with the element's name.
+type gltfShadow struct {
+	Accessors []struct {
+		ComponentType int    `json:"componentType"`
+		Type          string `json:"type"`
+	} `json:"accessors"`
+	Animations []struct {
+		Channels []struct {
+			Target struct {
+				Path string `json:"path"`
+			} `json:"target"`
+		} `json:"channels"`
+		Samplers []struct {
+			Interpolation *string `json:"interpolation"`
+		} `json:"samplers"`
+	} `json:"animations"`
+}
+
+type gltfReader struct {
+	file    string
+	doc     gltf.Document
+	shadow  gltfShadow
+	bufs    [][]byte
+	rootAnc []Transform // per bone: folded non-joint ancestors (roots only)
+}
+
+func (g *gltfReader) errf(elem, format string, args ...any) error {
+	return &ParseError{File: g.file, Element: elem, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ParseGLTF imports the skeleton of one skin (opt.Skin), the mesh it
+// deforms (Import.Mesh, see SkinnedMesh) and every animation of a glTF 2.0
+// file (JSON .gltf or binary .glb), resampled on a uniform
+// grid. Units are metres. Transforms of non-joint nodes above the skeleton
+// root are folded into the root bone (so model space is the scene space
+// glTF skinning uses). STEP keys become discontinuities (snapped to the
+// next sample when off the grid). Errors name the file and the element.
+func ParseGLTF(name string, data []byte, opt GLTFOptions) (*Import, error) {
+	g := &gltfReader{file: name}
+	jsonData, bin, err := g.container(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(jsonData, &g.doc); err != nil {
+		return nil, g.errf("json", "%v", err)
+	}
+	if err := json.Unmarshal(jsonData, &g.shadow); err != nil {
+		return nil, g.errf("json", "%v", err)
+	}
+	if err := g.checkShadow(); err != nil {
+		return nil, err
+	}
+	if err := g.loadBuffers(bin, opt.Dir); err != nil {
+		return nil, err
+	}
+	im := &Import{File: name, Unit: UnitMetre}
+	im.notef("unit: m (glTF)")
+	sk, boneOf, err := g.skeleton(opt.Skin, im)
+	if err != nil {
+		return nil, err
+	}
+	im.Skeleton = sk
+	if err := g.mesh(opt.Skin, boneOf, im); err != nil {
+		return nil, err
+	}
+	for ai := range g.doc.Animations {
+		c, err := g.animation(ai, sk, boneOf, opt.Rate, im)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			im.Clips = append(im.Clips, c)
+		}
+	}
+	return im, nil
+}
+
+// checkShadow makes sure the strict decode saw the same arrays.
+func (g *gltfReader) checkShadow() error {
+	if len(g.shadow.Accessors) != len(g.doc.Accessors) || len(g.shadow.Animations) != len(g.doc.Animations) {
+		return g.errf("json", "inconsistent arrays")
+	}
+	for i, a := range g.doc.Animations {
+		if a != nil && (len(a.Channels) != len(g.shadow.Animations[i].Channels) || len(a.Samplers) != len(g.shadow.Animations[i].Samplers)) {
+			return g.errf(fmt.Sprintf("animations[%d]", i), "inconsistent arrays")
+		}
+	}
+	return nil
+}
+
+// container splits GLB into its JSON and BIN chunks, or returns JSON as is.
+func (g *gltfReader) container(data []byte) (jsonData, bin []byte, err error) {
+	if len(data) < 4 || string(data[:4]) != "glTF" {
+		return data, nil, nil
+	}
+	if len(data) < 20 {
+		return nil, nil, g.errf("glb", "truncated header (%d bytes)", len(data))
+	}
+	le := binary.LittleEndian
+	if v := le.Uint32(data[4:]); v != 2 {
+		return nil, nil, g.errf("glb", "version %d, want 2", v)
+	}
+	if n := le.Uint32(data[8:]); uint64(n) > uint64(len(data)) {
+		return nil, nil, g.errf("glb", "header says %d bytes, file has %d", n, len(data))
+	}
+	off := 12
+	for off+8 <= len(data) {
+		n := int(le.Uint32(data[off:]))
+		typ := le.Uint32(data[off+4:])
+		if n < 0 || n > len(data)-off-8 {
+			return nil, nil, g.errf("glb", "chunk at byte %d has length %d beyond the file", off, n)
+		}
+		chunk := data[off+8 : off+8+n]
+		switch typ {
+		case 0x4E4F534A: // JSON
+			if jsonData == nil {
+				jsonData = chunk
+			}
+		case 0x004E4942: // BIN
+			if bin == nil {
+				bin = chunk
+			}
+		}
+		off += 8 + (n+3)&^3
+	}
+	if jsonData == nil {
+		return nil, nil, g.errf("glb", "no JSON chunk")
+	}
+	return jsonData, bin, nil
+}
+
+func (g *gltfReader) loadBuffers(bin []byte, dir fs.FS) error {
+	g.bufs = make([][]byte, len(g.doc.Buffers))
+	for i, b := range g.doc.Buffers {
+		elem := fmt.Sprintf("buffers[%d]", i)
+		if b == nil {
+			return g.errf(elem, "null buffer")
+		}
+		if b.ByteLength < 0 || b.ByteLength > maxBufferBytes {
+			return g.errf(elem, "byteLength %d", b.ByteLength)
+		}
+		var data []byte
+		switch {
+		case b.URI == "":
+			if i != 0 || bin == nil {
+				return g.errf(elem, "no uri and no GLB BIN chunk")
+			}
+			data = bin
+		case strings.HasPrefix(b.URI, "data:"):
+			comma := strings.IndexByte(b.URI, ',')
+			if comma < 0 || !strings.HasSuffix(b.URI[:comma], ";base64") {
+				return g.errf(elem, "data URI is not base64")
+			}
+			var err error
+			data, err = base64.StdEncoding.DecodeString(b.URI[comma+1:])
+			if err != nil {
+				return g.errf(elem, "data URI: %v", err)
+			}
+		default:
+			if dir == nil {
+				return g.errf(elem, "external buffer %q and no directory to read it from", b.URI)
+			}
+			if !fs.ValidPath(b.URI) {
+				return g.errf(elem, "buffer uri %q is not a relative path", b.URI)
+			}
+			f, err := fs.Stat(dir, b.URI)
+			if err != nil {
+				return g.errf(elem, "%v", err)
+			}
+			if f.Size() > maxBufferBytes {
+				return g.errf(elem, "%q has %d bytes", b.URI, f.Size())
+			}
+			data, err = fs.ReadFile(dir, b.URI)
+			if err != nil {
+				return g.errf(elem, "%v", err)
+			}
+		}
+		if len(data) < b.ByteLength {
+			return g.errf(elem, "has %d bytes, byteLength says %d", len(data), b.ByteLength)
+		}
+		g.bufs[i] = data[:b.ByteLength]
+	}
+	return nil
+}
+
+var accessorComps = map[string]int{"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
+
+// floats reads accessor ai as float32 values (count*comps of them), with
+// every index, offset, size and value checked. Integer components must be
+// normalized (as glTF allows for animation outputs).
+func (g *gltfReader) floats(ai int, elem string, wantComps ...int) ([]float32, int, error) {
+	if ai < 0 || ai >= len(g.doc.Accessors) || g.doc.Accessors[ai] == nil {
+		return nil, 0, g.errf(elem, "accessor index %d out of range (%d accessors)", ai, len(g.doc.Accessors))
+	}
+	acc := g.doc.Accessors[ai]
+	aelem := fmt.Sprintf("accessors[%d]", ai)
+	sh := g.shadow.Accessors[ai]
+	comps, ok := accessorComps[sh.Type]
+	if !ok {
+		return nil, 0, g.errf(aelem, "type %q", sh.Type)
+	}
+	if len(wantComps) > 0 && !containsInt(wantComps, comps) {
+		return nil, 0, g.errf(elem, "accessor %d has type %s", ai, sh.Type)
+	}
+	var csize int
+	switch sh.ComponentType {
+	case 5126:
+		csize = 4
+	case 5120, 5121:
+		csize = 1
+	case 5122, 5123:
+		csize = 2
+	default:
+		return nil, 0, g.errf(aelem, "componentType %d is not float or normalized integer", sh.ComponentType)
+	}
+	if sh.ComponentType != 5126 && !acc.Normalized {
+		return nil, 0, g.errf(aelem, "integer componentType %d is not normalized", sh.ComponentType)
+	}
+	if acc.Count < 1 || acc.Count > maxAccessorValues/comps {
+		return nil, 0, g.errf(aelem, "count %d", acc.Count)
+	}
+	out := make([]float32, acc.Count*comps)
+	if acc.BufferView != nil {
+		if err := g.readView(*acc.BufferView, acc.ByteOffset, acc.Count, comps, csize, sh.ComponentType, out, aelem); err != nil {
+			return nil, 0, err
+		}
+	}
+	if sp := acc.Sparse; sp != nil {
+		selem := aelem + ".sparse"
+		if sp.Count < 1 || sp.Count > acc.Count {
+			return nil, 0, g.errf(selem, "count %d for %d elements", sp.Count, acc.Count)
+		}
+		var isize int
+		switch sp.Indices.ComponentType {
+		case gltf.ComponentUbyte:
+			isize = 1
+		case gltf.ComponentUshort:
+			isize = 2
+		case gltf.ComponentUint:
+			isize = 4
+		default:
+			return nil, 0, g.errf(selem+".indices", "componentType %v", sp.Indices.ComponentType)
+		}
+		ib, err := g.viewBytes(sp.Indices.BufferView, sp.Indices.ByteOffset, sp.Count*isize, selem+".indices")
+		if err != nil {
+			return nil, 0, err
+		}
+		vals := make([]float32, sp.Count*comps)
+		if err := g.readView(sp.Values.BufferView, sp.Values.ByteOffset, sp.Count, comps, csize, sh.ComponentType, vals, selem+".values"); err != nil {
+			return nil, 0, err
+		}
+		prev := -1
+		for k := 0; k < sp.Count; k++ {
+			var idx int
+			switch isize {
+			case 1:
+				idx = int(ib[k])
+			case 2:
+				idx = int(binary.LittleEndian.Uint16(ib[2*k:]))
+			default:
+				idx = int(binary.LittleEndian.Uint32(ib[4*k:]))
+			}
+			if idx <= prev || idx >= acc.Count {
+				return nil, 0, g.errf(selem+".indices", "index %d at %d out of order or range", idx, k)
+			}
+			prev = idx
+			copy(out[idx*comps:(idx+1)*comps], vals[k*comps:(k+1)*comps])
+		}
+	}
+	for i, v := range out {
+		if !format.Finite(float64(v)) {
+			return nil, 0, g.errf(aelem, "value %d is not finite", i)
+		}
+	}
+	return out, comps, nil
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// viewBytes returns n bytes at offset off of buffer view bv, checked.
+func (g *gltfReader) viewBytes(bv, off, n int, elem string) ([]byte, error) {
+	if bv < 0 || bv >= len(g.doc.BufferViews) || g.doc.BufferViews[bv] == nil {
+		return nil, g.errf(elem, "bufferView index %d out of range (%d views)", bv, len(g.doc.BufferViews))
+	}
+	v := g.doc.BufferViews[bv]
+	velem := fmt.Sprintf("bufferViews[%d]", bv)
+	if v.Buffer < 0 || v.Buffer >= len(g.bufs) {
+		return nil, g.errf(velem, "buffer index %d out of range (%d buffers)", v.Buffer, len(g.bufs))
+	}
+	buf := g.bufs[v.Buffer]
+	if v.ByteOffset < 0 || v.ByteLength < 0 || v.ByteOffset > len(buf) || v.ByteLength > len(buf)-v.ByteOffset {
+		return nil, g.errf(velem, "bytes %d+%d outside buffer %d (%d bytes)", v.ByteOffset, v.ByteLength, v.Buffer, len(buf))
+	}
+	view := buf[v.ByteOffset : v.ByteOffset+v.ByteLength]
+	if off < 0 || n < 0 || off > len(view) || n > len(view)-off {
+		return nil, g.errf(elem, "bytes %d+%d outside bufferView %d (%d bytes)", off, n, bv, len(view))
+	}
+	return view[off : off+n], nil
+}
+
+func (g *gltfReader) readView(bv, off, count, comps, csize, ctype int, out []float32, elem string) error {
+	if bv < 0 || bv >= len(g.doc.BufferViews) || g.doc.BufferViews[bv] == nil {
+		return g.errf(elem, "bufferView index %d out of range (%d views)", bv, len(g.doc.BufferViews))
+	}
+	esize := comps * csize
+	stride := g.doc.BufferViews[bv].ByteStride
+	if stride == 0 {
+		stride = esize
+	}
+	if stride < esize || stride > 252 {
+		return g.errf(fmt.Sprintf("bufferViews[%d]", bv), "byteStride %d for %d-byte elements", stride, esize)
+	}
+	b, err := g.viewBytes(bv, off, (count-1)*stride+esize, elem)
+	if err != nil {
+		return err
+	}
+	le := binary.LittleEndian
+	for i := range count {
+		e := b[i*stride:]
+		for c := range comps {
+			var v float32
+			switch ctype {
+			case 5126:
+				v = math.Float32frombits(le.Uint32(e[4*c:]))
+			case 5120:
+				v = max(float32(int8(e[c]))/127, -1)
+			case 5121:
+				v = float32(e[c]) / 255
+			case 5122:
+				v = max(float32(int16(le.Uint16(e[2*c:])))/32767, -1)
+			case 5123:
+				v = float32(le.Uint16(e[2*c:])) / 65535
+			}
+			out[i*comps+c] = v
+		}
+	}
+	return nil
+}
+
+// nodeTransform returns a node's local transform (TRS or decomposed matrix).
+func (g *gltfReader) nodeTransform(ni int) (Transform, error) {
+	n := g.doc.Nodes[ni]
+	if n.Matrix != gltf.DefaultMatrix {
+		m := mat4(n.Matrix)
+		t, ok := m.Decompose()
+		if !ok {
+			return t, g.errf(fmt.Sprintf("nodes[%d].matrix", ni), "not a rotation, translation and positive scale")
+		}
+		return t, nil
+	}
+	r := Quat(n.RotationOrDefault())
+	t := Transform{T: Vec3(n.TranslationOrDefault()), R: r, S: Vec3(n.ScaleOrDefault())}
+	if !finite3(t.T) || !finite4(t.R) || !finite3(t.S) {
+		return t, g.errf(fmt.Sprintf("nodes[%d]", ni), "transform is not finite")
+	}
+	if nr := r.Norm(); math.Abs(nr-1) > 1e-3 {
+		return t, g.errf(fmt.Sprintf("nodes[%d].rotation", ni), "length %v, want 1", nr)
+	}
+	t.R = r.Normalized()
+	return t, nil
+}
+
+// skeleton builds the skeleton of skin si; boneOf maps node -> bone (-1).
+func (g *gltfReader) skeleton(si int, im *Import) (*Skeleton, []int, error) {
+	doc := &g.doc
+	if len(doc.Skins) == 0 {
+		return nil, nil, g.errf("skins", "file has no skin")
+	}
+	if si < 0 || si >= len(doc.Skins) || doc.Skins[si] == nil {
+		return nil, nil, g.errf("skins", "skin %d out of range (%d skins)", si, len(doc.Skins))
+	}
+	skin := doc.Skins[si]
+	selem := fmt.Sprintf("skins[%d]", si)
+	nn := len(doc.Nodes)
+	// Node parents, with range, duplicate-parent and cycle checks.
+	parent := make([]int, nn)
+	for i := range parent {
+		parent[i] = -1
+	}
+	for i, n := range doc.Nodes {
+		if n == nil {
+			return nil, nil, g.errf(fmt.Sprintf("nodes[%d]", i), "null node")
+		}
+		for k, c := range n.Children {
+			if c < 0 || c >= nn {
+				return nil, nil, g.errf(fmt.Sprintf("nodes[%d].children[%d]", i, k), "node index %d out of range (%d nodes)", c, nn)
+			}
+			if c == i {
+				return nil, nil, g.errf(fmt.Sprintf("nodes[%d].children[%d]", i, k), "node is its own child (cycle)")
+			}
+			if parent[c] >= 0 {
+				return nil, nil, g.errf(fmt.Sprintf("nodes[%d].children[%d]", i, k), "node %d already has parent %d", c, parent[c])
+			}
+			parent[c] = i
+		}
+	}
+	depth := make([]int, nn)
+	for i := range nn {
+		d, p := 0, parent[i]
+		for p >= 0 {
+			d++
+			if d > nn {
+				return nil, nil, g.errf(fmt.Sprintf("nodes[%d]", i), "cycle in the node hierarchy")
+			}
+			p = parent[p]
+		}
+		depth[i] = d
+	}
+	nj := len(skin.Joints)
+	if nj == 0 || nj > MaxBones {
+		return nil, nil, g.errf(selem+".joints", "%d joints (1..%d)", nj, MaxBones)
+	}
+	isJoint := make([]int, nn) // skin joint index + 1
+	for k, j := range skin.Joints {
+		if j < 0 || j >= nn {
+			return nil, nil, g.errf(fmt.Sprintf("%s.joints[%d]", selem, k), "node index %d out of range (%d nodes)", j, nn)
+		}
+		if isJoint[j] != 0 {
+			return nil, nil, g.errf(fmt.Sprintf("%s.joints[%d]", selem, k), "node %d listed twice", j)
+		}
+		isJoint[j] = k + 1
+	}
+	// Bone order: skin order when parents already come first, else by depth.
+	order := make([]int, nj) // bone -> skin joint index
+	for k := range order {
+		order[k] = k
+	}
+	jointParent := func(node int) int { // nearest ancestor that is a joint, as skin index
+		for p := parent[node]; p >= 0; p = parent[p] {
+			if isJoint[p] != 0 {
+				return isJoint[p] - 1
+			}
+		}
+		return -1
+	}
+	sorted := true
+	for k, j := range skin.Joints {
+		if jp := jointParent(j); jp >= k {
+			sorted = false
+		}
+	}
+	if !sorted {
+		sort.SliceStable(order, func(a, b int) bool { return depth[skin.Joints[order[a]]] < depth[skin.Joints[order[b]]] })
+		im.notef("reordered skin joints so parents come first (Skeleton.SkinJoint maps bones to skin joints)")
+	}
+	boneOfSkin := make([]int, nj)
+	for b, k := range order {
+		boneOfSkin[k] = b
+	}
+	boneOf := make([]int, nn)
+	for i := range boneOf {
+		boneOf[i] = -1
+	}
+	sk := &Skeleton{Name: g.file, Names: make([]string, nj), Parents: make([]int32, nj), Rest: make([]Transform, nj)}
+	if skin.Name != "" {
+		sk.Name = skin.Name
+	}
+	var ibm []float32
+	if skin.InverseBindMatrices != nil {
+		var err error
+		ibm, _, err = g.floats(*skin.InverseBindMatrices, selem+".inverseBindMatrices", 16)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(ibm) < 16*nj {
+			return nil, nil, g.errf(selem+".inverseBindMatrices", "%d matrices for %d joints", len(ibm)/16, nj)
+		}
+		sk.InverseBind = make([][16]float32, nj)
+	}
+	if !sorted {
+		sk.SkinJoint = make([]int32, nj)
+	}
+	g.rootAnc = make([]Transform, nj)
+	for b, k := range order {
+		node := skin.Joints[k]
+		boneOf[node] = b
+		nm := doc.Nodes[node].Name
+		if nm == "" {
+			nm = fmt.Sprintf("node%d", node)
+		}
+		sk.Names[b] = nm
+		jp := jointParent(node)
+		if jp < 0 {
+			sk.Parents[b] = -1
+		} else {
+			sk.Parents[b] = int32(boneOfSkin[jp])
+		}
+		t, err := g.nodeTransform(node)
+		if err != nil {
+			return nil, nil, err
+		}
+		if jp < 0 {
+			// Fold the non-joint ancestors' transform into the root.
+			anc, err := g.ancestorTransform(node, parent)
+			if err != nil {
+				return nil, nil, err
+			}
+			g.rootAnc[b] = anc
+			t = compose(anc, t)
+		}
+		sk.Rest[b] = t
+		if ibm != nil {
+			copy(sk.InverseBind[b][:], ibm[16*k:16*k+16])
+		}
+		if sk.SkinJoint != nil {
+			sk.SkinJoint[b] = int32(k)
+		}
+	}
+	if err := sk.Validate(); err != nil {
+		return nil, nil, g.errf(selem, "%v", err)
+	}
+	im.notef("skin %d: %d joints", si, nj)
+	return sk, boneOf, nil
+}
+
+// ancestorTransform composes the transforms of node's non-joint ancestors.
+func (g *gltfReader) ancestorTransform(node int, parent []int) (Transform, error) {
+	t := IdentityTransform
+	for p := parent[node]; p >= 0; p = parent[p] {
+		pt, err := g.nodeTransform(p)
+		if err != nil {
+			return t, err
+		}
+		if math.Abs(pt.S[0]-pt.S[1]) > 1e-5*pt.S[0] || math.Abs(pt.S[0]-pt.S[2]) > 1e-5*pt.S[0] {
+			return t, g.errf(fmt.Sprintf("nodes[%d]", p), "non-uniform scale above a skeleton root is not supported")
+		}
+		t = compose(pt, t)
+	}
+	return t, nil
+}
+
+type gltfChannel struct {
+	bone   int
+	kind   TrackKind
+	interp string
+	times  []float32
+	values []float32 // comps per key (3 per key for CUBICSPLINE: in, value, out)
+	comps  int
+	elem   string
+}
+
+// animation imports animation ai as a clip, or nil when it animates no
+// joint of the skeleton.
+func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64, im *Import) (*Clip, error) {
+	a := g.doc.Animations[ai]
+	aelem := fmt.Sprintf("animations[%d]", ai)
+	if a == nil {
+		return nil, g.errf(aelem, "null animation")
+	}
+	sh := g.shadow.Animations[ai]
+	var chans []gltfChannel
+	seen := map[[2]int]bool{}
+	skipped := 0
+	for ci, ch := range a.Channels {
+		celem := fmt.Sprintf("%s.channels[%d]", aelem, ci)
+		if ch == nil {
+			return nil, g.errf(celem, "null channel")
+		}
+		path := sh.Channels[ci].Target.Path
+		var kind TrackKind
+		switch path {
+		case "translation":
+			kind = TrackTranslation
+		case "rotation":
+			kind = TrackRotation
+		case "scale":
+			kind = TrackScale
+		case "weights":
+			skipped++
+			continue
+		default:
+			return nil, g.errf(celem+".target.path", "unknown path %q", path)
+		}
+		if ch.Target.Node == nil {
+			skipped++
+			continue
+		}
+		node := *ch.Target.Node
+		if node < 0 || node >= len(g.doc.Nodes) {
+			return nil, g.errf(celem+".target.node", "node index %d out of range (%d nodes)", node, len(g.doc.Nodes))
+		}
+		if ch.Sampler < 0 || ch.Sampler >= len(a.Samplers) || a.Samplers[ch.Sampler] == nil {
+			return nil, g.errf(celem+".sampler", "sampler index %d out of range (%d samplers)", ch.Sampler, len(a.Samplers))
+		}
+		bone := boneOf[node]
+		if bone < 0 {
+			skipped++
+			continue
+		}
+		key := [2]int{bone, int(kind)}
+		if seen[key] {
+			return nil, g.errf(celem, "second channel for node %d %s", node, path)
+		}
+		seen[key] = true
+		s := a.Samplers[ch.Sampler]
+		selem := fmt.Sprintf("%s.samplers[%d]", aelem, ch.Sampler)
+		interp := "LINEAR"
+		if p := sh.Samplers[ch.Sampler].Interpolation; p != nil {
+			interp = *p
+		}
+		if interp != "LINEAR" && interp != "STEP" && interp != "CUBICSPLINE" {
+			return nil, g.errf(selem+".interpolation", "unknown interpolation %q", interp)
+		}
+		times, _, err := g.floats(s.Input, selem+".input", 1)
+		if err != nil {
+			return nil, err
+		}
+		for k, t := range times {
+			if t < 0 || (k > 0 && !(t > times[k-1])) {
+				return nil, g.errf(selem+".input", "key time %d (%v s) is negative or not increasing", k, t)
+			}
+		}
+		want := 3
+		if kind == TrackRotation {
+			want = 4
+		}
+		vals, _, err := g.floats(s.Output, selem+".output", want)
+		if err != nil {
+			return nil, err
+		}
+		per := 1
+		if interp == "CUBICSPLINE" {
+			per = 3
+		}
+		if len(vals) != len(times)*want*per {
+			return nil, g.errf(selem+".output", "%d values for %d keys (want %d per key)", len(vals)/want, len(times), per)
+		}
+		chans = append(chans, gltfChannel{bone: bone, kind: kind, interp: interp, times: times, values: vals, comps: want, elem: selem})
+	}
+	name := a.Name
+	if name == "" {
+		name = fmt.Sprintf("animation%d", ai)
+	}
+	if len(chans) == 0 {
+		im.notef("%s %q: animates no joint of the skin, skipped", aelem, name)
+		return nil, nil
+	}
+	if skipped > 0 {
+		im.notef("%s %q: skipped %d channels (weights or non-joint nodes)", aelem, name, skipped)
+	}
+	dur := 0.0
+	for _, c := range chans {
+		dur = math.Max(dur, float64(c.times[len(c.times)-1]))
+	}
+	if rate == 0 {
+		rate = keyGridRate(chans)
+		im.notef("%s %q: resampled at %g Hz (key grid)", aelem, name, rate)
+	} else {
+		im.notef("%s %q: resampled at %g Hz (chosen)", aelem, name, rate)
+	}
+	if !(rate > 0) || rate > 1e4 {
+		return nil, g.errf(aelem, "resample rate %v", rate)
+	}
+	if dur*rate+1 > MaxFrames || (dur*rate+1)*3*float64(sk.NumBones()) > MaxClipSamples {
+		return nil, g.errf(aelem, "%v s at %g Hz for %d joints exceeds %d frames or %d samples", dur, rate, sk.NumBones(), MaxFrames, MaxClipSamples)
+	}
+	frames := int(math.Round(dur*rate)) + 1
+	clip := &Clip{Name: name, Rate: rate, Frames: frames, Tracks: make([]Track, 3*sk.NumBones())}
+	byKey := map[[2]int]*gltfChannel{}
+	for i := range chans {
+		byKey[[2]int{chans[i].bone, int(chans[i].kind)}] = &chans[i]
+	}
+	for b := range sk.NumBones() {
+		isRoot := sk.Parents[b] < 0
+		for k := TrackKind(0); k < 3; k++ {
+			c := byKey[[2]int{b, int(k)}]
+			var tr Track
+			if c == nil {
+				r := sk.Rest[b]
+				var v [4]float64
+				switch k {
+				case TrackTranslation:
+					v = vec4(r.T)
+				case TrackRotation:
+					v = [4]float64(r.R)
+				case TrackScale:
+					v = vec4(r.S)
+				}
+				tr = constantTrack(frames, v)
+			} else {
+				tr = c.resample(frames, rate)
+				if isRoot {
+					foldTrack(&tr, k, g.rootAnc[b])
+				}
+			}
+			if k == TrackRotation {
+				makeContinuous(&tr)
+			}
+			clip.Tracks[b*3+int(k)] = tr
+		}
+	}
+	// Between samples the reference is the glTF's own interpolation of
+	// its keys (folded like the samples for roots).
+	anc := make([]Transform, sk.NumBones())
+	for b := range anc {
+		anc[b] = IdentityTransform
+		if sk.Parents[b] < 0 {
+			anc[b] = g.rootAnc[b]
+		}
+	}
+	clip.Between = func(i int, t float64) [4]float64 {
+		b, k := i/3, TrackKind(i%3)
+		c := byKey[[2]int{b, int(k)}]
+		if c == nil {
+			return clip.Tracks[i].Values[0]
+		}
+		tr := Track{Values: [][4]float64{c.value(t)}}
+		if sk.Parents[b] < 0 {
+			foldTrack(&tr, k, anc[b])
+		}
+		return tr.Values[0]
+	}
+	if err := clip.Validate(sk); err != nil {
+		return nil, g.errf(aelem, "%v", err)
+	}
+	return clip, nil
+}
+
+// foldTrack applies a root's ancestor transform to an animated track. With
+// a uniform ancestor scale each component folds on its own (T' = At +
+// Ar·(As·T), R' = Ar·R, S' = As·S), so the other components do not matter.
+func foldTrack(tr *Track, k TrackKind, anc Transform) {
+	for i, v := range tr.Values {
+		local := IdentityTransform
+		switch k {
+		case TrackTranslation:
+			local.T = Vec3{v[0], v[1], v[2]}
+		case TrackRotation:
+			local.R = Quat(v)
+		case TrackScale:
+			local.S = Vec3{v[0], v[1], v[2]}
+		}
+		f := compose(anc, local)
+		switch k {
+		case TrackTranslation:
+			tr.Values[i] = vec4(f.T)
+		case TrackRotation:
+			tr.Values[i] = [4]float64(f.R)
+		case TrackScale:
+			tr.Values[i] = vec4(f.S)
+		}
+	}
+}
+
+// keyGridRate finds a common rate on whose grid every key time lies.
+func keyGridRate(chans []gltfChannel) float64 {
+	minDt := math.Inf(1)
+	for _, c := range chans {
+		for k := 1; k < len(c.times); k++ {
+			minDt = math.Min(minDt, float64(c.times[k]-c.times[k-1]))
+		}
+	}
+	cands := []float64{24, 25, 30, 48, 50, 60, 100, 120}
+	if format.Finite(minDt) && minDt > 0 {
+		cands = append([]float64{math.Round(1 / minDt)}, cands...)
+	}
+	best := 0.0
+	for _, r := range cands {
+		if r < 1 || r > 1000 {
+			continue
+		}
+		ok := true
+		for _, c := range chans {
+			for _, t := range c.times {
+				x := float64(t) * r
+				if math.Abs(x-math.Round(x)) > 2e-3*math.Max(1, x/1000) {
+					ok = false
+					break
+				}
+			}
+			if !ok {
+				break
+			}
+		}
+		if ok && (best == 0 || r < best) {
+			best = r
+		}
+	}
+	if best == 0 {
+		return 30
+	}
+	// A sparse key grid (simple_skin keys every 0.5 s) is refined to a
+	// multiple of at least 24 Hz so the fitted curve follows the glTF
+	// interpolation between keys, not just the keys; with CUBICSPLINE keys
+	// to at least 60 Hz, as a clip's interpolation between its samples
+	// (lerp, or a Hermite curve through them) follows a cubic only within
+	// its curvature times the interval squared.
+	floor := 24.0
+	for _, c := range chans {
+		if c.interp == "CUBICSPLINE" {
+			floor = 60
+		}
+	}
+	if best < floor {
+		best *= math.Ceil(floor / best)
+	}
+	return best
+}
+
+// value returns the channel's value at time t (seconds).
+func (c *gltfChannel) value(t float64) [4]float64 {
+	n := len(c.times)
+	per := 1
+	if c.interp == "CUBICSPLINE" {
+		per = 3
+	}
+	get := func(k, part int) [4]float64 {
+		var v [4]float64
+		base := (k*per + part) * c.comps
+		for i := 0; i < c.comps; i++ {
+			v[i] = float64(c.values[base+i])
+		}
+		return v
+	}
+	mid := 0
+	if per == 3 {
+		mid = 1
+	}
+	if t <= float64(c.times[0]) {
+		return c.finish(get(0, mid))
+	}
+	if t >= float64(c.times[n-1]) {
+		return c.finish(get(n-1, mid))
+	}
+	k := sort.Search(n, func(i int) bool { return float64(c.times[i]) > t }) - 1
+	t0, t1 := float64(c.times[k]), float64(c.times[k+1])
+	u := (t - t0) / (t1 - t0)
+	switch c.interp {
+	case "STEP":
+		return c.finish(get(k, 0))
+	case "CUBICSPLINE":
+		dt := t1 - t0
+		p0, m0 := get(k, 1), get(k, 2)
+		p1, m1 := get(k+1, 1), get(k+1, 0)
+		u2, u3 := u*u, u*u*u
+		h00, h10, h01, h11 := 2*u3-3*u2+1, u3-2*u2+u, -2*u3+3*u2, u3-u2
+		var v [4]float64
+		for i := range v {
+			v[i] = h00*p0[i] + h10*dt*m0[i] + h01*p1[i] + h11*dt*m1[i]
+		}
+		return c.finish(v)
+	}
+	a, b := get(k, 0), get(k+1, 0)
+	if c.kind == TrackRotation {
+		return [4]float64(slerp(Quat(a).Normalized(), Quat(b).Normalized(), u))
+	}
+	var v [4]float64
+	for i := range v {
+		v[i] = a[i] + (b[i]-a[i])*u
+	}
+	return v
+}
+
+func (c *gltfChannel) finish(v [4]float64) [4]float64 {
+	if c.kind == TrackRotation {
+		return [4]float64(Quat(v).Normalized())
+	}
+	v[3] = 0
+	return v
+}
+
+func slerp(a, b Quat, u float64) Quat {
+	d := a.Dot(b)
+	if d < 0 {
+		b, d = b.Neg(), -d
+	}
+	if d > 0.9995 {
+		var r Quat
+		for i := range r {
+			r[i] = a[i] + (b[i]-a[i])*u
+		}
+		return r.Normalized()
+	}
+	th := math.Acos(d)
+	s := math.Sin(th)
+	wa, wb := math.Sin((1-u)*th)/s, math.Sin(u*th)/s
+	return Quat{wa*a[0] + wb*b[0], wa*a[1] + wb*b[1], wa*a[2] + wb*b[2], wa*a[3] + wb*b[3]}.Normalized()
+}
+
+// resample samples the channel on the uniform grid. STEP keys produce a
+// discontinuity (two samples at one frame) at the first frame at or after
+// the key time, except at the clip's last frame.
+func (c *gltfChannel) resample(frames int, rate float64) Track {
+	tr := Track{Frames: make([]int32, 0, frames), Values: make([][4]float64, 0, frames)}
+	k := 1 // next STEP key to place
+	for f := range frames {
+		v := c.value(float64(f) / rate)
+		if c.interp == "STEP" && f > 0 && f < frames-1 {
+			jump := false
+			for k < len(c.times) && float64(c.times[k])*rate <= float64(f)+1e-6 {
+				jump = true
+				k++
+			}
+			if prev := tr.Values[len(tr.Values)-1]; jump && prev != v {
+				tr.Frames = append(tr.Frames, int32(f))
+				tr.Values = append(tr.Values, prev)
+			}
+		}
+		tr.Frames = append(tr.Frames, int32(f))
+		tr.Values = append(tr.Values, v)
+	}
+	return tr
+}

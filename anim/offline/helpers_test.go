@@ -1,0 +1,381 @@
+package offline
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"math/rand"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/vkjobs/vkjobs/anim"
+)
+
+// assimpModels is Debian's assimp-testmodels directory, or the one named
+// by VKJOBS_ASSIMP_MODELS (the GPU bundle of scripts/gpu-bundle carries
+// the files these tests read).
+var assimpModels = func() string {
+	if d := os.Getenv("VKJOBS_ASSIMP_MODELS"); d != "" {
+		return d
+	}
+	return "/usr/share/assimp/models"
+}()
+
+var assimpBVH = assimpModels + "/BVH"
+
+// needAssimp fails the test when Debian's assimp-testmodels is missing.
+func needAssimp(tb testing.TB, path string) {
+	tb.Helper()
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		tb.Fatalf("%s is missing: install assimp-testmodels (apt-get install assimp-testmodels)", path)
+	} else if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+var cmu struct {
+	once sync.Once
+	ims  []*Import
+	ccs  []*CompressedClip
+	data []byte
+	err  error
+}
+
+// cmuData imports and compresses the two CMU clips once per test binary.
+func cmuData(tb testing.TB) ([]*Import, []*CompressedClip, []byte) {
+	tb.Helper()
+	needAssimp(tb, assimpBVH+"/01_01.bvh")
+	needAssimp(tb, assimpBVH+"/01_03.bvh")
+	cmu.once.Do(func() {
+		var b Builder
+		for _, f := range []string{"01_01", "01_03"} {
+			im, err := LoadFile(assimpBVH+"/"+f+".bvh", ImportOptions{})
+			if err != nil {
+				cmu.err = err
+				return
+			}
+			ev, err := DetectFootContacts(im.Skeleton, im.Clips[0], ContactOptions{})
+			if err != nil {
+				cmu.err = err
+				return
+			}
+			im.Clips[0].Events = ev
+			cc, err := Compress(im.Skeleton, im.Clips[0], CompressOptions{})
+			if err != nil {
+				cmu.err = err
+				return
+			}
+			if err := b.AddClip(b.AddSkeleton(im.Skeleton), cc); err != nil {
+				cmu.err = err
+				return
+			}
+			cmu.ims = append(cmu.ims, im)
+			cmu.ccs = append(cmu.ccs, cc)
+		}
+		cmu.data, cmu.err = b.Bytes()
+	})
+	if cmu.err != nil {
+		tb.Fatal(cmu.err)
+	}
+	return cmu.ims, cmu.ccs, cmu.data
+}
+
+func cmuBlob(tb testing.TB) *anim.Blob {
+	_, _, data := cmuData(tb)
+	bl, err := anim.Load(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bl
+}
+
+var cmuAt sync.Map // "codec:cm@Hz" -> []byte
+
+// cmuBlobCodec compresses the CMU clips with codec at another error
+// target (cm), resampled to hz first when hz > 0.
+func cmuBlobCodec(tb testing.TB, cm string, hz float64, codec anim.Codec) *anim.Blob {
+	ims, _, _ := cmuData(tb)
+	key := fmt.Sprintf("%v:%s@%g", codec, cm, hz)
+	data, ok := cmuAt.Load(key)
+	if !ok {
+		var tol float64
+		if _, err := fmt.Sscan(cm, &tol); err != nil {
+			tb.Fatal(err)
+		}
+		var b Builder
+		for _, im := range ims {
+			c := im.Clips[0]
+			if hz > 0 {
+				var err error
+				if c, err = c.Resample(hz); err != nil {
+					tb.Fatal(err)
+				}
+			}
+			cc, err := Compress(im.Skeleton, c, CompressOptions{Tolerance: tol / 100, Codec: codec})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if err := b.AddClip(b.AddSkeleton(im.Skeleton), cc); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		d, err := b.Bytes()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cmuAt.Store(key, d)
+		data = d
+	}
+	bl, err := anim.Load(data.([]byte))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bl
+}
+
+// synthSkeleton is a 4-bone chain: root, spine (0.5 m up), arm (0.3 m
+// along x), hand (0.2 m along x).
+func synthSkeleton() *Skeleton {
+	return &Skeleton{
+		Name:    "synth",
+		Names:   []string{"root", "spine", "arm", "hand"},
+		Parents: []int32{-1, 0, 1, 2},
+		Rest: []Transform{
+			{T: Vec3{0, 1, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
+			{T: Vec3{0, 0.5, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
+			{T: Vec3{0.3, 0, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
+			{T: Vec3{0.2, 0, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
+		},
+	}
+}
+
+// synthClip animates synthSkeleton for frames samples at rate Hz: the
+// root walks and bobs, the spine and arm swing, the hand holds still; with
+// jump set, the root's x translation jumps by 0.5 m at frame jump (a
+// discontinuity) and the arm's rotation flips by 90° there.
+func synthClip(frames int, rate float64, jump int) *Clip {
+	c := &Clip{Name: "synth", Rate: rate, Frames: frames, Tracks: make([]Track, 12)}
+	sk := synthSkeleton()
+	for b := range 4 {
+		for k := range 3 {
+			tr := Track{}
+			for f := range frames {
+				t := float64(f) / rate
+				v := [4]float64{}
+				switch TrackKind(k) {
+				case TrackTranslation:
+					v = vec4(sk.Rest[b].T)
+					if b == 0 {
+						v[0] = 0.8 * t
+						v[1] = 1 + 0.05*math.Sin(2*math.Pi*2*t)
+						if jump > 0 && f >= jump {
+							v[0] += 0.5
+						}
+					}
+				case TrackRotation:
+					q := IdentityQuat
+					switch b {
+					case 1:
+						q = axisAngle(2, 0.3*math.Sin(2*math.Pi*t))
+					case 2:
+						q = axisAngle(1, 1.2*math.Sin(2*math.Pi*0.7*t)).Mul(axisAngle(0, 0.4*t))
+						if jump > 0 && f >= jump {
+							q = axisAngle(2, math.Pi/2).Mul(q)
+						}
+					}
+					v = [4]float64(q)
+				case TrackScale:
+					v = [4]float64{1, 1, 1, 0}
+				}
+				if jump > 0 && f == jump && ((b == 0 && k == 0) || (b == 2 && k == 1)) {
+					// left-hand limit first: the value the motion had
+					// reached just before the jump
+					left := v
+					if k == 0 {
+						left[0] -= 0.5
+					} else {
+						left = [4]float64(axisAngle(2, -math.Pi/2).Mul(Quat(v)))
+					}
+					tr.Frames = append(tr.Frames, int32(f))
+					tr.Values = append(tr.Values, left)
+				}
+				tr.Frames = append(tr.Frames, int32(f))
+				tr.Values = append(tr.Values, v)
+			}
+			if TrackKind(k) == TrackRotation {
+				makeContinuous(&tr)
+			}
+			c.Tracks[b*3+k] = tr
+		}
+	}
+	return c
+}
+
+// synthBlob compresses a synthetic clip into a blob.
+func synthBlob(tb testing.TB, c *Clip, opt CompressOptions) (*CompressedClip, []byte) {
+	tb.Helper()
+	return compressBlob(tb, synthSkeleton(), c, opt)
+}
+
+// compressBlob compresses c (on sk) into a one-clip blob.
+func compressBlob(tb testing.TB, sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, []byte) {
+	tb.Helper()
+	cc, err := Compress(sk, c, opt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cc, blobOf(tb, sk, cc)
+}
+
+// blobOf builds a blob of compressed clips, all on skeleton sk.
+func blobOf(tb testing.TB, sk *Skeleton, ccs ...*CompressedClip) []byte {
+	tb.Helper()
+	var b Builder
+	si := b.AddSkeleton(sk)
+	for _, cc := range ccs {
+		if err := b.AddClip(si, cc); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	data, err := b.Bytes()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}
+
+// mustLoad loads a blob, failing the test on an error.
+func mustLoad(tb testing.TB, data []byte) *anim.Blob {
+	tb.Helper()
+	bl, err := anim.Load(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bl
+}
+
+// sampleAt samples one character of clip c at time t with a fresh cursor.
+func sampleAt(tb testing.TB, c anim.ClipView, t float32) []float32 {
+	tb.Helper()
+	j := anim.SampleJob{Blob: c.Blob(), Inputs: []anim.SampleInput{{Clip: c.Offset(), Time: t}}, Cursors: make([]uint32, c.CursorWords()),
+		CursorStride: c.CursorWords(), Poses: make([]float32, c.Bones()*anim.PoseFloats), Bones: c.Bones()}
+	if err := j.Run(); err != nil {
+		tb.Fatal(err)
+	}
+	return j.Poses
+}
+
+// checkKeptCursor samples c (a CMU clip: 31 bones) through one cursor kept
+// from call to call while the time runs from 0 past the clip's end in
+// irregular steps drawn from rng: one in oneIn a step back of up to back
+// seconds (not below 0), one in oneIn a skip ahead of up to skip seconds
+// (over segments), otherwise a step ahead of up to 1/div seconds. Every
+// pose must equal a fresh cursor's (a seek: sampleAt) bit for bit.
+func checkKeptCursor(t *testing.T, c anim.ClipView, rng *rand.Rand, oneIn int, back, skip, div float32) {
+	t.Helper()
+	j := anim.SampleJob{Blob: c.Blob(), Inputs: []anim.SampleInput{{Clip: c.Offset()}}, Cursors: make([]uint32, c.CursorWords()),
+		CursorStride: c.CursorWords(), Poses: make([]float32, 31*anim.PoseFloats), Bones: 31}
+	tm := float32(0)
+	for step := 0; tm <= c.Duration(); step++ {
+		j.Inputs[0].Time = tm
+		if err := j.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(j.Poses, sampleAt(t, c, tm)) {
+			t.Fatalf("%v clip %s at %v s (step %d): kept cursor (forward) and fresh one (seek) differ", c.Codec(), c.Name(), tm, step)
+		}
+		switch rng.Intn(oneIn) {
+		case 0:
+			tm = max(0, tm-rng.Float32()*back)
+		case 1:
+			tm += rng.Float32() * skip
+		default:
+			tm += rng.Float32() / div
+		}
+	}
+}
+
+// checkPoseLayout samples 6 characters on bl's clips (newBenchCrowd's)
+// with 40 bones, beyond the clips' 31, character i at time f*0.07 +
+// i*spread for each of frames frames f, into poses that start NaN: every
+// word must be written, each bone's rotation (words 0-3) must be a unit
+// quaternion, its translation's and scale's fourth words zero (the
+// kernels.Transform layout), and an extra bone the identity.
+func checkPoseLayout(t *testing.T, bl *anim.Blob, frames int, spread float32) {
+	t.Helper()
+	const n, bones = 6, 40
+	bc := newBenchCrowd(t, bl, n)
+	j := &bc.job
+	j.Bones = bones
+	j.Poses = make([]float32, n*bones*anim.PoseFloats)
+	for i := range j.Poses {
+		j.Poses[i] = float32(math.NaN()) // every word must be written
+	}
+	codec := bl.Clip(0).Codec()
+	for f := range frames {
+		for i := range j.Inputs {
+			j.Inputs[i].Time = float32(f)*0.07 + float32(i)*spread
+		}
+		if err := j.Run(); err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < len(j.Poses); k += anim.PoseFloats {
+			x := j.Poses[k : k+anim.PoseFloats]
+			ch, bone := k/anim.PoseFloats/bones, k/anim.PoseFloats%bones
+			for w := range anim.PoseFloats {
+				if x[w] != x[w] {
+					t.Fatalf("%v: frame %d character %d bone %d: word %d not written: %v", codec, f, ch, bone, w, x)
+				}
+			}
+			q := float64(x[0]*x[0] + x[1]*x[1] + x[2]*x[2] + x[3]*x[3])
+			if math.Abs(q-1) > 1e-5 || x[7] != 0 || x[11] != 0 {
+				t.Fatalf("%v: frame %d character %d bone %d: %v is not rotation, translation, scale", codec, f, ch, bone, x)
+			}
+		}
+	}
+	if id := j.Poses[35*anim.PoseFloats : 36*anim.PoseFloats]; !slices.Equal(id, []float32{0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 0}) {
+		t.Errorf("%v: extra bone: %v", codec, id)
+	}
+}
+
+// checkClamp: times before clip c (-1 s, -Inf, NaN) sample as its start,
+// times after it (1 s after, +Inf) as its end.
+func checkClamp(t *testing.T, c anim.ClipView) {
+	t.Helper()
+	start, end := sampleAt(t, c, 0), sampleAt(t, c, c.Duration())
+	for _, tm := range []float32{-1, float32(math.Inf(-1)), float32(math.NaN())} {
+		if !slices.Equal(sampleAt(t, c, tm), start) {
+			t.Errorf("%v clip %s: time %v is not the start", c.Codec(), c.Name(), tm)
+		}
+	}
+	for _, tm := range []float32{c.Duration() + 1, float32(math.Inf(1))} {
+		if !slices.Equal(sampleAt(t, c, tm), end) {
+			t.Errorf("%v clip %s: time %v is not the end", c.Codec(), c.Name(), tm)
+		}
+	}
+}
+
+// checkNoAllocs samples 16 characters on bl's clips (newBenchCrowd's)
+// frame after frame at 30 Hz, calling also (when not nil) after each
+// frame, and fails the test if a frame allocates.
+func checkNoAllocs(t *testing.T, bl *anim.Blob, also func(bc *benchCrowd)) {
+	t.Helper()
+	bc := newBenchCrowd(t, bl, 16)
+	frame := 0
+	allocs := testing.AllocsPerRun(200, func() {
+		frame++
+		bc.setTime(float32(frame) / 30)
+		if err := bc.job.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if also != nil {
+			also(bc)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v: %v allocations per frame", bl.Clip(0).Codec(), allocs)
+	}
+}

@@ -1,0 +1,104 @@
+package offline
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ParseError reports malformed input: the file, and either the line
+// (text formats) or the element path (glTF), and what is wrong.
+type ParseError struct {
+	File    string
+	Line    int    // 1-based; 0 when not line-oriented
+	Element string // e.g. "animations[0].samplers[2].input"; "" for BVH
+	Msg     string
+}
+
+func (e *ParseError) Error() string {
+	switch {
+	case e.Line > 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	case e.Element != "":
+		return fmt.Sprintf("%s: %s: %s", e.File, e.Element, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// LengthUnit is the length unit of a source file, as an explicit choice.
+type LengthUnit struct {
+	Name   string
+	Metres float64 // metres per file unit
+}
+
+// Units the importers know.
+var (
+	// UnitCMU is the CMU motion-capture unit: 1/0.45 inch = 0.056444 m.
+	UnitCMU        = LengthUnit{"CMU mocap unit (1/0.45 in = 0.056444 m)", 0.0254 / 0.45}
+	UnitCentimetre = LengthUnit{"cm", 0.01}
+	UnitMetre      = LengthUnit{"m", 1}
+	UnitInch       = LengthUnit{"inch", 0.0254}
+)
+
+// ParseUnit maps a command-line name (cmu, cm, m, in, auto) to a unit;
+// auto returns the zero unit (importer decides and reports).
+func ParseUnit(s string) (LengthUnit, error) {
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return LengthUnit{}, nil
+	case "cmu":
+		return UnitCMU, nil
+	case "cm":
+		return UnitCentimetre, nil
+	case "m":
+		return UnitMetre, nil
+	case "in", "inch":
+		return UnitInch, nil
+	}
+	return LengthUnit{}, fmt.Errorf("unknown unit %q (want auto, cmu, cm, m or in)", s)
+}
+
+// Import is what an importer produced: one skeleton, its clips, the unit
+// chosen and human-readable notes on every choice made (unit and why,
+// dropped frames, resampling, skipped channels).
+type Import struct {
+	File     string
+	Skeleton *Skeleton
+	Clips    []*Clip
+	// Mesh is the triangle mesh the skin deforms (glTF; nil for BVH and
+	// for a skin no node uses with a mesh).
+	Mesh  *SkinnedMesh
+	Unit  LengthUnit
+	Notes []string
+}
+
+func (im *Import) notef(format string, args ...any) {
+	im.Notes = append(im.Notes, fmt.Sprintf(format, args...))
+}
+
+// ImportOptions selects import choices for LoadFile.
+type ImportOptions struct {
+	BVH  BVHOptions
+	GLTF GLTFOptions
+}
+
+// LoadFile imports a .bvh or .gltf/.glb file by its extension.
+func LoadFile(path string, opt ImportOptions) (*Import, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Base(path)
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".bvh":
+		return ParseBVH(name, data, opt.BVH)
+	case ".gltf", ".glb":
+		o := opt.GLTF
+		if o.Dir == nil {
+			o.Dir = os.DirFS(filepath.Dir(path))
+		}
+		return ParseGLTF(name, data, o)
+	}
+	return nil, fmt.Errorf("%s: unknown file type (want .bvh, .gltf or .glb)", path)
+}
