@@ -1,4 +1,5 @@
-// Package anim imports, compresses, stores and samples skeletal animation,
+// Package anim loads and samples skeletal animation at run time (its
+// offline half, package anim/offline, imports and compresses it),
 // after Niklas Frykholm's "The BitSquid low level animation system"
 // (BitSquid development blog, 20 November 2009,
 // https://bitsquid.blogspot.com/2009/11/) and the offset-only resource
@@ -11,21 +12,53 @@
 // # Offline and runtime
 //
 // As in Guillaume Blanc's ozz-animation
-// (https://github.com/guillaumeblanc/ozz-animation), the API has an
-// offline half that a game does not need at run time and a runtime half
-// that it does (both still live in this one package, so a program that
-// links anim links the importers and the compressor too):
+// (https://github.com/guillaumeblanc/ozz-animation), the API is split in
+// an offline half that a game does not need at run time and a runtime
+// half that it does, in two packages:
 //
-//	offline: ParseBVH, ParseGLTF, LoadFile -> Import{Skeleton, []*Clip, Mesh}
+//	anim/offline: ParseBVH, ParseGLTF, LoadFile -> Import{Skeleton, []*Clip, Mesh}
 //	         (Mesh: the glTF skin's SkinnedMesh, bones mapped, 4 weights)
 //	         Clip.SampleAt/PoseAt: an uncompressed clip at any time
 //	         DetectFootContacts -> clip.Events
 //	         Compress -> CompressedClip; Builder -> blob bytes
 //	         Measure, BitSquidFloor (error as a user sees it)
-//	runtime: Load/ReadBlob -> *Blob (validated) -> ClipView, SkeletonView
+//	anim:    Load/ReadBlob -> *Blob (validated) -> ClipView, SkeletonView
 //	         SampleJob (many characters, own clip and time each) -> local poses
 //	         LocalToModel -> model-space matrices
 //	         ClipView.EventRange/AppendEvents (events in [t0, t1))
+//	         SampleKernel, RegisterSampleKernel: the sampler as a scheduler
+//	         kernel (CPU and Vulkan)
+//
+// A program that imports only anim links neither the glTF module
+// (github.com/qmuntal/gltf) nor the importers and the compressor;
+// TestRuntimeLinksAlone checks it with go list -deps. Package offline
+// imports anim (Measure samples through the runtime's SampleJob, so the
+// error it reports is the error a game sees; Event and Codec are the
+// runtime's types). What both halves must agree on bit for bit (the
+// blob's header words and cursor layout, quantisation and the bit
+// reader and writer, the curve arithmetic of format.CurveCoeffs, the uniform
+// codec's tables) lives once in anim/internal/format, which only these
+// two packages can import; it is the format, not an API. This document
+// describes both packages; identifiers below without a package are
+// whichever package holds them (package offline's doc lists its own).
+//
+// Names: the runtime keeps the name anim, because the runtime is what
+// most importers use (the crowd samples blobs every frame; only its
+// start-up and cmd/animc build them), and anim.Blob, anim.SampleJob and
+// anim.LocalToModel stay as they were. The rejected alternative kept
+// everything offline in anim and moved the runtime to a new anim/runtime
+// package: the package a game links would then be the one with the new,
+// longer path, and the hot-path names every frame of the crowd uses would
+// all change, while the offline names are used in a handful of places.
+// A third option, build tags selecting the offline files out of package
+// anim, was rejected too: one package that is two different APIs
+// depending on the tags, and go vet and the tests would see only one of
+// them at a time.
+//
+// Tests live with the internals they reach: almost all of them build a
+// blob first (compress, then sample), so they are package offline's
+// internal tests and call the runtime through its API; anim's own tests
+// are the example and the dependency check.
 //
 // Local poses have one layout, PoseFloats (rotation, translation, scale:
 // kernels.Transform's), whoever writes them. Offline maths is package

@@ -59,11 +59,11 @@
 // local rotation is then set in the sampling kernel by a cheap
 // oscillation, a wave running down each chain (rig.Extra).
 //
-// Foot contacts are detected on the source motion (anim.DetectFootContacts)
+// Foot contacts are detected on the source motion (offline.DetectFootContacts)
 // and stored as clip events; the root's horizontal travel is removed so
 // that the characters dance in their places. Clips recorded faster than
 // -clip-rate (30 Hz; CMU records at 120) are resampled to it, as games
-// ship animation, then compressed at -tolerance (anim.Compress, a few
+// ship animation, then compressed at -tolerance (offline.Compress, a few
 // seconds) into one blob, cached in the user cache directory keyed by
 // sources and options. The rate is a content decision with a measured
 // price: at 0.1 cm, 120 Hz motion capture played at 60 Hz feeds the
