@@ -6,6 +6,7 @@ import (
 	"unsafe"
 )
 
+// F32 reads a blob word as the float32 it stores.
 func F32(w uint32) float32 { return math.Float32frombits(w) }
 
 // Cursor words (see doc.go). Header: clip offset, segment, stream bit
