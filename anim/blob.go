@@ -17,7 +17,7 @@ const (
 )
 
 // Blob is a loaded, validated resource blob: one or more blobs written by
-// Builder and concatenated. Clips and skeletons are named by their byte
+// offline.Builder and concatenated. Clips and skeletons are named by their byte
 // offset in the whole byte slice. A Blob is read-only and safe for
 // concurrent use.
 type Blob struct {

@@ -2,8 +2,8 @@ package anim
 
 import "fmt"
 
-// Codec selects how Compress stores a clip's animated tracks
-// (CompressOptions.Codec; ClipView.Codec tells a loaded clip's).
+// Codec selects how offline.Compress stores a clip's animated tracks
+// (offline.CompressOptions.Codec; ClipView.Codec tells a loaded clip's).
 //
 // CodecCurve (the default) fits Hermite curves and entropy-codes their
 // points in playback order: the best ratio, but the sampler reads the

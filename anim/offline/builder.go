@@ -76,7 +76,7 @@ func encodeSkeleton(s *Skeleton) []uint32 {
 	return b.w
 }
 
-// poseWords returns a transform in the local pose layout (PoseFloats:
+// poseWords returns a transform in the local pose layout (anim.PoseFloats:
 // rotation, translation, scale).
 func poseWords(t Transform) [12]float32 {
 	return [12]float32{

@@ -142,7 +142,7 @@ type CompressedClip struct {
 	SegFrames int
 	Tolerance float64
 	Codec     anim.Codec // how the animated tracks are stored
-	Default   []float32  // PoseFloats per bone: every constant track's value
+	Default   []float32  // anim.PoseFloats per bone: every constant track's value
 	Events    []anim.Event
 	uniTracks []uint32  // CodecUniform: bone | kind<<16 per animated track
 	uniRanges []float32 // CodecUniform: clip range table, 8 per animated track

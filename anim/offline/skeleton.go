@@ -120,9 +120,9 @@ func (c *Clip) PoseAt(t float64, out []Transform) {
 }
 
 // SampleAt writes the clip's pose at time t seconds (clamped; between
-// samples as ValueAt says) into pose, PoseFloats per bone in the layout
-// SampleJob writes (rotation, translation, scale; float32): sampling an
-// uncompressed clip at any time, for LocalToModel or the kernels. pose
+// samples as ValueAt says) into pose, anim.PoseFloats per bone in the layout
+// anim.SampleJob writes (rotation, translation, scale; float32): sampling an
+// uncompressed clip at any time, for anim.LocalToModel or the kernels. pose
 // must hold NumBones bones.
 func (c *Clip) SampleAt(t float64, pose []float32) error {
 	nb := c.NumBones()
