@@ -31,8 +31,9 @@ import (
 //   - nothing hangs: a round that does not finish in time fails with every
 //     goroutine's stack.
 //
-// The graphs mix joins (empty held parents), held tasks (Create, then Run
-// once every builder has added their children), priorities, pinned and streaming tasks with random
+// The graphs mix joins (empty held parents), held tasks (Create, then Run,
+// by a goroutine drawn at random, once every builder has added their
+// children), priorities, pinned and streaming tasks with random
 // grains, kernels that fail or panic, kernels that add children and wait
 // for one, and, in one round of four, Close racing with the running graph
 // (then every Wait must still return, and every task that succeeded must
@@ -104,6 +105,7 @@ type mNode struct {
 	waitChild  bool  // its kernel waits for its first child
 	dynamic    bool  // added by a kernel
 	builder    int   // which goroutine adds it
+	runner     int   // which goroutine Runs it (held tasks)
 	id         atomic.Uint64
 	added      atomic.Bool
 	ready      chan struct{} // closed once added (or once it cannot be)
@@ -290,7 +292,7 @@ func modelRound(t *testing.T, seed uint64, closeMode bool) (tasks, elements int6
 	}
 	const builders = 3
 	for i := range nodes {
-		nd := &mNode{r: r, idx: i, parent: nil, failAt: -1, ready: make(chan struct{}), builder: rng.IntN(builders)}
+		nd := &mNode{r: r, idx: i, parent: nil, failAt: -1, ready: make(chan struct{}), builder: rng.IntN(builders), runner: rng.IntN(builders)}
 		nodes[i] = nd
 		switch x := rng.IntN(100); {
 		case x < 8:
@@ -395,7 +397,6 @@ func modelRound(t *testing.T, seed uint64, closeMode bool) (tasks, elements int6
 			if c != nil {
 				add, create, run = c.Add, c.Create, c.Run
 			}
-			var mine []*mNode
 			for _, nd := range nodes {
 				if nd.builder != b {
 					continue
@@ -434,13 +435,13 @@ func modelRound(t *testing.T, seed uint64, closeMode bool) (tasks, elements int6
 				nd.id.Store(uint64(id))
 				nd.added.Store(true)
 				close(nd.ready)
-				if nd.held {
-					mine = append(mine, nd)
-				}
 			}
 			addWG.Done()
 			addWG.Wait() // every static child is added: run the held tasks
-			for _, nd := range mine {
+			for _, nd := range nodes {
+				if !nd.held || nd.runner != b || !nd.added.Load() {
+					continue
+				}
 				if err := run(TaskID(nd.id.Load())); err != nil && !closeMode {
 					fail("task %d: Run: %v", nd.idx, err)
 				}
