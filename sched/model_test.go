@@ -33,11 +33,11 @@ import (
 //
 // The graphs mix joins (empty held parents), held tasks (Create, then Run,
 // by a goroutine drawn at random, once every builder has added their
-// children), priorities, pinned and streaming tasks with random
-// grains, kernels that fail or panic, kernels that add children and wait
-// for one, and, in one round of four, Close racing with the running graph
-// (then every Wait must still return, and every task that succeeded must
-// have run exactly once).
+// children), priorities, pinned and streaming tasks with random grains,
+// kernels that fail or panic, kernels that add children and wait for one
+// (through their Ctx or through the Scheduler), and, in one round of four,
+// Close racing with the running graph (then every Wait must still return,
+// and every task that succeeded must have run exactly once).
 //
 // It runs for about modelBudget, or VKJOBS_SOAK (make soak) if set; make
 // test runs it under -race with GOMAXPROCS 1, 2, 4 and 8.
@@ -220,7 +220,11 @@ func modelKernel(c *Ctx, d *TaskData) error {
 		child.added.Store(true)
 		close(child.ready)
 		if k == 0 && n.waitChild {
-			err := c.Wait(id)
+			wait := c.Wait
+			if rng.IntN(2) == 0 {
+				wait = r.s.Wait // finds the thread by goroutine, then helps as c.Wait
+			}
+			err := wait(id)
 			if err == nil && r.unfinished(child) != nil {
 				r.violate("task %d: Wait for its child %d returned before the child finished", n.idx, child.idx)
 			}
