@@ -557,8 +557,13 @@ func (s *Scheduler) Wait(id TaskID) error {
 // checkID validates an ID given by a caller.
 func (s *Scheduler) checkID(id TaskID, what string) error {
 	if id == NoTask {
-		return nil
+		return nil // inlined: Add checks a parent and a dependency, mostly none
 	}
+	return s.checkIDSlow(id, what)
+}
+
+// checkIDSlow is checkID for an ID that is not NoTask.
+func (s *Scheduler) checkIDSlow(id TaskID, what string) error {
 	if id.sched() != s.id || int32(id.gen()-s.genBase) < 0 {
 		// The tag is ours only while we are open, and an ID of an earlier
 		// holder of the tag has a generation below our base (see TaskID).
