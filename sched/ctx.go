@@ -39,6 +39,7 @@ type Ctx struct {
 	// waitTarget is what this thread's innermost Wait waits for; written
 	// before it sleeps, read by waitCycle under idleMu while it sleeps.
 	waitTarget TaskID
+	cycleErr   error         // set by sleep when waitCycle found a cycle (owner only)
 	goid       atomic.Uint64 // the goroutine that owns this thread (Scheduler.callerCtx)
 	inAlloc    atomic.Bool   // blocked in Add's back-pressure (Scheduler.alloc)
 	ncache     int
@@ -133,16 +134,17 @@ func (c *Ctx) Wait(id TaskID) error {
 			continue // no Gosched: see Config.SpinRounds
 		}
 		spins = 0
-		if err := c.waitCycle(id, "Wait"); err != nil {
-			return err
-		}
 		sl := &s.slots[id.index()]
 		sl.waiters.Add(1)
 		c.waitTarget = id // read by other threads' waitCycle while this one sleeps
 		c.waiting.Store(true)
-		c.sleep(id, nil)
+		c.sleep(id, nil) // looks for a wait-for cycle first (waitCycle)
 		c.waiting.Store(false)
 		sl.waiters.Add(-1)
+		if err := c.cycleErr; err != nil {
+			c.cycleErr = nil
+			return err
+		}
 	}
 	return s.Err(id)
 }
@@ -290,13 +292,26 @@ func (c *Ctx) leave() { c.nouter-- }
 // returns only after that thread's wait, so the walk goes on from what that
 // thread waits for (A on one thread and E on another each ran a task that
 // waits for what depends on the other). A task's children are not
-// followed (they are not recorded). It is called only when the wait found
-// nothing to run (before sleeping), so it costs nothing on the hot path.
+// followed (they are not recorded). Wait calls it as it goes to sleep
+// (from sleep, under idleMu with this thread listed, so that of two threads
+// that close a cycle together the second sees the first); WaitFor while it
+// idles. It costs nothing on the hot path.
 // It never reports a cycle that is not there: this thread's frames are its
 // own, other threads' are read under idleMu while they sleep (a listed
 // thread cannot leave sleep without that lock, so their frames cannot
 // change meanwhile), and dependency links are validated by generations.
 func (c *Ctx) waitCycle(id TaskID, what string) error {
+	if c.nouter == 0 || id == NoTask {
+		return nil
+	}
+	c.s.idleMu.Lock()
+	defer c.s.idleMu.Unlock()
+	return c.waitCycleLocked(id, what)
+}
+
+// waitCycleLocked is waitCycle with idleMu held (by sleep, which has just
+// listed this thread as idle).
+func (c *Ctx) waitCycleLocked(id TaskID, what string) error {
 	n := min(c.nouter, maxOuter)
 	if n == 0 || id == NoTask {
 		return nil
@@ -325,8 +340,6 @@ func (c *Ctx) waitCycle(id TaskID, what string) error {
 		}
 	}
 	addFrames(nil, c.outer[:n])
-	s.idleMu.Lock()
-	defer s.idleMu.Unlock()
 	for _, t := range s.idle {
 		if t != c && t.waiting.Load() && t.waitTarget != NoTask && t.nouter > 0 {
 			addFrames(t, t.outer[:min(t.nouter, maxOuter)])
@@ -533,6 +546,19 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 	s.idleMu.Lock()
 	s.idle = append(s.idle, c)
 	s.nIdle.Add(1)
+	if id != NoTask && c.nouter > 0 {
+		// A Wait in a kernel: look for a wait-for cycle now, listed
+		// and under the lock, so that of two threads that close one
+		// and go to sleep together the second sees the first.
+		if err := c.waitCycleLocked(id, "Wait"); err != nil {
+			c.cycleErr = err
+			s.idle = s.idle[:len(s.idle)-1] // c, appended last under this lock
+			s.nIdle.Add(-1)
+			s.activity.Add(1)
+			s.idleMu.Unlock()
+			return
+		}
+	}
 	s.idleMu.Unlock()
 	if s.poolWait.Load() > 0 {
 		// An Add blocked on a full pool looks for a dead end when the
