@@ -172,8 +172,8 @@
 //
 //	SkinLBS*  lbsAVX2 (skin_amd64.s), one vertex per iteration, two matrix
 //	          columns per ymm register                             bit-exact
-//	SkinDQS*  dqsAVX2 (dqs_amd64.s), two vertices per iteration, one per
-//	          128-bit half of every ymm register                   bit-exact
+//	SkinDQS*  dqsAVX2 (dqs_amd64.s), eight vertices per iteration, one
+//	          per lane of every ymm register                       bit-exact
 //	LocalToModel*  poseChainAVX2 (pose_amd64.s), FMA      |asm-go| <= 1e-5 x magnitude
 //	ScanReduceU32, ScanDownsweepU32, ExpandLerp, Saxpy
 //	          stream_amd64.s                                       bit-exact
@@ -200,11 +200,17 @@
 // weights; vectorising the sums across blocks (one block per lane, which
 // keeps index order) needs a transpose that costs more shuffles than the
 // loads it feeds; one DQS vertex per iteration left the out-of-order core
-// waiting on a chain of some 130 cycles of latency per vertex (two vertices
-// per register roughly halved the time). Lanes that carry no result must
-// still hold ordinary floats: the normal's 16-byte load brings the joints
-// word along, a denormal as a float, whose microcode assists cost DQS about
-// a third of its time until the lane was zeroed.
+// waiting on a chain of some 130 cycles of latency per vertex, two vertices
+// per register (one per 128-bit half, the dual quaternions as loaded)
+// roughly halved the time, and eight per register, one per lane, cut it
+// by a further third: every arithmetic instruction then serves eight
+// vertices (some 190 per group of eight), for some 100 shuffles and 44
+// inserts that transpose the rows in-lane on load and store. The square
+// root and division then held up the loop until the next group's indices
+// and weights were read in their shadow. Lanes that carry no result must
+// still hold ordinary floats: in the two-vertex version the normal's 16-byte load
+// brought the joints word along, a denormal as a float, whose microcode
+// assists cost DQS about a third of its time until the lane was zeroed.
 //
 // cmd/kbench states every CPU kernel's speed as a fraction of its bound,
 // the copy bound of its bytes or a compute bound from its arithmetic per
