@@ -77,9 +77,11 @@ func (c *Ctx) Current() TaskID { return c.current }
 // streams that don't match the kernel's declaration or element count, an
 // invalid affinity or priority, a parent or dependency from another
 // scheduler or never issued, a dependency on an ancestor, a parent that
-// already finished, or a closed scheduler. When the pool is full, Add runs
-// other tasks until a slot frees (back-pressure). A dependency that already
-// finished is satisfied (or, if it failed, fails this task at once).
+// already finished, a dependency that depends on an ancestor (ErrCycle), or
+// a closed scheduler. When the pool is full, Add runs other tasks until a
+// slot frees (back-pressure); if nothing can run and nothing but the caller
+// could free a slot, it fails with ErrPoolDeadlock. A dependency that
+// already finished is satisfied (or, if it failed, fails this task at once).
 func (c *Ctx) Add(t *Task) (TaskID, error) { return c.s.add(t, c) }
 
 // Create adds a task like Add but holds it until Run: children added to a

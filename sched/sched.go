@@ -521,7 +521,9 @@ func (s *Scheduler) recordFailure(e *TaskError) {
 
 // Add adds a task from a goroutine that is not a scheduler thread. The task
 // goes to the shared queue. When the pool is full the caller sleeps until a
-// slot frees (back-pressure). See Ctx.Add for the rules.
+// slot frees (back-pressure); called on a scheduler thread after all (a
+// kernel), it runs tasks meanwhile, as Ctx.Add does. See Ctx.Add for the
+// rules, and Config.PoolSize for the dead end (ErrPoolDeadlock).
 func (s *Scheduler) Add(t *Task) (TaskID, error) { return s.add(t, nil) }
 
 // Wait blocks until id finished and returns its error. Called from a
