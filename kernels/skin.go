@@ -226,13 +226,13 @@ func dqs(s *skinSetup, pal []DualQuat, begin, end, stride uint32) error {
 			// with copies of the last vertex (whose joints are then those
 			// of a vertex of the run), skinned by the assembly too.
 			var gv [8]SkinVertex
-			var go_ [8]SkinnedVertex
+			var gout [8]SkinnedVertex
 			copy(gv[:], vs[k:])
 			for j := r; j < 8; j++ {
 				gv[j] = vs[n-1]
 			}
-			if dqsAVX2(gv[:], apal, go_[:], inst) == 8 {
-				copy(out[i+k:i+n], go_[:r])
+			if dqsAVX2(gv[:], apal, gout[:], inst) == 8 {
+				copy(out[i+k:i+n], gout[:r])
 				k = n
 			}
 		}
