@@ -42,6 +42,7 @@ type Ctx struct {
 	cycleErr   error         // set by sleep when waitCycle found a cycle (owner only)
 	goid       atomic.Uint64 // the goroutine that owns this thread (Scheduler.callerCtx)
 	inAlloc    atomic.Bool   // blocked in Add's back-pressure (Scheduler.alloc)
+	allocTimer *time.Timer   // wakes it there to look for work (owner only)
 	ncache     int
 	// The debt (see deferDec): owed counts every decrement of a parent's
 	// open count that this thread ever deferred, paid every one paid; the

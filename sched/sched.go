@@ -1168,15 +1168,21 @@ func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
 					s.extMu.Unlock()
 					return 0, s.poolDeadlock()
 				}
-				time.AfterFunc(stuckGrace, func() {
-					s.extMu.Lock()
-					s.extCond.Broadcast()
-					s.extMu.Unlock()
-				})
+				if c == nil {
+					time.AfterFunc(stuckGrace, s.broadcastExt)
+				}
 			} else {
 				stuckSince = time.Time{}
 			}
 			if c != nil {
+				// A thread looks again soon: work it could help with
+				// may be queued meanwhile, and a push wakes only idle
+				// threads. One timer per thread, reset: no allocation.
+				if c.allocTimer == nil {
+					c.allocTimer = time.AfterFunc(allocRecheck, s.broadcastExt)
+				} else {
+					c.allocTimer.Reset(allocRecheck)
+				}
 				c.inAlloc.Store(true) // see quiescentExcept
 			}
 			s.extCond.Wait()
@@ -1191,7 +1197,19 @@ func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
 
 // stuckGrace is how long a full pool with nothing to run must last before
 // Add gives up: another goroutine may be about to Run a held task.
-const stuckGrace = 20 * time.Millisecond
+// allocRecheck is how often a thread blocked in Add looks for work to help
+// with.
+const (
+	stuckGrace   = 20 * time.Millisecond
+	allocRecheck = time.Millisecond
+)
+
+// broadcastExt wakes every goroutine waiting on extCond (timers of alloc).
+func (s *Scheduler) broadcastExt() {
+	s.extMu.Lock()
+	s.extCond.Broadcast()
+	s.extMu.Unlock()
+}
 
 // poolStuck reports whether no slot can free without an outside call: the
 // pool is full and nothing can run (see quiescent), c (the caller, blocked
