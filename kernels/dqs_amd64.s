@@ -194,9 +194,10 @@ GLOBL dqsOne<>(SB), RODATA|NOPTR, $4
 // Weights 32. SkinnedVertex (24 bytes): Pos 0, Normal 12.
 //
 // Registers: SI &verts[k], DI &out[k], CX &verts[n] (n rounded down to a
-// multiple of 8), BX pal, R14 the frame; R9-R13, AX, DX, R8 the byte
-// offsets of one joint slot's dual quaternions; Y0-Y3 the blended real
-// part (x y z w), Y4-Y7 the dual part.
+// multiple of 8), BX pal, R14 the frame; R9-R13, AX, DX, R8 one joint
+// slot's eight palette indices times 4 (addressed as (BX)(R*8)), then R12
+// the next group's index check (DQS_INDEX); Y0-Y3 the blended real part
+// (x y z w), Y4-Y7 the dual part.
 TEXT ·dqsAVX2(SB), $736-88
 	MOVQ    verts_base+0(FP), SI
 	MOVQ    verts_len+8(FP), CX
