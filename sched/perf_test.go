@@ -63,12 +63,12 @@ func TestDequeHoldsBurst(t *testing.T) {
 // each depending on the previous, completes without a deep stack, and a
 // wide fan of joins completes too.
 func TestEmptyChainInline(t *testing.T) {
-	s, err := New(Config{PoolSize: 1 << 18})
+	s, err := New(Config{PoolSize: 1 << 16})
 	must(t, err)
 	defer s.Close()
 	m, err := s.RegisterThread("main")
 	must(t, err)
-	const chain = 200000
+	const chain = 60000 // far deeper than maxInline, in a pool that holds it
 	head, err := m.Create(&Task{})
 	must(t, err)
 	prev := head
