@@ -50,7 +50,7 @@ check:
 shaders: deps
 	bash shaders/build.sh
 	sh gpu/testdata/gen.sh
-	sh gpu/gfx_shaders/gen.sh
+	sh gpu/gfx/gfx_shaders/gen.sh
 
 # Recompiles every shader, fails if a committed .spv is stale, runs spirv-val.
 shaders-check:

@@ -1,14 +1,19 @@
-// Package gpu is the project's Vulkan backend: device selection, memory,
-// compute pipelines, and the Executor that runs tasks with GPU affinity as
-// compute dispatches. It is the only package that calls Vulkan: every vk.
-// call of the program lives here, no vulkan-go type appears in its API, and
-// every failed call becomes an error that names the call and its VkResult
-// (*VkError). Graphics (Graphics: render pass, graphics pipelines,
+// Package gpu is the project's Vulkan compute backend: device selection,
+// memory, compute pipelines, and the Executor that runs tasks with GPU
+// affinity as compute dispatches. No vulkan-go type appears in its API,
+// and every failed call becomes an error that names the call and its
+// VkResult (*VkError). It owns the process's Vulkan loader (libvulkan.so.1,
+// dlopened once; vkGetInstanceProcAddr is the one function loader).
+//
+// Graphics lives in package gpu/gfx (render pass, graphics pipelines,
 // offscreen and swapchain targets, secondary command buffers recorded in
-// parallel as render.Recorder) sits beside Device, Buffer, Arena and the
-// executor; its design is documented in gfx_doc.go. Windows come from
-// package gpu/present (GLFW) through the Surface hook, so this package
-// links no window system.
+// parallel as render.Recorder), which draws on a *Device and reads
+// *Buffer as vertex data; windows come from package gpu/present (GLFW).
+// This package imports neither, nor render, so a compute user links no
+// renderer and no window system (TestComputeLinksNoRenderer). What gfx
+// needs of a Device beyond this API (Vulkan handles, the queue lock,
+// staging memory, buffer references) goes through the internal package
+// gpu/internal/devhook, filled by this package's init (devhook.go).
 //
 // # Using it
 //

@@ -102,7 +102,17 @@ var resultNames = map[Result]string{
 	ErrorOutOfPoolMemory:      "VK_ERROR_OUT_OF_POOL_MEMORY",
 	ErrorInvalidShaderNV:      "VK_ERROR_INVALID_SHADER_NV",
 	ErrorValidationFailedEXT:  "VK_ERROR_VALIDATION_FAILED_EXT",
+	SuboptimalKHR:             "VK_SUBOPTIMAL_KHR",
+	ErrorOutOfDateKHR:         "VK_ERROR_OUT_OF_DATE_KHR",
+	ErrorSurfaceLostKHR:       "VK_ERROR_SURFACE_LOST_KHR",
 }
+
+// VkResult values of the swapchain extension (package gpu/gfx presents).
+const (
+	SuboptimalKHR       Result = 1000001003
+	ErrorOutOfDateKHR   Result = -1000001004
+	ErrorSurfaceLostKHR Result = -1000000000
+)
 
 func (r Result) String() string {
 	if s, ok := resultNames[r]; ok {

@@ -96,6 +96,11 @@ func loadVulkan() error {
 	return loaderErr
 }
 
+// gipa returns the process's vkGetInstanceProcAddr (nil before
+// loadVulkan succeeded): the one function loader, shared with package
+// gpu/gfx through gpu/internal/devhook.
+func gipa() unsafe.Pointer { return C.vkj_gipa() }
+
 // hasInstanceLayer reports whether the loader knows the instance layer.
 func hasInstanceLayer(name string) bool {
 	cn := C.CString(name)

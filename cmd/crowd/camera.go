@@ -4,14 +4,14 @@ import (
 	"math"
 
 	"github.com/vkjobs/vkjobs/anim/vmath"
-	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/gfx"
 )
 
 // camera is one frame's view: computed when the frame is issued and read
 // by its gather jobs (culling, depth) and its recording (view matrix).
 type camera struct {
 	eye      [3]float32
-	fog      float32       // fog density (gpu.View.FogDensity), per metre
+	fog      float32       // fog density (gfx.View.FogDensity), per metre
 	viewProj [16]float32   // world to Vulkan clip space, column-major
 	planes   [6][4]float32 // frustum planes: dot(p, (x,y,z,1)) >= 0 inside
 }
@@ -57,7 +57,7 @@ func (c *camera) set(halfX, halfZ, height, aspect, angle float32) {
 	c.fog = 0.55 / back            // exp(-0.55^2) = 74% kept at the back row
 	near := max(0.1, c.eye[1]*0.5) // the ground is never nearer than the eye's height
 	far := 1.5 * groundExtent(halfX, halfZ, height)
-	proj := gpu.VulkanClip(vmath.Perspective(fovY, aspect, near, far))
+	proj := gfx.VulkanClip(vmath.Perspective(fovY, aspect, near, far))
 	c.viewProj = vmath.Mul4f(&proj, &view)
 	m := &c.viewProj
 	row := func(i int) [4]float32 { return [4]float32{m[i], m[4+i], m[8+i], m[12+i]} }

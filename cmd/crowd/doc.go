@@ -124,9 +124,9 @@
 //     window of the skinned-vertex buffer) into the job's own
 //     render.RenderContext, without locks.
 //   - merge-n-sort (render.Renderer.MergeSort) and record
-//     (render.Renderer.Record through gpu.Graphics: secondary command
+//     (render.Renderer.Record through gfx.Graphics: secondary command
 //     buffers recorded in parallel ranges); submit/present (pinned to the
-//     main thread) ends the frame: gpu.Graphics.EndFrame submits the
+//     main thread) ends the frame: gfx.Graphics.EndFrame submits the
 //     primary command buffer and presents, or copies to the read-back
 //     buffer offscreen. Without Vulkan (or -render=false) the same steps
 //     record into render.CommandRecorder's CPU command lists.
@@ -169,7 +169,7 @@
 // (local poses, palettes, the event stream, the camera), and the main
 // thread issues frame f only after frame f-N was submitted, when its set
 // is free. The skinned vertices need N + 2 sets, because the GPU may
-// still draw a frame (two frames in flight in gpu.Graphics) after its
+// still draw a frame (two frames in flight in gfx.Graphics) after its
 // stages are done. The price is a frame of latency per stage. With N=1
 // the events and gather jobs still overlap local-to-model and skinning
 // inside the frame (they depend only on sampling); with N>=2 the render
@@ -193,7 +193,7 @@
 // the sky at the horizon instead of ending in the picture; the fog's
 // density keeps about three quarters of the back row's colour. A warm
 // sun from the upper front left, a bluish sky light from above and a dim
-// light bounced from the ground below (gpu.View's hemisphere ambient)
+// light bounced from the ground below (gfx.View's hemisphere ambient)
 // show the figures' shapes, and a translucent disc under each character
 // (one instanced draw, between the ground's and the characters' layers of
 // the sort key) sets it on the ground. The CPU and GPU offloads draw the

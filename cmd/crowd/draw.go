@@ -9,7 +9,7 @@ import (
 
 	"github.com/vkjobs/vkjobs/anim"
 	"github.com/vkjobs/vkjobs/cmd/crowd/internal/rig"
-	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/gfx"
 	"github.com/vkjobs/vkjobs/render"
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -19,7 +19,7 @@ import (
 // submit, present) runs later in the frame's own submit/present task, on
 // the main thread, as its own stage.
 type deferredEnd struct {
-	*gpu.Graphics
+	*gfx.Graphics
 	begun bool
 	err   error
 }
@@ -37,7 +37,7 @@ func (d *deferredEnd) EndFrame(rangeErr error) error {
 
 // drawing is the render side of the demo.
 type drawing struct {
-	gfx      *gpu.Graphics // nil: nothing is drawn (no Vulkan)
+	gfx      *gfx.Graphics // nil: nothing is drawn (no Vulkan)
 	deferred *deferredEnd
 	cmd      *render.CommandRecorder // the recorder without Vulkan
 	renderer *render.Renderer
@@ -131,26 +131,26 @@ func (a *app) setupDrawing() error {
 		}
 		return nil
 	}
-	opts := gpu.GraphicsOptions{Width: a.cfg.width, Height: a.cfg.height, VSync: a.cfg.vsync, FramesInFlight: dr.inFlight, FenceTimeout: a.fenceTimeout()}
+	opts := gfx.GraphicsOptions{Width: a.cfg.width, Height: a.cfg.height, VSync: a.cfg.vsync, FramesInFlight: dr.inFlight, FenceTimeout: a.fenceTimeout()}
 	if a.win != nil {
 		opts.Surface = a.win.surface()
 	}
-	if dr.gfx, err = gpu.NewGraphics(a.dev, opts); err != nil {
+	if dr.gfx, err = gfx.NewGraphics(a.dev, opts); err != nil {
 		return err
 	}
 	dr.deferred = &deferredEnd{Graphics: dr.gfx}
 	dr.gfx.SetView(sceneView())
-	if dr.pipeChar, err = dr.gfx.AddPipeline(dr.reg, gpu.Pipeline{Name: "skinned"}); err != nil {
+	if dr.pipeChar, err = dr.gfx.AddPipeline(dr.reg, gfx.Pipeline{Name: "skinned"}); err != nil {
 		return err
 	}
-	if dr.pipeGround, err = dr.gfx.AddPipeline(dr.reg, gpu.Pipeline{Name: "ground", Cull: gpu.CullNone}); err != nil {
+	if dr.pipeGround, err = dr.gfx.AddPipeline(dr.reg, gfx.Pipeline{Name: "ground", Cull: gfx.CullNone}); err != nil {
 		return err
 	}
 	// Contact shadows: translucent discs on the ground, one instance per
 	// character, drawn after the ground and before the characters (their
 	// key's layer) without depth testing, so they never fight the ground's
 	// depth.
-	if dr.pipeShadow, err = dr.gfx.AddPipeline(dr.reg, gpu.Pipeline{Name: "shadow", Instanced: true, Blend: true, NoDepthTest: true, Cull: gpu.CullNone}); err != nil {
+	if dr.pipeShadow, err = dr.gfx.AddPipeline(dr.reg, gfx.Pipeline{Name: "shadow", Instanced: true, Blend: true, NoDepthTest: true, Cull: gfx.CullNone}); err != nil {
 		return err
 	}
 	idx, err := a.dev.NewBuffer(uint64(4 * len(a.rig.Mesh.Indices)))
@@ -164,9 +164,9 @@ func (a *app) setupDrawing() error {
 	for v := range w.vsets {
 		vs := &w.vsets[v]
 		for c := range w.n {
-			id, err := dr.gfx.AddMesh(dr.reg, gpu.Mesh{
+			id, err := dr.gfx.AddMesh(dr.reg, gfx.Mesh{
 				Name:     "character",
-				Vertices: vs.skinned.buf, VertexOffset: uint64(c * w.verts * gpu.VertexSize), VertexCount: uint32(w.verts),
+				Vertices: vs.skinned.buf, VertexOffset: uint64(c * w.verts * gfx.VertexSize), VertexCount: uint32(w.verts),
 				Indices: idx, IndexCount: dr.indexCount,
 			})
 			if err != nil {
@@ -181,7 +181,7 @@ func (a *app) setupDrawing() error {
 	// sky-coloured fog at the horizon instead of ending in the picture.
 	g := groundExtent(w.halfX, w.halfZ, max(a.rig.Height, 1))
 	up := [3]float32{0, 1, 0}
-	verts := []gpu.Vertex{{Pos: [3]float32{-g, 0, -g}, Normal: up}, {Pos: [3]float32{-g, 0, g}, Normal: up}, {Pos: [3]float32{g, 0, g}, Normal: up}, {Pos: [3]float32{g, 0, -g}, Normal: up}}
+	verts := []gfx.Vertex{{Pos: [3]float32{-g, 0, -g}, Normal: up}, {Pos: [3]float32{-g, 0, g}, Normal: up}, {Pos: [3]float32{g, 0, g}, Normal: up}, {Pos: [3]float32{g, 0, -g}, Normal: up}}
 	if dr.ground, err = dr.gfx.NewMesh(dr.reg, "ground", verts, []uint32{0, 1, 2, 0, 2, 3}, nil); err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (a *app) setupDrawing() error {
 	if err != nil {
 		return err
 	}
-	inst := make([]gpu.Instance, w.n)
+	inst := make([]gfx.Instance, w.n)
 	r := max(a.rig.Height, 1) * 0.3
 	for i := range inst {
 		// Under the character's root: its clip holds the root's
@@ -199,7 +199,7 @@ func (a *app) setupDrawing() error {
 		p, c := &w.place[i], roots[w.chars[i].clip]
 		x := p[0]*c[0] + p[8]*c[1] + p[12]
 		z := p[2]*c[0] + p[10]*c[1] + p[14]
-		inst[i] = gpu.Instance{Offset: [3]float32{x, 0, z}, Scale: r, Color: [4]float32{0.05, 0.05, 0.04, 0.45}}
+		inst[i] = gfx.Instance{Offset: [3]float32{x, 0, z}, Scale: r, Color: [4]float32{0.05, 0.05, 0.04, 0.45}}
 	}
 	if dr.shadow, err = dr.gfx.NewMesh(dr.reg, "shadow", dv, di, inst); err != nil {
 		return err
@@ -216,8 +216,8 @@ var (
 	groundColour = [4]float32{0.52, 0.50, 0.40, 1}
 )
 
-func sceneView() gpu.View {
-	v := gpu.DefaultView()
+func sceneView() gfx.View {
+	v := gfx.DefaultView()
 	v.Clear = [4]float32{skyColour[0], skyColour[1], skyColour[2], 1}
 	v.FogColor = skyColour
 	v.LightDir = [3]float32{0.45, -0.7, -0.55}
@@ -257,14 +257,14 @@ func clipRoots(r *rig.Rig) ([][2]float32, error) {
 
 // shadowDisc is a unit disc on the ground (y = 0), facing up: a centre and
 // 24 rim vertices; the shadow instances scale and place it.
-func shadowDisc() ([]gpu.Vertex, []uint32) {
+func shadowDisc() ([]gfx.Vertex, []uint32) {
 	const seg = 24
 	up := [3]float32{0, 1, 0}
-	v := []gpu.Vertex{{Normal: up}}
+	v := []gfx.Vertex{{Normal: up}}
 	var idx []uint32
 	for i := range seg {
 		a := 2 * math.Pi * float64(i) / seg
-		v = append(v, gpu.Vertex{Pos: [3]float32{float32(math.Cos(a)), 0, float32(math.Sin(a))}, Normal: up})
+		v = append(v, gfx.Vertex{Pos: [3]float32{float32(math.Cos(a)), 0, float32(math.Sin(a))}, Normal: up})
 		idx = append(idx, 0, uint32(1+i), uint32(1+(i+1)%seg))
 	}
 	return v, idx
@@ -382,7 +382,7 @@ func recordKernel(c *sched.Ctx, d *sched.TaskData) error {
 	}
 	st, err := dr.renderer.Record(c, dr.sorted, rec)
 	dr.lastRecord = st
-	if errors.Is(err, gpu.ErrFrameSkipped) {
+	if errors.Is(err, gfx.ErrFrameSkipped) {
 		dr.skipped++
 		return nil
 	}

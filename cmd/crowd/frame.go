@@ -20,7 +20,7 @@ import (
 //	N=4  [sample] [lm skin] [events gather sort record] [present]
 //
 // With N=4, recording frame f also waits for the submit of frame f-1 (a
-// gpu.Graphics frame begins only after the previous one ended), so the
+// gfx.Graphics frame begins only after the previous one ended), so the
 // submit overlaps the events, gathering and sorting of the next frame.
 func stagesFor(n int) (stageOf [numPhases]int) {
 	for ph := range stageOf {

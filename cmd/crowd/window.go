@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/gfx"
 	"github.com/vkjobs/vkjobs/gpu/present"
 )
 
@@ -23,7 +24,7 @@ func openWindow(width, height int, title string) (*window, error) {
 	return &window{w: pw}, nil
 }
 
-func (w *window) surface() gpu.Surface { return w.w }
+func (w *window) surface() gfx.Surface { return w.w }
 
 // extensions returns the Vulkan instance and device extensions the window
 // needs (surface, platform surface, swapchain).

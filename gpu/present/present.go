@@ -1,18 +1,18 @@
-// Package present opens windows with GLFW for package gpu's window
+// Package present opens windows with GLFW for package gpu/gfx's window
 // targets. It is the only package of the project that links GLFW and X11,
 // so command-line tools that render offscreen or only compute do not; it
-// hands package gpu a Vulkan surface through the gpu.Surface hook and
-// makes no Vulkan call itself (package gpu destroys the surface).
+// hands package gfx a Vulkan surface through the gfx.Surface hook and
+// makes no Vulkan call itself (package gfx destroys the surface).
 //
 // # Using it
 //
 //	win, err := present.Open(present.Config{Width: 1280, Height: 720, Title: "crowd"})
 //	if errors.Is(err, present.ErrNoDisplay) {
-//		// no display: render offscreen (gpu.GraphicsOptions{Width, Height})
+//		// no display: render offscreen (gfx.GraphicsOptions{Width, Height})
 //	}
 //	defer win.Close()
 //	dev, err := gpu.Open(win.DeviceOptions(gpu.Options{}))  // adds the surface and swapchain extensions
-//	g, err := gpu.NewGraphics(dev, gpu.GraphicsOptions{Surface: win, VSync: true})
+//	g, err := gfx.NewGraphics(dev, gfx.GraphicsOptions{Surface: win, VSync: true})
 //	for !win.ShouldClose() {
 //		present.PollEvents()          // resize events reach gpu through FramebufferSize
 //		... renderer.Record(ctx, sorted, g) ...   // BeginFrame recreates the swapchain after a resize
@@ -44,6 +44,7 @@ import (
 	"github.com/go-gl/glfw/v3.3/glfw"
 
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/gfx"
 )
 
 func init() { runtime.LockOSThread() }
@@ -68,7 +69,7 @@ type Config struct {
 }
 
 // Window is a GLFW window without a graphics API context, for Vulkan. It
-// implements gpu.Surface.
+// implements gfx.Surface.
 type Window struct {
 	win      *glfw.Window
 	fbW, fbH atomic.Int32 // framebuffer size, from the size callback
@@ -76,7 +77,7 @@ type Window struct {
 	closed   bool
 }
 
-var _ gpu.Surface = (*Window)(nil)
+var _ gfx.Surface = (*Window)(nil)
 
 // glfw state: initialised while at least one window is open.
 var (
@@ -301,7 +302,7 @@ func (w *Window) InstanceExtensions() []string {
 }
 
 // DeviceOptions returns o with the window's instance extensions and
-// gpu.SwapchainExtension added, for gpu.Open.
+// gfx.SwapchainExtension added, for gpu.Open.
 func (w *Window) DeviceOptions(o gpu.Options) gpu.Options {
 	add := func(list []string, names ...string) []string {
 		list = append([]string(nil), list...)
@@ -317,11 +318,11 @@ func (w *Window) DeviceOptions(o gpu.Options) gpu.Options {
 		return list
 	}
 	o.InstanceExtensions = add(o.InstanceExtensions, w.InstanceExtensions()...)
-	o.DeviceExtensions = add(o.DeviceExtensions, gpu.SwapchainExtension)
+	o.DeviceExtensions = add(o.DeviceExtensions, gfx.SwapchainExtension)
 	return o
 }
 
-// CreateSurface implements gpu.Surface: glfwCreateWindowSurface on the
+// CreateSurface implements gfx.Surface: glfwCreateWindowSurface on the
 // VkInstance handle instance. Package gpu owns (and destroys) the surface.
 func (w *Window) CreateSurface(instance unsafe.Pointer) (uint64, error) {
 	if w.closed {
@@ -340,7 +341,7 @@ func (w *Window) CreateSurface(instance unsafe.Pointer) (uint64, error) {
 	return *(*uint64)(ptr), nil
 }
 
-// FramebufferSize implements gpu.Surface: the drawable size in pixels
+// FramebufferSize implements gfx.Surface: the drawable size in pixels
 // last reported by GLFW's framebuffer-size callback (0×0 while
 // minimised). It makes no GLFW call.
 func (w *Window) FramebufferSize() (width, height int) {
@@ -375,7 +376,7 @@ func (w *Window) SetTitle(title string) {
 	putRequest(r)
 }
 
-// Close destroys the window (after the gpu.Graphics that draws into it was
+// Close destroys the window (after the gfx.Graphics that draws into it was
 // closed) and, with the last window, terminates GLFW. Calling it again
 // does nothing.
 func (w *Window) Close() {

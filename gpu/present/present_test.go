@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/gfx"
 	"github.com/vkjobs/vkjobs/gpu/present"
 	"github.com/vkjobs/vkjobs/render"
 	"github.com/vkjobs/vkjobs/sched"
@@ -128,7 +129,7 @@ func (l *msgLog) add(m gpu.Message) {
 }
 
 // TestWindowPresentsAndResizes opens a window (under Xvfb), draws frames
-// into its swapchain through render.Renderer and gpu.Graphics, with vsync
+// into its swapchain through render.Renderer and gfx.Graphics, with vsync
 // off (MAILBOX or IMMEDIATE) and on (FIFO), resizes it mid-way (the
 // framebuffer-size callback reaches gpu, which recreates the swapchain),
 // and checks that the validation layer reported nothing, leaks included.
@@ -171,7 +172,7 @@ func TestWindowPresentsAndResizes(t *testing.T) {
 
 	size := [2]int{320, 240}
 	for _, vsync := range []bool{false, true} {
-		g, err := gpu.NewGraphics(dev, gpu.GraphicsOptions{Surface: win, VSync: vsync})
+		g, err := gfx.NewGraphics(dev, gfx.GraphicsOptions{Surface: win, VSync: vsync})
 		must(t, err)
 		mode := g.PresentMode()
 		if vsync && mode != "FIFO" || !vsync && mode != "MAILBOX" && mode != "IMMEDIATE" && mode != "FIFO" {
@@ -179,7 +180,7 @@ func TestWindowPresentsAndResizes(t *testing.T) {
 		}
 		t.Logf("vsync %v: present mode %s", vsync, mode)
 		reg := render.NewRegistry()
-		pipe, err := g.AddPipeline(reg, gpu.Pipeline{Name: "lit"})
+		pipe, err := g.AddPipeline(reg, gfx.Pipeline{Name: "lit"})
 		must(t, err)
 		verts, idx := cube()
 		box, err := g.NewMesh(reg, "box", verts, idx, nil)
@@ -199,7 +200,7 @@ func TestWindowPresentsAndResizes(t *testing.T) {
 		frame := func() {
 			t.Helper()
 			present.PollEvents()
-			if _, err := rr.Record(main, sorted, g); err != nil && !errors.Is(err, gpu.ErrFrameSkipped) {
+			if _, err := rr.Record(main, sorted, g); err != nil && !errors.Is(err, gfx.ErrFrameSkipped) {
 				t.Fatal(err)
 			}
 		}
@@ -246,7 +247,7 @@ func TestWindowPresentsAndResizes(t *testing.T) {
 		size = [2]int{size[0] - 100, size[1] - 50}
 		win.SetSize(size[0], size[1])
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-			if _, err := rr.Record(main, sorted, g); err != nil && !errors.Is(err, gpu.ErrFrameSkipped) {
+			if _, err := rr.Record(main, sorted, g); err != nil && !errors.Is(err, gfx.ErrFrameSkipped) {
 				t.Fatal(err)
 			}
 			if w, h := g.Size(); w == size[0] && h == size[1] {
@@ -281,13 +282,13 @@ func must(t testing.TB, err error) {
 
 // cube returns a unit cube (half-size 1): 24 vertices with flat normals,
 // 36 indices, counter-clockwise seen from outside.
-func cube() ([]gpu.Vertex, []uint32) {
+func cube() ([]gfx.Vertex, []uint32) {
 	faces := [][3][3]float32{ // normal, u, v with u × v = normal
 		{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {{-1, 0, 0}, {0, 0, 1}, {0, 1, 0}},
 		{{0, 1, 0}, {0, 0, 1}, {1, 0, 0}}, {{0, -1, 0}, {1, 0, 0}, {0, 0, 1}},
 		{{0, 0, 1}, {1, 0, 0}, {0, 1, 0}}, {{0, 0, -1}, {0, 1, 0}, {1, 0, 0}},
 	}
-	var vs []gpu.Vertex
+	var vs []gfx.Vertex
 	var ix []uint32
 	for _, f := range faces {
 		base := uint32(len(vs))
@@ -296,7 +297,7 @@ func cube() ([]gpu.Vertex, []uint32) {
 			for k := range p {
 				p[k] = f[0][k] + c[0]*f[1][k] + c[1]*f[2][k]
 			}
-			vs = append(vs, gpu.Vertex{Pos: p, Normal: f[0]})
+			vs = append(vs, gfx.Vertex{Pos: p, Normal: f[0]})
 		}
 		ix = append(ix, base, base+1, base+2, base, base+2, base+3)
 	}

@@ -66,7 +66,7 @@ find . -type d -name testdata -not -path '*/.*' -not -path './out/*' -prune | so
 	mkdir -p "$P/pkg/$(dirname "${td#./}")"
 	cp -r "$td" "$P/pkg/$(dirname "${td#./}")/"
 done
-# The graphics tests of package gpu compile their shaders from gfx_shaders
+# The graphics tests of package gpu/gfx compile their shaders from gfx_shaders
 # only when glslc is installed; carry nothing else of the source tree.
 
 $GO build -ldflags="$LDFLAGS" -o "$P/bin/crowd" ./cmd/crowd

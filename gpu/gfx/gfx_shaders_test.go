@@ -1,4 +1,4 @@
-package gpu
+package gfx
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 
 // TestGfxShadersCurrent recompiles the graphics shaders with
 // gfx_shaders/gen.sh into a temporary directory and fails when a committed
-// .spv differs (run sh gpu/gfx_shaders/gen.sh after editing lit.vert or
+// .spv differs (run sh gpu/gfx/gfx_shaders/gen.sh after editing lit.vert or
 // lit.frag), or when gen.sh produces a file that is not committed.
 func TestGfxShadersCurrent(t *testing.T) {
 	for _, tool := range []string{"glslc", "spirv-val"} {
@@ -36,11 +36,11 @@ func TestGfxShadersCurrent(t *testing.T) {
 		name := filepath.Join("gfx_shaders", filepath.Base(f))
 		committed, err := os.ReadFile(name)
 		if err != nil {
-			t.Errorf("%s: %v (run sh gpu/gfx_shaders/gen.sh)", name, err)
+			t.Errorf("%s: %v (run sh gpu/gfx/gfx_shaders/gen.sh)", name, err)
 			continue
 		}
 		if !bytes.Equal(got, committed) {
-			t.Errorf("%s is stale: run sh gpu/gfx_shaders/gen.sh", name)
+			t.Errorf("%s is stale: run sh gpu/gfx/gfx_shaders/gen.sh", name)
 		}
 	}
 	for name, code := range map[string][]byte{"lit.vert": litVertSPV, "lit_inst.vert": litInstVertSPV, "lit.frag": litFragSPV} {

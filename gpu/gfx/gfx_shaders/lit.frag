@@ -2,7 +2,7 @@
 // pipelines: Lambert diffuse from one directional light plus an ambient
 // term (a hemisphere, sky above and ground below, when the two differ),
 // times the per-draw (and per-instance) colour, then exponential-squared
-// fog towards the fog colour with the distance from the eye (gpu.View);
+// fog towards the fog colour with the distance from the eye (gfx.View);
 // alpha passes through.
 #version 450
 

@@ -2,13 +2,13 @@
 // (see gpu/gfx_doc.go). Compiled twice by gen.sh: as is (lit.vert.spv) and
 // with -DINSTANCED (lit_inst.vert.spv).
 //
-// Interface (every custom vertex shader given to gpu.Pipeline follows it):
+// Interface (every custom vertex shader given to gfx.Pipeline follows it):
 //
-//	location 0, 1   binding 0, per vertex    position, normal (gpu.Vertex, 24 B;
+//	location 0, 1   binding 0, per vertex    position, normal (gfx.Vertex, 24 B;
 //	                                         kernels.SkinnedVertex has the same layout)
 //	location 2, 3   binding 1, per instance  offset.xyz + uniform scale, colour
-//	                                         (gpu.Instance, 32 B; instanced pipelines only)
-//	set 0 binding 0 uniform Frame            view-projection and light (gpu.View)
+//	                                         (gfx.Instance, 32 B; instanced pipelines only)
+//	set 0 binding 0 uniform Frame            view-projection and light (gfx.View)
 //	push constants  mat4 model, vec4 color   render.DrawPacket.PushConstants (80 B)
 //	out location 0, 1, 2                     world normal, colour, world position
 //	                                         (the built-in fragment shader's inputs)

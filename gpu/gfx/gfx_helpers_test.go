@@ -1,4 +1,4 @@
-package gpu
+package gfx
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-gl/mathgl/mgl32"
 
+	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/render"
 	"github.com/vkjobs/vkjobs/sched"
@@ -15,40 +16,40 @@ import (
 // gfxLog collects every debug-report message of a graphics test device.
 type gfxLog struct {
 	mu   sync.Mutex
-	msgs []Message
+	msgs []gpu.Message
 }
 
-func (l *gfxLog) add(m Message) {
+func (l *gfxLog) add(m gpu.Message) {
 	l.mu.Lock()
 	l.msgs = append(l.msgs, m)
 	l.mu.Unlock()
 }
 
-func (l *gfxLog) all() []Message {
+func (l *gfxLog) all() []gpu.Message {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]Message(nil), l.msgs...)
+	return append([]gpu.Message(nil), l.msgs...)
 }
 
 // gfxDevice opens a device of its own with validation for one graphics
 // test. Cleanup closes it and fails the test on any debug-report message
 // (error, warning or performance warning), including the leak reports of
 // vkDestroyDevice: a Vulkan object left behind fails the test.
-func gfxDevice(t testing.TB) (*Device, *gfxLog) {
+func gfxDevice(t testing.TB) (*gpu.Device, *gfxLog) {
 	t.Helper()
-	return gfxDeviceOpts(t, Options{})
+	return gfxDeviceOpts(t, gpu.Options{})
 }
 
 // gfxDeviceOpts is gfxDevice with options (ForceStaging: the memory path
 // of discrete GPUs).
-func gfxDeviceOpts(t testing.TB, opts Options) (*Device, *gfxLog) {
+func gfxDeviceOpts(t testing.TB, opts gpu.Options) (*gpu.Device, *gfxLog) {
 	t.Helper()
 	log := &gfxLog{}
 	opts.OnMessage = log.add
 	d := openTestDevice(t, opts)
 	t.Cleanup(func() {
 		if err := d.Close(); err != nil {
-			t.Errorf("Device.Close: %v", err)
+			t.Errorf("gpu.Device.Close: %v", err)
 		}
 		for _, m := range log.all() {
 			t.Errorf("validation: %v", m)
@@ -62,15 +63,15 @@ func gfxDeviceOpts(t testing.TB, opts Options) (*Device, *gfxLog) {
 type gfxEnv struct {
 	s    *sched.Scheduler
 	main *sched.Ctx
-	exec *Executor
+	exec *gpu.Executor
 	rr   *render.Renderer
 }
 
-func newGfxEnv(t testing.TB, d *Device, workers int, rc render.Config) *gfxEnv {
+func newGfxEnv(t testing.TB, d *gpu.Device, workers int, rc render.Config) *gfxEnv {
 	t.Helper()
 	reg := sched.NewRegistry()
 	must(t, kernels.Register(reg))
-	exec, err := NewExecutor(d, ExecutorOptions{})
+	exec, err := gpu.NewExecutor(d, gpu.ExecutorOptions{})
 	must(t, err)
 	s, err := sched.New(sched.Config{Workers: workers, Kernels: reg})
 	if err != nil {
@@ -192,7 +193,7 @@ func bend(axis [3]float32, angle float64) [charBones]kernels.Mat4 {
 // executor, writing their vertices into a new GPU buffer (character c's
 // vertices from byte c*len(verts)*24): the vertex buffer that graphics
 // then binds in place.
-func skinOnGPU(t testing.TB, e *gfxEnv, d *Device, verts []kernels.SkinVertex, pal [][charBones]kernels.Mat4) *Buffer {
+func skinOnGPU(t testing.TB, e *gfxEnv, d *gpu.Device, verts []kernels.SkinVertex, pal [][charBones]kernels.Mat4) *gpu.Buffer {
 	t.Helper()
 	nv, nc := uint32(len(verts)), uint32(len(pal))
 	out, err := d.NewBuffer(uint64(nv*nc) * VertexSize)

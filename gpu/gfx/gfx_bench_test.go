@@ -1,4 +1,4 @@
-package gpu
+package gfx
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/render"
 )
 
@@ -24,8 +25,8 @@ import (
 // fence wait of the frame two frames back is in the loop). Reports ns/draw
 // and allocations.
 func BenchmarkRecord(b *testing.B) {
-	benchOnce.Do(func() { benchDev, benchErr = Open(Options{}) })
-	if errors.Is(benchErr, ErrNoDevice) && os.Getenv("CI") != "true" {
+	benchOnce.Do(func() { benchDev, benchErr = gpu.Open(gpu.Options{}) })
+	if errors.Is(benchErr, gpu.ErrNoDevice) && os.Getenv("CI") != "true" {
 		b.Skipf("skipping: no Vulkan device (with CI=true this fails): %v", benchErr)
 	}
 	must(b, benchErr)

@@ -1,4 +1,4 @@
-package gpu
+package gfx
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/render"
 )
 
@@ -240,10 +241,10 @@ func TestGfxProtocolMisuse(t *testing.T) {
 		t.Error("ReadPixels into an image of the wrong size succeeded")
 	}
 	// Registration errors.
-	if _, err := g.AddMesh(nil, Mesh{Name: "empty"}); !errors.Is(err, ErrBadStream) {
+	if _, err := g.AddMesh(nil, Mesh{Name: "empty"}); !errors.Is(err, gpu.ErrBadStream) {
 		t.Errorf("AddMesh without vertices: %v", err)
 	}
-	if _, err := g.AddPipeline(nil, Pipeline{Name: "junk", VertexSPIRV: []byte("not spir-v at all")}); !errors.Is(err, ErrBadBinding) {
+	if _, err := g.AddPipeline(nil, Pipeline{Name: "junk", VertexSPIRV: []byte("not spir-v at all")}); !errors.Is(err, gpu.ErrBadBinding) {
 		t.Errorf("AddPipeline with junk SPIR-V: %v", err)
 	}
 	if _, err := g.NewMesh(nil, "bad index", []Vertex{{}}, []uint32{3}, nil); err == nil {
@@ -350,7 +351,7 @@ func randomDraws(t testing.TB, m *miniScene, nctx, per int) []*render.RenderCont
 // device is closed with a Graphics still open, the leaked objects.
 func TestGfxValidationIsOn(t *testing.T) {
 	log := &gfxLog{}
-	d := openTestDevice(t, Options{OnMessage: log.add})
+	d := openTestDevice(t, gpu.Options{OnMessage: log.add})
 	g, err := NewGraphics(d, GraphicsOptions{Width: 16, Height: 16})
 	if err != nil {
 		d.Close()
@@ -367,7 +368,7 @@ func TestGfxValidationIsOn(t *testing.T) {
 	}
 	n := len(log.all())
 	if err := d.Close(); err != nil {
-		t.Errorf("Device.Close: %v", err)
+		t.Errorf("gpu.Device.Close: %v", err)
 	}
 	leaks := 0
 	for _, m := range log.all()[n:] {
@@ -380,6 +381,6 @@ func TestGfxValidationIsOn(t *testing.T) {
 		t.Errorf("closing the device with a Graphics open reported no leaked objects; messages: %v", log.all()[n:])
 	}
 	if err := g.Close(); err == nil {
-		t.Error("Graphics.Close after Device.Close reported nothing")
+		t.Error("Graphics.Close after gpu.Device.Close reported nothing")
 	}
 }

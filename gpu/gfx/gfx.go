@@ -1,4 +1,4 @@
-package gpu
+package gfx
 
 import (
 	"errors"
@@ -12,6 +12,8 @@ import (
 
 	vk "github.com/vulkan-go/vulkan"
 
+	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/internal/devhook"
 	"github.com/vkjobs/vkjobs/render"
 )
 
@@ -21,8 +23,8 @@ import (
 //go:generate sh gfx_shaders/gen.sh
 
 // SwapchainExtension is the device extension a window target needs: open
-// the Device with it in Options.DeviceExtensions, and with the window
-// system's instance extensions in Options.InstanceExtensions (package
+// the gpu.Device with it in gpu.Options.DeviceExtensions, and with the window
+// system's instance extensions in gpu.Options.InstanceExtensions (package
 // gpu/present's DeviceOptions does both).
 const SwapchainExtension = "VK_KHR_swapchain"
 
@@ -47,21 +49,8 @@ var (
 	ErrFrameSkipped = errors.New("gpu: frame skipped: the window has no drawable area")
 )
 
-// VkResult values of the swapchain extension.
-const (
-	SuboptimalKHR       Result = 1000001003
-	ErrorOutOfDateKHR   Result = -1000001004
-	ErrorSurfaceLostKHR Result = -1000000000
-)
-
-func init() {
-	resultNames[SuboptimalKHR] = "VK_SUBOPTIMAL_KHR"
-	resultNames[ErrorOutOfDateKHR] = "VK_ERROR_OUT_OF_DATE_KHR"
-	resultNames[ErrorSurfaceLostKHR] = "VK_ERROR_SURFACE_LOST_KHR"
-}
-
-// Surface is the hook through which a window system hands package gpu a
-// Vulkan surface, so that package gpu links no window system (package
+// Surface is the hook through which a window system hands package gfx a
+// Vulkan surface, so that package gfx links no window system (package
 // gpu/present implements it with GLFW).
 type Surface interface {
 	// CreateSurface creates a VkSurfaceKHR on the VkInstance handle
@@ -94,7 +83,7 @@ type GraphicsOptions struct {
 	FramesInFlight int
 	// FenceTimeout bounds each wait for an earlier frame and for a
 	// swapchain image (default 10 s); an expired wait fails BeginFrame
-	// with an error wrapping ErrTimeout.
+	// with an error wrapping gpu.ErrTimeout.
 	FenceTimeout time.Duration
 }
 
@@ -170,6 +159,14 @@ type frameUniforms struct {
 
 const frameUniformBytes = uint64(unsafe.Sizeof(frameUniforms{}))
 
+// check turns a VkResult into nil or a *gpu.VkError naming the call.
+func check(call string, r gpu.Result) error {
+	if r == gpu.Success {
+		return nil
+	}
+	return &gpu.VkError{Call: call, Result: r}
+}
+
 // pushConstantBytes is the push-constant range of every pipeline:
 // render.DrawPacket.PushConstants (mat4 model, vec4 colour).
 const pushConstantBytes = render.PushConstantsSize
@@ -198,7 +195,9 @@ type GraphicsStats struct {
 // must be called between frames, by the thread that records, never
 // during render.Renderer.Record.
 type Graphics struct {
-	d    *Device
+	d    *gpu.Device
+	dh   devhook.Device  // d's internals
+	hnd  devhook.Handles // d's Vulkan handles
 	t    gfxTable
 	opts GraphicsOptions
 
@@ -225,7 +224,7 @@ type Graphics struct {
 	workers []gfxWorker
 	pipes   []*gfxPipeline // PipelineID i is pipes[i-1]
 	meshes  []*gfxMesh     // MeshID i is meshes[i-1]
-	owned   []*Buffer      // buffers made by NewMesh
+	owned   []*gpu.Buffer  // buffers made by NewMesh
 
 	view     View
 	uniforms frameUniforms
@@ -249,9 +248,9 @@ func (g *Graphics) newImage(format, w, h, usage, aspect uint32) (gfxImage, error
 		g.destroyImage(&im)
 		return gfxImage{}, fmt.Errorf("%w (%dx%d, format %d)", err, w, h, format)
 	}
-	ti, ok := g.d.findMemType(bits, vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit), 0)
+	ti, ok := g.dh.FindMemType(bits, vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit), 0)
 	if !ok {
-		ti, ok = g.d.findMemType(bits, 0, 0)
+		ti, ok = g.dh.FindMemType(bits, 0, 0)
 	}
 	if !ok {
 		g.destroyImage(&im)
@@ -297,9 +296,9 @@ type gfxFrame struct {
 	used       []int                // per worker: secondaries taken this frame
 	ranges     []vk.CommandBuffer   // by range index: the secondary that recorded it
 	acquireSem uint64               // window: signalled when the swapchain image is ready
-	ubo        memBlock             // frameUniforms, host-visible
+	ubo        devhook.Block        // frameUniforms, host-visible
 	set        uint64               // descriptor set of ubo
-	readback   memBlock             // offscreen: the colour image's pixels after the frame
+	readback   devhook.Block        // offscreen: the colour image's pixels after the frame
 }
 
 // gfxWorker is the recording state of one worker (one range at a time),
@@ -326,8 +325,9 @@ func (w *gfxWorker) fail(err error) {
 // the render pass, the shared pipeline layout, the target and the frames
 // in flight; pipelines and meshes are added with AddPipeline and AddMesh
 // (or NewMesh). Close it before closing d.
-func NewGraphics(d *Device, opts GraphicsOptions) (*Graphics, error) {
-	if err := d.usable(); err != nil {
+func NewGraphics(d *gpu.Device, opts GraphicsOptions) (*Graphics, error) {
+	dh := devhook.DeviceOf(d)
+	if err := dh.Usable(); err != nil {
 		return nil, err
 	}
 	if opts.FramesInFlight <= 0 {
@@ -339,17 +339,18 @@ func NewGraphics(d *Device, opts GraphicsOptions) (*Graphics, error) {
 	if opts.Surface == nil && (opts.Width <= 0 || opts.Height <= 0 || opts.Width > 16384 || opts.Height > 16384) {
 		return nil, fmt.Errorf("gpu: NewGraphics: offscreen size %dx%d outside 1..16384 (or set a Surface)", opts.Width, opts.Height)
 	}
-	if opts.Surface != nil && !hasString(d.opts.DeviceExtensions, SwapchainExtension) {
-		return nil, fmt.Errorf("gpu: NewGraphics: a window target needs the device extension %s and the window's instance extensions: open the Device with them (gpu/present.DeviceOptions)", SwapchainExtension)
+	if opts.Surface != nil && !hasString(dh.DeviceExtensions(), SwapchainExtension) {
+		return nil, fmt.Errorf("gpu: NewGraphics: a window target needs the device extension %s and the window's instance extensions: open the gpu.Device with them (gpu/present.DeviceOptions)", SwapchainExtension)
 	}
-	if d.lim.maxPushConstants < pushConstantBytes {
-		return nil, fmt.Errorf("gpu: NewGraphics: the device has %d bytes of push constants, draws need %d", d.lim.maxPushConstants, pushConstantBytes)
+	if dh.MaxPushConstants() < pushConstantBytes {
+		return nil, fmt.Errorf("gpu: NewGraphics: the device has %d bytes of push constants, draws need %d", dh.MaxPushConstants(), pushConstantBytes)
 	}
-	t, err := newGfxTable(d, opts.Surface != nil)
+	h := dh.Handles()
+	t, err := newGfxTable(h, opts.Surface != nil)
 	if err != nil {
 		return nil, err
 	}
-	g := &Graphics{d: d, t: t, opts: opts, last: -1}
+	g := &Graphics{d: d, dh: dh, hnd: h, t: t, opts: opts, last: -1}
 	g.SetView(DefaultView())
 	ok := false
 	defer func() {
@@ -358,7 +359,7 @@ func NewGraphics(d *Device, opts GraphicsOptions) (*Graphics, error) {
 		}
 	}()
 	var p vk.PhysicalDeviceProperties
-	vk.GetPhysicalDeviceProperties(d.phys, &p)
+	vk.GetPhysicalDeviceProperties(h.Physical, &p)
 	p.Deref()
 	p.Limits.Deref()
 	g.maxViewport = p.Limits.MaxViewportDimensions
@@ -450,12 +451,12 @@ func (g *Graphics) createOffscreen(w, h uint32) error {
 
 func (g *Graphics) newFrame(f *gfxFrame) error {
 	t := g.t
-	var r Result
-	if f.fence, r = t.fence(true); r != Success {
+	var r gpu.Result
+	if f.fence, r = t.fence(true); r != gpu.Success {
 		return check("vkCreateFence", r)
 	}
-	pool, r := t.commandPool(g.d.qfam)
-	if r != Success {
+	pool, r := t.commandPool(g.hnd.QueueFamily)
+	if r != gpu.Success {
 		return check("vkCreateCommandPool", r)
 	}
 	f.pools = append(f.pools, pool)
@@ -465,19 +466,19 @@ func (g *Graphics) newFrame(f *gfxFrame) error {
 	}
 	f.primary = cbs[0]
 	if g.sc != nil {
-		if f.acquireSem, r = t.semaphore(); r != Success {
+		if f.acquireSem, r = t.semaphore(); r != gpu.Success {
 			return check("vkCreateSemaphore", r)
 		}
 	}
 	var err error
-	if f.ubo, err = g.d.newBlock(frameUniformBytes, memStaging); err != nil {
+	if f.ubo, err = g.dh.NewStagingBlock(frameUniformBytes); err != nil {
 		return err
 	}
-	if f.set, r = t.frameSet(g.descPool, g.setLayout, f.ubo.buf, frameUniformBytes); r != Success {
+	if f.set, r = t.frameSet(g.descPool, g.setLayout, f.ubo.Buf, frameUniformBytes); r != gpu.Success {
 		return check("vkAllocateDescriptorSets", r)
 	}
 	if g.off != nil {
-		if f.readback, err = g.d.newBlock(uint64(g.w)*uint64(g.h)*4, memStaging); err != nil {
+		if f.readback, err = g.dh.NewStagingBlock(uint64(g.w) * uint64(g.h) * 4); err != nil {
 			return err
 		}
 	}
@@ -492,8 +493,8 @@ func (g *Graphics) destroyFrame(f *gfxFrame) {
 	f.pools, f.secs, f.used, f.ranges, f.primary = nil, nil, nil, nil, nil
 	t.destroy(objFence, &f.fence)
 	t.destroy(objSemaphore, &f.acquireSem)
-	g.d.freeBlock(&f.ubo)
-	g.d.freeBlock(&f.readback)
+	g.dh.FreeBlock(&f.ubo)
+	g.dh.FreeBlock(&f.readback)
 	f.set = 0 // freed with the descriptor pool
 }
 
@@ -538,7 +539,7 @@ func (g *Graphics) Offscreen() bool { return g.off != nil }
 func (g *Graphics) Stats() GraphicsStats { return g.stats }
 
 // Device returns the Graphics' device.
-func (g *Graphics) Device() *Device { return g.d }
+func (g *Graphics) Device() *gpu.Device { return g.d }
 
 // ensureWorkers makes room for n workers in the recording state and in
 // frame f (pools of secondaries). It allocates only when n grows.
@@ -547,7 +548,7 @@ func (g *Graphics) ensureWorkers(f *gfxFrame, n int) error {
 		g.workers = append(g.workers, make([]gfxWorker, n-len(g.workers))...)
 	}
 	for len(f.pools) < 1+n {
-		pool, r := g.t.commandPool(g.d.qfam)
+		pool, r := g.t.commandPool(g.hnd.QueueFamily)
 		if err := check("vkCreateCommandPool", r); err != nil {
 			return err
 		}
@@ -562,10 +563,10 @@ func (g *Graphics) ensureWorkers(f *gfxFrame, n int) error {
 
 // failVk turns a failed result into an error, marking the device lost
 // when the result says so.
-func (g *Graphics) failVk(call string, r Result) error {
+func (g *Graphics) failVk(call string, r gpu.Result) error {
 	err := check(call, r)
-	if r == ErrorDeviceLost {
-		g.d.markLost(err)
+	if r == gpu.ErrorDeviceLost {
+		g.dh.MarkLost(err)
 	}
 	return err
 }
@@ -578,10 +579,10 @@ func (g *Graphics) Wait() error {
 			continue
 		}
 		r := g.t.waitFence(f.fence, uint64(g.opts.FenceTimeout))
-		if r == Timeout {
-			return fmt.Errorf("%w: frame %d not complete after %v", ErrTimeout, i, g.opts.FenceTimeout)
+		if r == gpu.Timeout {
+			return fmt.Errorf("%w: frame %d not complete after %v", gpu.ErrTimeout, i, g.opts.FenceTimeout)
 		}
-		if r != Success {
+		if r != gpu.Success {
 			return g.failVk("vkWaitForFences", r)
 		}
 	}
@@ -604,13 +605,13 @@ func (g *Graphics) ReadPixels(img *image.RGBA) error {
 		return fmt.Errorf("gpu: ReadPixels: the image must be %dx%d", w, h)
 	}
 	f := &g.frames[g.last]
-	if r := g.t.waitFence(f.fence, uint64(g.opts.FenceTimeout)); r != Success {
-		if r == Timeout {
-			return fmt.Errorf("%w: ReadPixels: the frame is not complete after %v", ErrTimeout, g.opts.FenceTimeout)
+	if r := g.t.waitFence(f.fence, uint64(g.opts.FenceTimeout)); r != gpu.Success {
+		if r == gpu.Timeout {
+			return fmt.Errorf("%w: ReadPixels: the frame is not complete after %v", gpu.ErrTimeout, g.opts.FenceTimeout)
 		}
 		return g.failVk("vkWaitForFences", r)
 	}
-	src := f.readback.mapped
+	src := f.readback.Mapped
 	for y := range h {
 		o := img.PixOffset(img.Rect.Min.X, img.Rect.Min.Y+y)
 		copy(img.Pix[o:o+4*w], src[4*w*y:4*w*(y+1)])
@@ -642,21 +643,21 @@ func (g *Graphics) WritePNG(w io.Writer) error {
 // Graphics owns: frames, pipelines, meshes (dropping its references to
 // their buffers; buffers made by NewMesh are closed), the target and, for
 // a window, the swapchain and the surface. Close the Graphics before its
-// Device: after Device.Close it only reports that its objects leaked.
+// Device: after gpu.Device.Close it only reports that its objects leaked.
 // Calling Close again returns nil.
 func (g *Graphics) Close() error {
 	if g.closed {
 		return nil
 	}
 	g.closed = true
-	if g.d.dev == nil || g.d.closing.Load() {
-		return errors.New("gpu: Graphics.Close after Device.Close: its Vulkan objects leaked (close the Graphics first)")
+	if g.dh.Closed() {
+		return errors.New("gpu: Graphics.Close after gpu.Device.Close: its Vulkan objects leaked (close the Graphics first)")
 	}
 	var err error
-	g.d.qmu.Lock()
-	r := g.t.queueWaitIdle(g.d.queue)
-	g.d.qmu.Unlock()
-	if r != Success && r != ErrorDeviceLost {
+	g.dh.QueueLock().Lock()
+	r := g.t.queueWaitIdle(g.hnd.Queue)
+	g.dh.QueueLock().Unlock()
+	if r != gpu.Success && r != gpu.ErrorDeviceLost {
 		err = check("vkQueueWaitIdle", r)
 	}
 	g.destroy()

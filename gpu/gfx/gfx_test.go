@@ -1,4 +1,4 @@
-package gpu
+package gfx
 
 import (
 	"bytes"
@@ -12,11 +12,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/render"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite gpu/testdata/gfx_golden.png from this run")
+var updateGolden = flag.Bool("update", false, "rewrite gpu/gfx/testdata/gfx_golden.png from this run")
 
 // Golden image tolerance: a pixel matches when every channel differs by at
 // most goldenTol; the image matches when at least goldenFrac of its pixels
@@ -44,7 +45,7 @@ type scene struct {
 // cube mesh), a row of three instanced boxes, two characters skinned on
 // the GPU by kernels.SkinLBS (their vertices drawn straight from the
 // kernel's output buffer) and a translucent box; fill gathers the draws.
-func buildScene(t testing.TB, e *gfxEnv, d *Device, g *Graphics) *scene {
+func buildScene(t testing.TB, e *gfxEnv, d *gpu.Device, g *Graphics) *scene {
 	t.Helper()
 	sc := &scene{reg: render.NewRegistry()}
 	var err error
@@ -147,7 +148,7 @@ func renderScene(t testing.TB, e *gfxEnv, g *Graphics, sc *scene) render.RecordS
 	return st
 }
 
-func newOffscreen(t testing.TB, d *Device, w, h int) *Graphics {
+func newOffscreen(t testing.TB, d *gpu.Device, w, h int) *Graphics {
 	t.Helper()
 	g, err := NewGraphics(d, GraphicsOptions{Width: w, Height: h})
 	must(t, err)
@@ -168,7 +169,7 @@ func sceneView() View {
 // TestGfxGolden renders the scene offscreen through the real Recorder
 // (render.Renderer.MergeSort and Record on a 2-worker scheduler, 3 ranges
 // recorded into secondary command buffers) and compares it with
-// testdata/gfx_golden.png (go test ./gpu -run TestGfxGolden -update
+// testdata/gfx_golden.png (go test ./gpu/gfx -run TestGfxGolden -update
 // rewrites it).
 func TestGfxGolden(t *testing.T) {
 	t.Run("direct", func(t *testing.T) { testGfxGolden(t, false) })
@@ -179,7 +180,7 @@ func TestGfxGolden(t *testing.T) {
 }
 
 func testGfxGolden(t *testing.T, staging bool) {
-	d, _ := gfxDeviceOpts(t, Options{ForceStaging: staging})
+	d, _ := gfxDeviceOpts(t, gpu.Options{ForceStaging: staging})
 	e := newGfxEnv(t, d, 2, render.Config{Ranges: 3, MinRange: 1})
 	g := newOffscreen(t, d, goldenW, goldenH)
 	g.SetView(sceneView())
@@ -294,7 +295,7 @@ func readPNG(t testing.TB, path string) *image.RGBA {
 	t.Helper()
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("%s is missing: run go test ./gpu -run TestGfxGolden -update", path)
+		t.Fatalf("%s is missing: run go test ./gpu/gfx -run TestGfxGolden -update", path)
 	}
 	must(t, err)
 	defer f.Close()

@@ -1,4 +1,4 @@
-package gpu
+package gfx
 
 // Graphics: design notes (the package documentation is in doc.go).
 //
@@ -25,21 +25,21 @@ package gpu
 //		opts = win.DeviceOptions(opts) // surface + swapchain extensions
 //	}
 //	dev, _ := gpu.Open(opts)
-//	gopts := gpu.GraphicsOptions{Width: 1280, Height: 720} // offscreen...
+//	gopts := gfx.GraphicsOptions{Width: 1280, Height: 720} // offscreen...
 //	if win != nil {
-//		gopts = gpu.GraphicsOptions{Surface: win, VSync: true} // ...or the window
+//		gopts = gfx.GraphicsOptions{Surface: win, VSync: true} // ...or the window
 //	}
-//	g, _ := gpu.NewGraphics(dev, gopts)
+//	g, _ := gfx.NewGraphics(dev, gopts)
 //
 //	// Registration (before the frame loop): pipelines and meshes get
 //	// render IDs from the same render.Registry MergeSort validates against.
 //	reg := render.NewRegistry()
-//	lit, _ := g.AddPipeline(reg, gpu.Pipeline{Name: "lit"})
-//	skinned, _ := dev.NewBuffer(uint64(chars*nv) * gpu.VertexSize) // the skinning kernel's Out[0]
+//	lit, _ := g.AddPipeline(reg, gfx.Pipeline{Name: "lit"})
+//	skinned, _ := dev.NewBuffer(uint64(chars*nv) * gfx.VertexSize) // the skinning kernel's Out[0]
 //	ib, _ := dev.NewBuffer(4 * uint64(len(indices)))                // ib.Write(0, index bytes)
 //	for c := range chars {                                          // one mesh per character
-//		id, _ := g.AddMesh(reg, gpu.Mesh{Name: "char", Vertices: skinned,
-//			VertexOffset: uint64(c*nv) * gpu.VertexSize, VertexCount: nv,
+//		id, _ := g.AddMesh(reg, gfx.Mesh{Name: "char", Vertices: skinned,
+//			VertexOffset: uint64(c*nv) * gfx.VertexSize, VertexCount: nv,
 //			Indices: ib, IndexCount: uint32(len(indices))})
 //		meshOf[c] = id
 //	}
@@ -49,10 +49,10 @@ package gpu
 //	// Affinity sched.GPU) and wait for it; gather DrawPackets (Pipeline: lit,
 //	// Mesh: meshOf[c], VertexCount: len(indices), InstanceCount: 1, Model, Color)
 //	// into contexts; then:
-//	g.SetView(gpu.View{ViewProj: mgl32.Mat4(gpu.VulkanClip(proj)).Mul4(view), LightDir: ..., ...})
+//	g.SetView(gfx.View{ViewProj: mgl32.Mat4(gfx.VulkanClip(proj)).Mul4(view), LightDir: ..., ...})
 //	sorted, _ := renderer.MergeSort(mainCtx, ctxs, reg)
 //	_, err = renderer.Record(mainCtx, sorted, g) // records in parallel, submits, presents
-//	if errors.Is(err, gpu.ErrFrameSkipped) { present.WaitEvents(...) } // minimised
+//	if errors.Is(err, gfx.ErrFrameSkipped) { present.WaitEvents(...) } // minimised
 //	g.ReadPixels(img) // offscreen: the last frame's pixels (png.Encode(w, img))
 //
 // # Render pass and targets
@@ -111,8 +111,10 @@ package gpu
 // ever before and then reused every frame (reset with the pool), so steady
 // state allocates neither Go nor C memory (TestGfxFrameAllocs: 0 allocations
 // for a frame of 2000 draws, submit and read-back included). All calls
-// that pass arrays or structs go through the C shim (gfx_shim.c), as for
-// compute; the per-draw call takes a pointer to pointer-free bytes, which
+// that pass arrays or structs go through the C shim (gfx_shim.c), as
+// package gpu's compute calls go through its shim.c; its functions are
+// loaded through package gpu's vkGetInstanceProcAddr, the process's one
+// loader. The per-draw call takes a pointer to pointer-free bytes, which
 // cgo passes without a run-time check.
 //
 // A secondary inherits nothing, so every range starts by binding the
@@ -122,8 +124,8 @@ package gpu
 //
 // # Synchronisation with compute
 //
-// Compute (the Executor) and graphics submit to the same queue, under the
-// device's queue lock. Each frame's primary starts with a barrier from
+// Compute (gpu.Executor) and graphics submit to the same queue, under the
+// device's queue lock (reached through gpu/internal/devhook). Each frame's primary starts with a barrier from
 // compute-shader, transfer and host writes to vertex-input, vertex- and
 // fragment-shader reads, so a buffer written by a kernel whose task
 // completed before the frame is read correctly as vertices; it ends with a

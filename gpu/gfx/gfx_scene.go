@@ -1,4 +1,4 @@
-package gpu
+package gfx
 
 import (
 	_ "embed"
@@ -8,7 +8,9 @@ import (
 
 	vk "github.com/vulkan-go/vulkan"
 
+	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/bind"
+	"github.com/vkjobs/vkjobs/gpu/internal/devhook"
 	"github.com/vkjobs/vkjobs/render"
 )
 
@@ -92,7 +94,7 @@ type gfxPipeline struct {
 }
 
 // Mesh describes a mesh whose data already lives in GPU buffers: the
-// skinning kernel's output, or buffers filled with Buffer.Write. The
+// skinning kernel's output, or buffers filled with gpu.Buffer.Write. The
 // Graphics holds a reference to each buffer until it closes, so closing
 // a buffer while its mesh is registered is safe (the memory stays).
 //
@@ -108,20 +110,20 @@ type Mesh struct {
 	// Vertices holds VertexCount Vertex values from byte VertexOffset (a
 	// multiple of 4): e.g. the skinning kernel's output stream, one
 	// character's vertices at offset character*verticesPerCharacter*24.
-	Vertices     *Buffer
+	Vertices     *gpu.Buffer
 	VertexOffset uint64
 	VertexCount  uint32
 	// Indices, when set, holds IndexCount indices (uint32, or uint16 with
 	// Index16) from byte IndexOffset (a multiple of the index size); the
 	// indices must be below VertexCount (not checked for GPU-written
 	// buffers: an index beyond the vertices reads undefined data).
-	Indices     *Buffer
+	Indices     *gpu.Buffer
 	IndexOffset uint64
 	IndexCount  uint32
 	Index16     bool
 	// Instances, when set, holds InstanceCount Instance values from byte
 	// InstanceOffset (a multiple of 4), for instanced pipelines.
-	Instances      *Buffer
+	Instances      *gpu.Buffer
 	InstanceOffset uint64
 	InstanceCount  uint32
 }
@@ -135,12 +137,12 @@ type gfxMesh struct {
 	inst, instOff  uint64
 	vcount, icount uint32
 	instCount      uint32
-	refs           []*Buffer
+	refs           []*gpu.Buffer
 }
 
 func (m *gfxMesh) release() {
 	for _, b := range m.refs {
-		b.release()
+		devhook.BufferOf(b).Release()
 	}
 	m.refs = nil
 }
@@ -149,13 +151,13 @@ func (m *gfxMesh) release() {
 // reaches the driver (lavapipe may crash on malformed SPIR-V).
 func checkSPIRV(code []byte, what string) error {
 	if len(code) < 20 || len(code)%4 != 0 {
-		return fmt.Errorf("%w: %s: %d bytes is not a SPIR-V module", ErrBadBinding, what, len(code))
+		return fmt.Errorf("%w: %s: %d bytes is not a SPIR-V module", gpu.ErrBadBinding, what, len(code))
 	}
 	if m := binary.LittleEndian.Uint32(code); m != bind.SPVMagic {
-		return fmt.Errorf("%w: %s: magic %#x is not SPIR-V's", ErrBadBinding, what, m)
+		return fmt.Errorf("%w: %s: magic %#x is not SPIR-V's", gpu.ErrBadBinding, what, m)
 	}
 	if v := binary.LittleEndian.Uint32(code[4:]); v > 0x00010000 {
-		return fmt.Errorf("%w: %s: SPIR-V version %#x is newer than 1.0 (compile with --target-env=vulkan1.0)", ErrBadBinding, what, v)
+		return fmt.Errorf("%w: %s: SPIR-V version %#x is newer than 1.0 (compile with --target-env=vulkan1.0)", gpu.ErrBadBinding, what, v)
 	}
 	return nil
 }
@@ -167,7 +169,7 @@ func checkSPIRV(code []byte, what string) error {
 // milliseconds on lavapipe); do it before the frame loop.
 func (g *Graphics) AddPipeline(reg *render.Registry, p Pipeline) (render.PipelineID, error) {
 	if g.closed || g.t.p == nil {
-		return 0, fmt.Errorf("gpu: AddPipeline: Graphics %w", ErrClosed)
+		return 0, fmt.Errorf("gpu: AddPipeline: Graphics %w", gpu.ErrClosed)
 	}
 	vert, frag := p.VertexSPIRV, p.FragmentSPIRV
 	if vert == nil {
@@ -199,19 +201,19 @@ func (g *Graphics) AddPipeline(reg *render.Registry, p Pipeline) (render.Pipelin
 	t := g.t
 	vm, r := t.shaderModule(vert)
 	defer t.destroy(objShaderModule, &vm)
-	if r != Success {
-		return 0, fmt.Errorf("gpu: AddPipeline %q: vertex shader: %w: %w", p.Name, ErrBadBinding, check("vkCreateShaderModule", r))
+	if r != gpu.Success {
+		return 0, fmt.Errorf("gpu: AddPipeline %q: vertex shader: %w: %w", p.Name, gpu.ErrBadBinding, check("vkCreateShaderModule", r))
 	}
 	fm, r := t.shaderModule(frag)
 	defer t.destroy(objShaderModule, &fm)
-	if r != Success {
-		return 0, fmt.Errorf("gpu: AddPipeline %q: fragment shader: %w: %w", p.Name, ErrBadBinding, check("vkCreateShaderModule", r))
+	if r != gpu.Success {
+		return 0, fmt.Errorf("gpu: AddPipeline %q: fragment shader: %w: %w", p.Name, gpu.ErrBadBinding, check("vkCreateShaderModule", r))
 	}
 	// The pipeline cache is shared with compute pipelines; VkPipelineCache
 	// is internally synchronised.
-	pipe, r := t.graphicsPipeline(g.d.pcache, &pipeDesc{vert: vm, frag: fm, layout: g.pipeLayout, renderPass: g.renderPass,
+	pipe, r := t.graphicsPipeline(g.hnd.PipelineCache, &pipeDesc{vert: vm, frag: fm, layout: g.pipeLayout, renderPass: g.renderPass,
 		instanced: p.Instanced, blend: p.Blend, depthTest: !p.NoDepthTest, cull: cull})
-	if r != Success {
+	if r != gpu.Success {
 		return 0, fmt.Errorf("gpu: AddPipeline %q: %w", p.Name, g.failVk("vkCreateGraphicsPipelines", r))
 	}
 	gp := &gfxPipeline{name: p.Name, pipe: pipe, instanced: p.Instanced}
@@ -236,19 +238,19 @@ func (g *Graphics) AddPipeline(reg *render.Registry, p Pipeline) (render.Pipelin
 }
 
 // bufRange checks that count elements of size bytes from off lie in b.
-func bufRange(b *Buffer, off uint64, count uint32, size, align uint64, what string) error {
+func bufRange(b *gpu.Buffer, off uint64, count uint32, size, align uint64, what string) error {
 	switch {
 	case b == nil:
-		return fmt.Errorf("%w: %s: nil buffer", ErrBadStream, what)
-	case b.closed.Load() || b.gone.Load():
-		return fmt.Errorf("%w: %s: buffer %d is closed", ErrBadStream, what, b.id)
+		return fmt.Errorf("%w: %s: nil buffer", gpu.ErrBadStream, what)
+	case devhook.BufferOf(b).Closed():
+		return fmt.Errorf("%w: %s: buffer %d is closed", gpu.ErrBadStream, what, b.ID())
 	case count == 0:
-		return fmt.Errorf("%w: %s: count 0", ErrBadStream, what)
+		return fmt.Errorf("%w: %s: count 0", gpu.ErrBadStream, what)
 	case off%align != 0:
-		return fmt.Errorf("%w: %s: offset %d is not a multiple of %d", ErrBadStream, what, off, align)
-	case off > b.blk.size || uint64(count)*size > b.blk.size-off:
+		return fmt.Errorf("%w: %s: offset %d is not a multiple of %d", gpu.ErrBadStream, what, off, align)
+	case off > b.Size() || uint64(count)*size > b.Size()-off:
 		return fmt.Errorf("%w: %s: %d elements of %d bytes from offset %d exceed buffer %d of %d bytes",
-			ErrBadStream, what, count, size, off, b.id, b.blk.size)
+			gpu.ErrBadStream, what, count, size, off, b.ID(), b.Size())
 	}
 	return nil
 }
@@ -258,14 +260,14 @@ func bufRange(b *Buffer, off uint64, count uint32, size, align uint64, what stri
 // each buffer until Close.
 func (g *Graphics) AddMesh(reg *render.Registry, m Mesh) (render.MeshID, error) {
 	if g.closed || g.t.p == nil {
-		return 0, fmt.Errorf("gpu: AddMesh: Graphics %w", ErrClosed)
+		return 0, fmt.Errorf("gpu: AddMesh: Graphics %w", gpu.ErrClosed)
 	}
 	gm := &gfxMesh{name: m.Name, vcount: m.VertexCount}
 	if err := bufRange(m.Vertices, m.VertexOffset, m.VertexCount, VertexSize, 4, "vertices"); err != nil {
 		return 0, fmt.Errorf("gpu: AddMesh %q: %w", m.Name, err)
 	}
-	gm.vbuf, gm.voff = bufferU64(m.Vertices.blk.buf), m.VertexOffset
-	bufs := []*Buffer{m.Vertices}
+	gm.vbuf, gm.voff = bufferU64(devhook.BufferOf(m.Vertices).Handle()), m.VertexOffset
+	bufs := []*gpu.Buffer{m.Vertices}
 	if m.Indices != nil {
 		size, it := uint64(4), uint32(2)
 		if m.Index16 {
@@ -274,7 +276,7 @@ func (g *Graphics) AddMesh(reg *render.Registry, m Mesh) (render.MeshID, error) 
 		if err := bufRange(m.Indices, m.IndexOffset, m.IndexCount, size, size, "indices"); err != nil {
 			return 0, fmt.Errorf("gpu: AddMesh %q: %w", m.Name, err)
 		}
-		gm.ibuf, gm.ioff, gm.indexType, gm.icount = bufferU64(m.Indices.blk.buf), m.IndexOffset, it, m.IndexCount
+		gm.ibuf, gm.ioff, gm.indexType, gm.icount = bufferU64(devhook.BufferOf(m.Indices).Handle()), m.IndexOffset, it, m.IndexCount
 		bufs = append(bufs, m.Indices)
 	} else if m.IndexCount != 0 {
 		return 0, fmt.Errorf("gpu: AddMesh %q: IndexCount %d without an index buffer", m.Name, m.IndexCount)
@@ -283,13 +285,13 @@ func (g *Graphics) AddMesh(reg *render.Registry, m Mesh) (render.MeshID, error) 
 		if err := bufRange(m.Instances, m.InstanceOffset, m.InstanceCount, InstanceSize, 4, "instances"); err != nil {
 			return 0, fmt.Errorf("gpu: AddMesh %q: %w", m.Name, err)
 		}
-		gm.inst, gm.instOff, gm.instCount = bufferU64(m.Instances.blk.buf), m.InstanceOffset, m.InstanceCount
+		gm.inst, gm.instOff, gm.instCount = bufferU64(devhook.BufferOf(m.Instances).Handle()), m.InstanceOffset, m.InstanceCount
 		bufs = append(bufs, m.Instances)
 	}
 	for _, b := range bufs {
-		if !b.acquire() {
+		if !devhook.BufferOf(b).Acquire() {
 			gm.release()
-			return 0, fmt.Errorf("gpu: AddMesh %q: %w: buffer %d is closed", m.Name, ErrBadStream, b.id)
+			return 0, fmt.Errorf("gpu: AddMesh %q: %w: buffer %d is closed", m.Name, gpu.ErrBadStream, b.ID())
 		}
 		gm.refs = append(gm.refs, b)
 	}
@@ -326,14 +328,14 @@ func (g *Graphics) NewMesh(reg *render.Registry, name string, verts []Vertex, in
 		}
 	}
 	m := Mesh{Name: name, VertexCount: uint32(len(verts)), IndexCount: uint32(len(indices)), InstanceCount: uint32(len(instances))}
-	var made []*Buffer
+	var made []*gpu.Buffer
 	fail := func(err error) (render.MeshID, error) {
 		for _, b := range made {
 			b.Close()
 		}
 		return 0, fmt.Errorf("gpu: NewMesh %q: %w", name, err)
 	}
-	upload := func(p []byte) (*Buffer, error) {
+	upload := func(p []byte) (*gpu.Buffer, error) {
 		b, err := g.d.NewBuffer(uint64(len(p)))
 		if err != nil {
 			return nil, err

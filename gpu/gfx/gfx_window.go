@@ -1,4 +1,4 @@
-package gpu
+package gfx
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	vk "github.com/vulkan-go/vulkan"
+
+	"github.com/vkjobs/vkjobs/gpu"
 )
 
 // swapchain is a window target: the surface, its swapchain, a framebuffer
@@ -34,7 +36,7 @@ type swapchain struct {
 // openSurface creates the window's surface and picks its colour format.
 func (g *Graphics) openSurface() error {
 	s := g.opts.Surface
-	surf, err := s.CreateSurface(unsafe.Pointer(g.d.inst))
+	surf, err := s.CreateSurface(unsafe.Pointer(g.hnd.Instance))
 	if err != nil {
 		return fmt.Errorf("gpu: NewGraphics: creating the window surface: %w", err)
 	}
@@ -42,8 +44,8 @@ func (g *Graphics) openSurface() error {
 		return errors.New("gpu: NewGraphics: the window system returned a null surface")
 	}
 	g.sc = &swapchain{surf: s, surface: surf}
-	if !g.t.surfaceSupport(g.d.qfam, surf) {
-		return fmt.Errorf("gpu: NewGraphics: queue family %d of %v cannot present to this surface", g.d.qfam, g.d.sel.Chosen)
+	if !g.t.surfaceSupport(g.hnd.QueueFamily, surf) {
+		return fmt.Errorf("gpu: NewGraphics: queue family %d of %v cannot present to this surface", g.hnd.QueueFamily, g.d.Selection().Chosen)
 	}
 	formats, spaces := g.t.surfaceFormats(surf)
 	if len(formats) == 0 {
@@ -114,7 +116,7 @@ func (g *Graphics) createSwapchain() error {
 	sc := g.sc
 	t := g.t
 	caps, r := t.surfaceCaps(sc.surface)
-	if r != Success {
+	if r != gpu.Success {
 		return g.failVk("vkGetPhysicalDeviceSurfaceCapabilitiesKHR", r)
 	}
 	w, h := caps.curW, caps.curH
@@ -146,12 +148,12 @@ func (g *Graphics) createSwapchain() error {
 		t.destroy(objSwapchain, &old)
 	}
 	sc.handle = handle
-	if r != Success {
+	if r != gpu.Success {
 		sc.handle = 0
 		return g.failVk("vkCreateSwapchainKHR", r)
 	}
 	imgs, r := t.swapchainImages(handle)
-	if r != Success {
+	if r != gpu.Success {
 		return g.failVk("vkGetSwapchainImagesKHR", r)
 	}
 	sc.images = imgs
@@ -161,17 +163,17 @@ func (g *Graphics) createSwapchain() error {
 	}
 	for _, img := range imgs {
 		view, r := t.imageView(img, sc.format, uint32(vk.ImageAspectColorBit))
-		if r != Success {
+		if r != gpu.Success {
 			return check("vkCreateImageView", r)
 		}
 		sc.views = append(sc.views, view)
 		fb, r := t.framebuffer(g.renderPass, view, g.depth.view, w, h)
-		if r != Success {
+		if r != gpu.Success {
 			return check("vkCreateFramebuffer", r)
 		}
 		sc.fbs = append(sc.fbs, fb)
 		sem, r := t.semaphore()
-		if r != Success {
+		if r != gpu.Success {
 			return check("vkCreateSemaphore", r)
 		}
 		sc.done = append(sc.done, sem)
@@ -212,10 +214,10 @@ func (g *Graphics) destroySwapchain(sc *swapchain, handle bool) {
 
 // recreate waits for the GPU and recreates the swapchain.
 func (g *Graphics) recreate() error {
-	g.d.qmu.Lock()
-	r := g.t.queueWaitIdle(g.d.queue)
-	g.d.qmu.Unlock()
-	if r != Success {
+	g.dh.QueueLock().Lock()
+	r := g.t.queueWaitIdle(g.hnd.Queue)
+	g.dh.QueueLock().Unlock()
+	if r != gpu.Success {
 		return g.failVk("vkQueueWaitIdle", r)
 	}
 	return g.createSwapchain()
@@ -244,24 +246,24 @@ func (g *Graphics) acquire(sem uint64) error {
 	for try := 0; ; try++ {
 		r := g.t.acquire(sc.handle, uint64(g.opts.FenceTimeout), sem, &sc.index)
 		switch {
-		case r == Success:
+		case r == gpu.Success:
 			return nil
-		case r == SuboptimalKHR:
+		case r == gpu.SuboptimalKHR:
 			sc.stale = true // usable; recreate next frame
 			return nil
-		case r == ErrorOutOfDateKHR && try == 0:
+		case r == gpu.ErrorOutOfDateKHR && try == 0:
 			if err := g.recreate(); err != nil {
 				return err
 			}
-		case r == ErrorOutOfDateKHR:
+		case r == gpu.ErrorOutOfDateKHR:
 			// Out of date again right after recreating (drivers do this
 			// while a window is being dragged or resized): skip the frame
 			// (no image was acquired, sem stays unsignalled) and recreate
 			// at the next one.
 			sc.stale = true
 			return fmt.Errorf("%w (the swapchain went out of date again right after it was recreated)", ErrFrameSkipped)
-		case r == Timeout || r == NotReady:
-			return fmt.Errorf("%w: no swapchain image after %v", ErrTimeout, g.opts.FenceTimeout)
+		case r == gpu.Timeout || r == gpu.NotReady:
+			return fmt.Errorf("%w: no swapchain image after %v", gpu.ErrTimeout, g.opts.FenceTimeout)
 		default:
 			return g.failVk("vkAcquireNextImageKHR", r)
 		}

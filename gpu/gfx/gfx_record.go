@@ -1,4 +1,4 @@
-package gpu
+package gfx
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	vk "github.com/vulkan-go/vulkan"
 
+	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/render"
 )
 
@@ -48,12 +49,12 @@ var errNotInFrame = errors.New("gpu: Graphics: recorder call outside BeginFrame/
 // more workers or ranges than any before grows the per-worker state.
 func (g *Graphics) BeginFrame(fi render.FrameInfo) error {
 	if g.closed || g.t.p == nil {
-		return fmt.Errorf("gpu: Graphics %w", ErrClosed)
+		return fmt.Errorf("gpu: Graphics %w", gpu.ErrClosed)
 	}
 	if g.broken != nil {
 		return g.broken
 	}
-	if err := g.d.usable(); err != nil {
+	if err := g.dh.Usable(); err != nil {
 		return err
 	}
 	if g.inFrame {
@@ -72,9 +73,9 @@ func (g *Graphics) BeginFrame(fi render.FrameInfo) error {
 	}
 	// Only the primary's pool is reset here; each worker resets its own
 	// pool at its first range of the frame (Begin), in parallel.
-	if r := g.t.frameBegin(f.fence, true, uint64(g.opts.FenceTimeout), f.pools[:1]); r != Success {
-		if r == Timeout {
-			return fmt.Errorf("%w: the frame %d frames ago is not complete after %v", ErrTimeout, len(g.frames), g.opts.FenceTimeout)
+	if r := g.t.frameBegin(f.fence, true, uint64(g.opts.FenceTimeout), f.pools[:1]); r != gpu.Success {
+		if r == gpu.Timeout {
+			return fmt.Errorf("%w: the frame %d frames ago is not complete after %v", gpu.ErrTimeout, len(g.frames), g.opts.FenceTimeout)
 		}
 		return g.failVk("vkWaitForFences/vkResetCommandPool", r)
 	}
@@ -100,7 +101,7 @@ func (g *Graphics) BeginFrame(fi render.FrameInfo) error {
 	for i := range g.workers {
 		g.workers[i].active, g.workers[i].draws = false, 0
 	}
-	copy(f.ubo.mapped, unsafe.Slice((*byte)(unsafe.Pointer(&g.uniforms)), frameUniformBytes))
+	copy(f.ubo.Mapped, unsafe.Slice((*byte)(unsafe.Pointer(&g.uniforms)), frameUniformBytes))
 	g.clear = g.view.Clear
 	g.nranges = fi.Ranges
 	g.inFrame = true
@@ -139,20 +140,20 @@ func (g *Graphics) Begin(w int, rg render.Range) error {
 		// The worker's first range of the frame: recycle the secondaries
 		// it recorded when this frame's resources were last used (their
 		// execution completed: BeginFrame waited for the frame's fence).
-		if r := g.t.resetPool(f.pools[1+w]); r != Success {
+		if r := g.t.resetPool(f.pools[1+w]); r != gpu.Success {
 			return g.failVk("vkResetCommandPool", r)
 		}
 	}
 	if f.used[w] == len(f.secs[w]) {
 		more := make([]vk.CommandBuffer, max(4, len(f.secs[w])))
-		if r := g.t.allocCBs(f.pools[1+w], true, more); r != Success {
+		if r := g.t.allocCBs(f.pools[1+w], true, more); r != gpu.Success {
 			return g.failVk("vkAllocateCommandBuffers", r)
 		}
 		f.secs[w] = append(f.secs[w], more...)
 	}
 	cb := f.secs[w][f.used[w]]
 	f.used[w]++
-	if r := g.t.secondaryBegin(cb, g.renderPass, g.fb, g.w, g.h, g.pipeLayout, f.set); r != Success {
+	if r := g.t.secondaryBegin(cb, g.renderPass, g.fb, g.w, g.h, g.pipeLayout, f.set); r != gpu.Success {
 		return g.failVk("vkBeginCommandBuffer", r)
 	}
 	f.ranges[rg.Index] = cb
@@ -312,7 +313,7 @@ func (g *Graphics) End(w int, rg render.Range) error {
 	}
 	ws.active = false
 	err := ws.err
-	if r := g.t.cbEnd(ws.cb); r != Success && err == nil {
+	if r := g.t.cbEnd(ws.cb); r != gpu.Success && err == nil {
 		err = g.failVk("vkEndCommandBuffer", r)
 	}
 	ws.pipe, ws.mesh = nil, nil
@@ -360,9 +361,9 @@ func (g *Graphics) EndFrame(rangeErr error) error {
 	var copyImage uint64
 	var copyBuf vk.Buffer
 	if g.off != nil {
-		copyImage, copyBuf = g.off.color.img, f.readback.buf
+		copyImage, copyBuf = g.off.color.img, f.readback.Buf
 	}
-	if r := g.t.frameRecord(f.primary, g.renderPass, g.fb, g.w, g.h, &g.clear, secs, copyImage, copyBuf); r != Success {
+	if r := g.t.frameRecord(f.primary, g.renderPass, g.fb, g.w, g.h, &g.clear, secs, copyImage, copyBuf); r != gpu.Success {
 		g.broken = g.failVk("vkEndCommandBuffer (primary)", r)
 		return g.broken
 	}
@@ -373,16 +374,15 @@ func (g *Graphics) EndFrame(rangeErr error) error {
 	if g.sc != nil {
 		waitSem, doneSem = f.acquireSem, g.sc.done[g.sc.index]
 	}
-	d := g.d
-	var r Result
-	if takeFault(&d.faultSubmit) {
-		r = ErrorDeviceLost
+	var r gpu.Result
+	if g.dh.TakeSubmitFault() {
+		r = gpu.ErrorDeviceLost
 	} else {
-		d.qmu.Lock()
-		r = g.t.frameSubmit(d.queue, f.primary, waitSem, doneSem, f.fence)
-		d.qmu.Unlock()
+		g.dh.QueueLock().Lock()
+		r = g.t.frameSubmit(g.hnd.Queue, f.primary, waitSem, doneSem, f.fence)
+		g.dh.QueueLock().Unlock()
 	}
-	if r != Success {
+	if r != gpu.Success {
 		// The fence was reset and will not signal: frames cannot go on.
 		g.broken = g.failVk("vkQueueSubmit", r)
 		return g.broken
@@ -394,12 +394,12 @@ func (g *Graphics) EndFrame(rangeErr error) error {
 	if g.sc == nil {
 		return nil
 	}
-	d.qmu.Lock()
-	r = g.t.present(d.queue, g.sc.handle, g.sc.index, doneSem)
-	d.qmu.Unlock()
+	g.dh.QueueLock().Lock()
+	r = g.t.present(g.hnd.Queue, g.sc.handle, g.sc.index, doneSem)
+	g.dh.QueueLock().Unlock()
 	switch r {
-	case Success:
-	case SuboptimalKHR, ErrorOutOfDateKHR:
+	case gpu.Success:
+	case gpu.SuboptimalKHR, gpu.ErrorOutOfDateKHR:
 		g.sc.stale = true
 	default:
 		return g.failVk("vkQueuePresentKHR", r)
