@@ -6,32 +6,40 @@ import (
 	"testing"
 )
 
-// TestComputeLinksNoRenderer: package gpu is the compute backend; the
-// graphics backend (gpu/gfx) and the renderer it implements (render) must
-// stay out of its dependencies, so that a compute user links neither.
-func TestComputeLinksNoRenderer(t *testing.T) {
+// goList runs go list with args in this package's directory.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("skipping: no go command: %v", err)
 	}
-	list := func(pkg string) []string {
-		t.Helper()
-		out, err := exec.Command(goTool, "list", "-deps", pkg).Output()
-		if err != nil {
-			if ee, ok := err.(*exec.ExitError); ok {
-				t.Fatalf("go list -deps %s: %v\n%s", pkg, err, ee.Stderr)
-			}
-			t.Fatalf("go list -deps %s: %v", pkg, err)
+	// A test binary run outside the source tree (make gpu-bundle) has no
+	// module to list.
+	if mod, err := exec.Command(goTool, "env", "GOMOD").Output(); err != nil || !strings.HasSuffix(strings.TrimSpace(string(mod)), "go.mod") {
+		t.Skipf("skipping: not inside the module's source tree (go env GOMOD: %q, %v)", mod, err)
+	}
+	out, err := exec.Command(goTool, append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list %q: %v\n%s", args, err, ee.Stderr)
 		}
-		return strings.Fields(string(out))
+		t.Fatalf("go list %q: %v", args, err)
 	}
-	const mod = "github.com/vkjobs/vkjobs/"
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+const module = "github.com/vkjobs/vkjobs/"
+
+// TestComputeLinksNoRenderer: package gpu is the compute backend; the
+// graphics backend (gpu/gfx) and the renderer it implements (render) must
+// stay out of its dependencies, so that a compute user links neither.
+func TestComputeLinksNoRenderer(t *testing.T) {
 	forbidden := func(p string) bool {
-		return p == mod+"render" || strings.HasPrefix(p, mod+"render/") ||
-			p == mod+"gpu/gfx" || strings.HasPrefix(p, mod+"gpu/gfx/")
+		return p == module+"render" || strings.HasPrefix(p, module+"render/") ||
+			p == module+"gpu/gfx" || strings.HasPrefix(p, module+"gpu/gfx/")
 	}
-	deps := list(".")
-	if len(deps) == 0 || deps[len(deps)-1] != mod+"gpu" {
+	deps := goList(t, "-deps", ".")
+	if len(deps) == 0 || deps[len(deps)-1] != module+"gpu" {
 		t.Fatalf("go list -deps . does not end with package gpu: %q", deps)
 	}
 	for _, p := range deps {
@@ -41,12 +49,28 @@ func TestComputeLinksNoRenderer(t *testing.T) {
 	}
 	// The check can see such a dependency: the graphics package has both.
 	n := 0
-	for _, p := range list("./gfx") {
+	for _, p := range goList(t, "-deps", "./gfx") {
 		if forbidden(p) {
 			n++
 		}
 	}
 	if n != 2 {
 		t.Errorf("go list -deps ./gfx: found %d of render and gpu/gfx, want 2", n)
+	}
+}
+
+// TestOneCgoPackage: of package gpu and the packages under it, only
+// gpu/internal/vkshim has cgo files (the Vulkan loader and the C function
+// tables live there, nowhere else).
+func TestOneCgoPackage(t *testing.T) {
+	var cgo []string
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{len .CgoFiles}}", "./...") {
+		path, n, _ := strings.Cut(line, " ")
+		if n != "0" {
+			cgo = append(cgo, path)
+		}
+	}
+	if len(cgo) != 1 || cgo[0] != module+"gpu/internal/vkshim" {
+		t.Errorf("packages with cgo files under gpu/: %q, want only %sgpu/internal/vkshim", cgo, module)
 	}
 }

@@ -20,13 +20,12 @@ type hookDevice Device
 
 func (h *hookDevice) Handles() devhook.Handles {
 	return devhook.Handles{
-		Instance:            h.inst,
-		Physical:            h.phys,
-		Device:              h.dev,
-		Queue:               h.queue,
-		QueueFamily:         h.qfam,
-		PipelineCache:       h.pcache,
-		GetInstanceProcAddr: gipa(),
+		Instance:      h.inst,
+		Physical:      h.phys,
+		Device:        h.dev,
+		Queue:         h.queue,
+		QueueFamily:   h.qfam,
+		PipelineCache: h.pcache,
 	}
 }
 
@@ -37,6 +36,16 @@ func (h *hookDevice) MarkLost(err error)         { (*Device)(h).markLost(err) }
 func (h *hookDevice) DeviceExtensions() []string { return h.opts.DeviceExtensions }
 func (h *hookDevice) MaxPushConstants() uint32   { return h.lim.maxPushConstants }
 func (h *hookDevice) TakeSubmitFault() bool      { return takeFault(&h.faultSubmit) }
+
+func (h *hookDevice) MaxViewport() [2]uint32 {
+	var p vk.PhysicalDeviceProperties
+	vk.GetPhysicalDeviceProperties(h.phys, &p)
+	p.Deref()
+	p.Limits.Deref()
+	m := p.Limits.MaxViewportDimensions
+	p.Free()
+	return m
+}
 
 func (h *hookDevice) FindMemType(bits uint32, want, prefer vk.MemoryPropertyFlags) (int, bool) {
 	return (*Device)(h).findMemType(bits, want, prefer)

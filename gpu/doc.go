@@ -3,7 +3,8 @@
 // affinity as compute dispatches. No vulkan-go type appears in its API,
 // and every failed call becomes an error that names the call and its
 // VkResult (*VkError). It owns the process's Vulkan loader (libvulkan.so.1,
-// dlopened once; vkGetInstanceProcAddr is the one function loader).
+// dlopened once by gpu/internal/vkshim; its vkGetInstanceProcAddr is the
+// one function loader, for vulkan-go and both C function tables).
 //
 // Graphics lives in package gpu/gfx (render pass, graphics pipelines,
 // offscreen and swapchain targets, secondary command buffers recorded in
@@ -56,7 +57,9 @@
 // string, output handles into locals, Deref of returned structs and of
 // their nested structs, and Free of every info struct right after the
 // call (the binding copies it into C memory that leaks until then). Two of its behaviours are avoided altogether by a small
-// C shim (shim.c): (1) slices of structs (QueueSubmit, UpdateDescriptorSets,
+// C shim (shim.c, in package gpu/internal/vkshim, the one package of the
+// project that uses cgo; it also holds the graphics table of package
+// gpu/gfx): (1) slices of structs (QueueSubmit, UpdateDescriptorSets,
 // CmdPipelineBarrier, CmdCopyBuffer, CreateComputePipelines, queue family
 // properties) are copied into C memory freed by a finalizer that is attached
 // to a temporary, so it may run while Vulkan still reads the array, and it

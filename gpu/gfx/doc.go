@@ -21,9 +21,11 @@
 // queue's lock, host-visible staging memory, buffer reference counts,
 // device loss, fault injection) it reaches through the internal package
 // gpu/internal/devhook, which package gpu fills in its init; nothing of it
-// is public API. Every Vulkan function gfx calls is loaded into its own C
-// table (gfx_shim.c) through package gpu's vkGetInstanceProcAddr, so the
-// process has one Vulkan loader. Failed calls become *gpu.VkError naming
+// is public API. Every Vulkan function gfx calls through C is loaded into
+// its own table (gfx_shim.c in gpu/internal/vkshim, the one package that
+// uses cgo) through package gpu's vkGetInstanceProcAddr, so the process has
+// one Vulkan loader; gfx calls no vulkan-go function (it uses the binding's
+// types and constants only). Failed calls become *gpu.VkError naming
 // the call and its VkResult, as in package gpu; the errors this package
 // defines keep the "gpu:" prefix they had when graphics lived in gpu.
 //

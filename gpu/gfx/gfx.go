@@ -14,6 +14,7 @@ import (
 
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/internal/devhook"
+	"github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/render"
 )
 
@@ -160,11 +161,11 @@ type frameUniforms struct {
 const frameUniformBytes = uint64(unsafe.Sizeof(frameUniforms{}))
 
 // check turns a VkResult into nil or a *gpu.VkError naming the call.
-func check(call string, r gpu.Result) error {
-	if r == gpu.Success {
+func check(call string, r vkshim.Result) error {
+	if r == vkshim.Success {
 		return nil
 	}
-	return &gpu.VkError{Call: call, Result: r}
+	return &gpu.VkError{Call: call, Result: gpu.Result(r)}
 }
 
 // pushConstantBytes is the push-constant range of every pipeline:
@@ -242,7 +243,7 @@ type gfxImage struct {
 
 func (g *Graphics) newImage(format, w, h, usage, aspect uint32) (gfxImage, error) {
 	var im gfxImage
-	img, size, bits, r := g.t.image(format, w, h, usage)
+	img, size, bits, r := g.t.Image(format, w, h, usage)
 	im.img = img
 	if err := check("vkCreateImage", r); err != nil {
 		g.destroyImage(&im)
@@ -256,13 +257,13 @@ func (g *Graphics) newImage(format, w, h, usage, aspect uint32) (gfxImage, error
 		g.destroyImage(&im)
 		return gfxImage{}, fmt.Errorf("gpu: no memory type for a %dx%d image (types %#x)", w, h, bits)
 	}
-	mem, r := g.t.imageBind(img, size, uint32(ti))
+	mem, r := g.t.ImageBind(img, size, uint32(ti))
 	im.mem = mem
 	if err := check("vkAllocateMemory/vkBindImageMemory", r); err != nil {
 		g.destroyImage(&im)
 		return gfxImage{}, fmt.Errorf("%w (%d bytes)", err, size)
 	}
-	view, r := g.t.imageView(img, format, aspect)
+	view, r := g.t.ImageView(img, format, aspect)
 	im.view = view
 	if err := check("vkCreateImageView", r); err != nil {
 		g.destroyImage(&im)
@@ -272,9 +273,9 @@ func (g *Graphics) newImage(format, w, h, usage, aspect uint32) (gfxImage, error
 }
 
 func (g *Graphics) destroyImage(im *gfxImage) {
-	g.t.destroy(objImageView, &im.view)
-	g.t.destroy(objImage, &im.img)
-	g.t.destroy(objMemory, &im.mem)
+	g.t.Destroy(vkshim.ObjImageView, &im.view)
+	g.t.Destroy(vkshim.ObjImage, &im.img)
+	g.t.Destroy(vkshim.ObjMemory, &im.mem)
 }
 
 // offscreen is an offscreen target: one colour image and framebuffer
@@ -358,12 +359,7 @@ func NewGraphics(d *gpu.Device, opts GraphicsOptions) (*Graphics, error) {
 			g.destroy()
 		}
 	}()
-	var p vk.PhysicalDeviceProperties
-	vk.GetPhysicalDeviceProperties(h.Physical, &p)
-	p.Deref()
-	p.Limits.Deref()
-	g.maxViewport = p.Limits.MaxViewportDimensions
-	p.Free()
+	g.maxViewport = dh.MaxViewport()
 
 	if err := g.pickDepthFormat(); err != nil {
 		return nil, err
@@ -377,13 +373,13 @@ func NewGraphics(d *gpu.Device, opts GraphicsOptions) (*Graphics, error) {
 	} else {
 		g.colorFormat = uint32(vk.FormatR8g8b8a8Unorm)
 	}
-	rp, r := t.renderPass(g.colorFormat, g.depthFormat, final)
+	rp, r := t.RenderPass(g.colorFormat, g.depthFormat, final)
 	g.renderPass = rp
 	if err := check("vkCreateRenderPass", r); err != nil {
 		return nil, err
 	}
 	n := uint32(opts.FramesInFlight)
-	g.setLayout, g.pipeLayout, g.descPool, r = t.frameLayouts(pushConstantBytes, n)
+	g.setLayout, g.pipeLayout, g.descPool, r = t.FrameLayouts(pushConstantBytes, n)
 	if err := check("vkCreateDescriptorSetLayout/vkCreatePipelineLayout/vkCreateDescriptorPool", r); err != nil {
 		return nil, err
 	}
@@ -417,7 +413,7 @@ func hasString(list []string, s string) bool {
 // pickDepthFormat picks the first depth format the device can attach.
 func (g *Graphics) pickDepthFormat() error {
 	for _, f := range []vk.Format{vk.FormatD32Sfloat, vk.FormatD32SfloatS8Uint, vk.FormatD24UnormS8Uint, vk.FormatD16Unorm} {
-		if g.t.formatFeatures(uint32(f))&uint32(vk.FormatFeatureDepthStencilAttachmentBit) != 0 {
+		if g.t.FormatFeatures(uint32(f))&uint32(vk.FormatFeatureDepthStencilAttachmentBit) != 0 {
 			g.depthFormat = uint32(f)
 			g.depthAspect = uint32(vk.ImageAspectDepthBit)
 			if f == vk.FormatD32SfloatS8Uint || f == vk.FormatD24UnormS8Uint {
@@ -440,7 +436,7 @@ func (g *Graphics) createOffscreen(w, h uint32) error {
 	if g.depth, err = g.newImage(g.depthFormat, w, h, uint32(vk.ImageUsageDepthStencilAttachmentBit), g.depthAspect); err != nil {
 		return err
 	}
-	fb, r := g.t.framebuffer(g.renderPass, o.color.view, g.depth.view, w, h)
+	fb, r := g.t.Framebuffer(g.renderPass, o.color.view, g.depth.view, w, h)
 	o.fb = fb
 	if err := check("vkCreateFramebuffer", r); err != nil {
 		return err
@@ -451,22 +447,22 @@ func (g *Graphics) createOffscreen(w, h uint32) error {
 
 func (g *Graphics) newFrame(f *gfxFrame) error {
 	t := g.t
-	var r gpu.Result
-	if f.fence, r = t.fence(true); r != gpu.Success {
+	var r vkshim.Result
+	if f.fence, r = t.Fence(true); r != vkshim.Success {
 		return check("vkCreateFence", r)
 	}
-	pool, r := t.commandPool(g.hnd.QueueFamily)
-	if r != gpu.Success {
+	pool, r := t.CommandPool(g.hnd.QueueFamily)
+	if r != vkshim.Success {
 		return check("vkCreateCommandPool", r)
 	}
 	f.pools = append(f.pools, pool)
 	cbs := make([]vk.CommandBuffer, 1)
-	if err := check("vkAllocateCommandBuffers", t.allocCBs(pool, false, cbs)); err != nil {
+	if err := check("vkAllocateCommandBuffers", t.AllocCBs(pool, false, cbs)); err != nil {
 		return err
 	}
 	f.primary = cbs[0]
 	if g.sc != nil {
-		if f.acquireSem, r = t.semaphore(); r != gpu.Success {
+		if f.acquireSem, r = t.Semaphore(); r != vkshim.Success {
 			return check("vkCreateSemaphore", r)
 		}
 	}
@@ -474,7 +470,7 @@ func (g *Graphics) newFrame(f *gfxFrame) error {
 	if f.ubo, err = g.dh.NewStagingBlock(frameUniformBytes); err != nil {
 		return err
 	}
-	if f.set, r = t.frameSet(g.descPool, g.setLayout, f.ubo.Buf, frameUniformBytes); r != gpu.Success {
+	if f.set, r = t.FrameSet(g.descPool, g.setLayout, f.ubo.Buf, frameUniformBytes); r != vkshim.Success {
 		return check("vkAllocateDescriptorSets", r)
 	}
 	if g.off != nil {
@@ -488,11 +484,11 @@ func (g *Graphics) newFrame(f *gfxFrame) error {
 func (g *Graphics) destroyFrame(f *gfxFrame) {
 	t := g.t
 	for i := range f.pools {
-		t.destroy(objCommandPool, &f.pools[i]) // frees its command buffers
+		t.Destroy(vkshim.ObjCommandPool, &f.pools[i]) // frees its command buffers
 	}
 	f.pools, f.secs, f.used, f.ranges, f.primary = nil, nil, nil, nil, nil
-	t.destroy(objFence, &f.fence)
-	t.destroy(objSemaphore, &f.acquireSem)
+	t.Destroy(vkshim.ObjFence, &f.fence)
+	t.Destroy(vkshim.ObjSemaphore, &f.acquireSem)
 	g.dh.FreeBlock(&f.ubo)
 	g.dh.FreeBlock(&f.readback)
 	f.set = 0 // freed with the descriptor pool
@@ -548,7 +544,7 @@ func (g *Graphics) ensureWorkers(f *gfxFrame, n int) error {
 		g.workers = append(g.workers, make([]gfxWorker, n-len(g.workers))...)
 	}
 	for len(f.pools) < 1+n {
-		pool, r := g.t.commandPool(g.hnd.QueueFamily)
+		pool, r := g.t.CommandPool(g.hnd.QueueFamily)
 		if err := check("vkCreateCommandPool", r); err != nil {
 			return err
 		}
@@ -563,9 +559,9 @@ func (g *Graphics) ensureWorkers(f *gfxFrame, n int) error {
 
 // failVk turns a failed result into an error, marking the device lost
 // when the result says so.
-func (g *Graphics) failVk(call string, r gpu.Result) error {
+func (g *Graphics) failVk(call string, r vkshim.Result) error {
 	err := check(call, r)
-	if r == gpu.ErrorDeviceLost {
+	if r == vkshim.ErrorDeviceLost {
 		g.dh.MarkLost(err)
 	}
 	return err
@@ -578,11 +574,11 @@ func (g *Graphics) Wait() error {
 		if f.fence == 0 {
 			continue
 		}
-		r := g.t.waitFence(f.fence, uint64(g.opts.FenceTimeout))
-		if r == gpu.Timeout {
+		r := g.t.WaitFence(f.fence, uint64(g.opts.FenceTimeout))
+		if r == vkshim.Timeout {
 			return fmt.Errorf("%w: frame %d not complete after %v", gpu.ErrTimeout, i, g.opts.FenceTimeout)
 		}
-		if r != gpu.Success {
+		if r != vkshim.Success {
 			return g.failVk("vkWaitForFences", r)
 		}
 	}
@@ -605,8 +601,8 @@ func (g *Graphics) ReadPixels(img *image.RGBA) error {
 		return fmt.Errorf("gpu: ReadPixels: the image must be %dx%d", w, h)
 	}
 	f := &g.frames[g.last]
-	if r := g.t.waitFence(f.fence, uint64(g.opts.FenceTimeout)); r != gpu.Success {
-		if r == gpu.Timeout {
+	if r := g.t.WaitFence(f.fence, uint64(g.opts.FenceTimeout)); r != vkshim.Success {
+		if r == vkshim.Timeout {
 			return fmt.Errorf("%w: ReadPixels: the frame is not complete after %v", gpu.ErrTimeout, g.opts.FenceTimeout)
 		}
 		return g.failVk("vkWaitForFences", r)
@@ -655,9 +651,9 @@ func (g *Graphics) Close() error {
 	}
 	var err error
 	g.dh.QueueLock().Lock()
-	r := g.t.queueWaitIdle(g.hnd.Queue)
+	r := g.t.QueueWaitIdle(g.hnd.Queue)
 	g.dh.QueueLock().Unlock()
-	if r != gpu.Success && r != gpu.ErrorDeviceLost {
+	if r != vkshim.Success && r != vkshim.ErrorDeviceLost {
 		err = check("vkQueueWaitIdle", r)
 	}
 	g.destroy()
@@ -667,7 +663,7 @@ func (g *Graphics) Close() error {
 // destroy frees whatever exists (the GPU is idle or lost).
 func (g *Graphics) destroy() {
 	t := g.t
-	if t.p == nil {
+	if !t.Valid() {
 		return
 	}
 	for i := range g.frames {
@@ -676,7 +672,7 @@ func (g *Graphics) destroy() {
 	g.frames = nil
 	for _, p := range g.pipes {
 		if p != nil {
-			t.destroy(objPipeline, &p.pipe)
+			t.Destroy(vkshim.ObjPipeline, &p.pipe)
 		}
 	}
 	g.pipes = nil
@@ -692,19 +688,19 @@ func (g *Graphics) destroy() {
 	g.owned = nil
 	if g.sc != nil {
 		g.destroySwapchain(g.sc, true)
-		t.destroy(objSurface, &g.sc.surface)
+		t.Destroy(vkshim.ObjSurface, &g.sc.surface)
 		g.sc = nil
 	}
 	if g.off != nil {
-		t.destroy(objFramebuffer, &g.off.fb)
+		t.Destroy(vkshim.ObjFramebuffer, &g.off.fb)
 		g.destroyImage(&g.off.color)
 		g.off = nil
 	}
 	g.destroyImage(&g.depth)
-	t.destroy(objDescPool, &g.descPool)
-	t.destroy(objPipeLayout, &g.pipeLayout)
-	t.destroy(objSetLayout, &g.setLayout)
-	t.destroy(objRenderPass, &g.renderPass)
-	t.free()
+	t.Destroy(vkshim.ObjDescPool, &g.descPool)
+	t.Destroy(vkshim.ObjPipeLayout, &g.pipeLayout)
+	t.Destroy(vkshim.ObjSetLayout, &g.setLayout)
+	t.Destroy(vkshim.ObjRenderPass, &g.renderPass)
+	t.Free()
 	g.t = gfxTable{}
 }

@@ -111,8 +111,8 @@ package gfx
 // ever before and then reused every frame (reset with the pool), so steady
 // state allocates neither Go nor C memory (TestGfxFrameAllocs: 0 allocations
 // for a frame of 2000 draws, submit and read-back included). All calls
-// that pass arrays or structs go through the C shim (gfx_shim.c), as
-// package gpu's compute calls go through its shim.c; its functions are
+// that pass arrays or structs go through the C shim (gfx_shim.c, in
+// gpu/internal/vkshim beside the compute table shim.c); its functions are
 // loaded through package gpu's vkGetInstanceProcAddr, the process's one
 // loader. The per-draw call takes a pointer to pointer-free bytes, which
 // cgo passes without a run-time check.

@@ -359,7 +359,7 @@ func TestGfxValidationIsOn(t *testing.T) {
 	}
 	must(t, g.BeginFrame(render.FrameInfo{Ranges: 1, Threads: 1}))
 	must(t, g.Begin(0, render.Range{Index: 0, Count: 1}))
-	g.t.state(g.workers[0].cb, 0, 0, 0, 0, 16) // VUID-VkViewport-width-01770
+	g.t.State(g.workers[0].cb, 0, 0, 0, 0, 16) // VUID-VkViewport-width-01770
 	must(t, g.End(0, render.Range{Index: 0, Count: 1}))
 	must(t, g.EndFrame(nil))
 	must(t, g.Wait())

@@ -9,6 +9,7 @@ import (
 	vk "github.com/vulkan-go/vulkan"
 
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/render"
 )
 
@@ -48,7 +49,7 @@ var errNotInFrame = errors.New("gpu: Graphics: recorder call outside BeginFrame/
 // window is minimised. In steady state it allocates nothing; a frame with
 // more workers or ranges than any before grows the per-worker state.
 func (g *Graphics) BeginFrame(fi render.FrameInfo) error {
-	if g.closed || g.t.p == nil {
+	if g.closed || !g.t.Valid() {
 		return fmt.Errorf("gpu: Graphics %w", gpu.ErrClosed)
 	}
 	if g.broken != nil {
@@ -73,8 +74,8 @@ func (g *Graphics) BeginFrame(fi render.FrameInfo) error {
 	}
 	// Only the primary's pool is reset here; each worker resets its own
 	// pool at its first range of the frame (Begin), in parallel.
-	if r := g.t.frameBegin(f.fence, true, uint64(g.opts.FenceTimeout), f.pools[:1]); r != gpu.Success {
-		if r == gpu.Timeout {
+	if r := g.t.FrameBegin(f.fence, true, uint64(g.opts.FenceTimeout), f.pools[:1]); r != vkshim.Success {
+		if r == vkshim.Timeout {
 			return fmt.Errorf("%w: the frame %d frames ago is not complete after %v", gpu.ErrTimeout, len(g.frames), g.opts.FenceTimeout)
 		}
 		return g.failVk("vkWaitForFences/vkResetCommandPool", r)
@@ -140,20 +141,20 @@ func (g *Graphics) Begin(w int, rg render.Range) error {
 		// The worker's first range of the frame: recycle the secondaries
 		// it recorded when this frame's resources were last used (their
 		// execution completed: BeginFrame waited for the frame's fence).
-		if r := g.t.resetPool(f.pools[1+w]); r != gpu.Success {
+		if r := g.t.ResetPool(f.pools[1+w]); r != vkshim.Success {
 			return g.failVk("vkResetCommandPool", r)
 		}
 	}
 	if f.used[w] == len(f.secs[w]) {
 		more := make([]vk.CommandBuffer, max(4, len(f.secs[w])))
-		if r := g.t.allocCBs(f.pools[1+w], true, more); r != gpu.Success {
+		if r := g.t.AllocCBs(f.pools[1+w], true, more); r != vkshim.Success {
 			return g.failVk("vkAllocateCommandBuffers", r)
 		}
 		f.secs[w] = append(f.secs[w], more...)
 	}
 	cb := f.secs[w][f.used[w]]
 	f.used[w]++
-	if r := g.t.secondaryBegin(cb, g.renderPass, g.fb, g.w, g.h, g.pipeLayout, f.set); r != gpu.Success {
+	if r := g.t.SecondaryBegin(cb, g.renderPass, g.fb, g.w, g.h, g.pipeLayout, f.set); r != vkshim.Success {
 		return g.failVk("vkBeginCommandBuffer", r)
 	}
 	f.ranges[rg.Index] = cb
@@ -174,7 +175,7 @@ func (g *Graphics) BindPipeline(w int, id render.PipelineID) {
 	}
 	p := g.pipes[id-1]
 	ws.pipe = p
-	g.t.bindPipeline(ws.cb, p.pipe)
+	g.t.BindPipeline(ws.cb, p.pipe)
 }
 
 // BindMesh implements render.Recorder: it binds the mesh's vertex buffer
@@ -191,7 +192,7 @@ func (g *Graphics) BindMesh(w int, id render.MeshID) {
 	}
 	m := g.meshes[id-1]
 	ws.mesh = m
-	g.t.bindMesh(ws.cb, m)
+	g.t.BindMesh(ws.cb, m.vbuf, m.voff, m.ibuf, m.ioff, m.indexType, m.inst, m.instOff)
 }
 
 // SetState implements render.Recorder: vkCmdSetViewport (depth 0..1) or
@@ -213,7 +214,7 @@ func (g *Graphics) SetState(w int, s *render.StatePacket) {
 		ws.culled = false
 		rw = min(rw, int32(g.maxViewport[0]))
 		rh = min(rh, int32(g.maxViewport[1]))
-		g.t.state(ws.cb, 0, float32(x), float32(y), float32(rw), float32(rh))
+		g.t.State(ws.cb, 0, float32(x), float32(y), float32(rw), float32(rh))
 	case render.StateScissor:
 		if x < 0 {
 			rw, x = max(rw+x, 0), 0
@@ -221,7 +222,7 @@ func (g *Graphics) SetState(w int, s *render.StatePacket) {
 		if y < 0 {
 			rh, y = max(rh+y, 0), 0
 		}
-		g.t.state(ws.cb, 1, float32(x), float32(y), float32(max(rw, 0)), float32(max(rh, 0)))
+		g.t.State(ws.cb, 1, float32(x), float32(y), float32(max(rw, 0)), float32(max(rh, 0)))
 	default:
 		ws.fail(fmt.Errorf("gpu: SetState: unknown state kind %d", s.Kind))
 	}
@@ -272,7 +273,7 @@ func (g *Graphics) Draw(w int, d *render.DrawPacket) {
 	if ws.culled {
 		return
 	}
-	g.t.draw(ws.cb, g.pipeLayout, (*byte)(unsafe.Pointer(&d.Model[0])), indexed, d.VertexCount, d.InstanceCount, d.FirstVertex, d.Instance)
+	g.t.Draw(ws.cb, g.pipeLayout, (*byte)(unsafe.Pointer(&d.Model[0])), pushConstantBytes, indexed, d.VertexCount, d.InstanceCount, d.FirstVertex, d.Instance)
 	ws.draws++
 }
 
@@ -298,7 +299,7 @@ func (g *Graphics) Job(w int, j *render.JobPacket) {
 			ws.fail(fmt.Errorf("gpu: JobClear: depth %v outside 0..1", depth))
 			return
 		}
-		g.t.clear(ws.cb, what, &rgba, depth, g.w, g.h)
+		g.t.Clear(ws.cb, what, &rgba, depth, g.w, g.h)
 	default:
 		ws.fail(fmt.Errorf("%w: job %d", ErrUnknownJob, j.Job))
 	}
@@ -313,7 +314,7 @@ func (g *Graphics) End(w int, rg render.Range) error {
 	}
 	ws.active = false
 	err := ws.err
-	if r := g.t.cbEnd(ws.cb); r != gpu.Success && err == nil {
+	if r := g.t.CbEnd(ws.cb); r != vkshim.Success && err == nil {
 		err = g.failVk("vkEndCommandBuffer", r)
 	}
 	ws.pipe, ws.mesh = nil, nil
@@ -363,7 +364,7 @@ func (g *Graphics) EndFrame(rangeErr error) error {
 	if g.off != nil {
 		copyImage, copyBuf = g.off.color.img, f.readback.Buf
 	}
-	if r := g.t.frameRecord(f.primary, g.renderPass, g.fb, g.w, g.h, &g.clear, secs, copyImage, copyBuf); r != gpu.Success {
+	if r := g.t.FrameRecord(f.primary, g.renderPass, g.fb, g.w, g.h, &g.clear, secs, copyImage, copyBuf); r != vkshim.Success {
 		g.broken = g.failVk("vkEndCommandBuffer (primary)", r)
 		return g.broken
 	}
@@ -374,15 +375,15 @@ func (g *Graphics) EndFrame(rangeErr error) error {
 	if g.sc != nil {
 		waitSem, doneSem = f.acquireSem, g.sc.done[g.sc.index]
 	}
-	var r gpu.Result
+	var r vkshim.Result
 	if g.dh.TakeSubmitFault() {
-		r = gpu.ErrorDeviceLost
+		r = vkshim.ErrorDeviceLost
 	} else {
 		g.dh.QueueLock().Lock()
-		r = g.t.frameSubmit(g.hnd.Queue, f.primary, waitSem, doneSem, f.fence)
+		r = g.t.FrameSubmit(g.hnd.Queue, f.primary, waitSem, doneSem, f.fence)
 		g.dh.QueueLock().Unlock()
 	}
-	if r != gpu.Success {
+	if r != vkshim.Success {
 		// The fence was reset and will not signal: frames cannot go on.
 		g.broken = g.failVk("vkQueueSubmit", r)
 		return g.broken
@@ -395,11 +396,11 @@ func (g *Graphics) EndFrame(rangeErr error) error {
 		return nil
 	}
 	g.dh.QueueLock().Lock()
-	r = g.t.present(g.hnd.Queue, g.sc.handle, g.sc.index, doneSem)
+	r = g.t.Present(g.hnd.Queue, g.sc.handle, g.sc.index, doneSem)
 	g.dh.QueueLock().Unlock()
 	switch r {
-	case gpu.Success:
-	case gpu.SuboptimalKHR, gpu.ErrorOutOfDateKHR:
+	case vkshim.Success:
+	case vkshim.SuboptimalKHR, vkshim.ErrorOutOfDateKHR:
 		g.sc.stale = true
 	default:
 		return g.failVk("vkQueuePresentKHR", r)

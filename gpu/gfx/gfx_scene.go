@@ -11,6 +11,7 @@ import (
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/gpu/internal/devhook"
+	"github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/render"
 )
 
@@ -168,7 +169,7 @@ func checkSPIRV(code []byte, what string) error {
 // Graphics only, so that IDs agree. Creation compiles the shaders (tens of
 // milliseconds on lavapipe); do it before the frame loop.
 func (g *Graphics) AddPipeline(reg *render.Registry, p Pipeline) (render.PipelineID, error) {
-	if g.closed || g.t.p == nil {
+	if g.closed || !g.t.Valid() {
 		return 0, fmt.Errorf("gpu: AddPipeline: Graphics %w", gpu.ErrClosed)
 	}
 	vert, frag := p.VertexSPIRV, p.FragmentSPIRV
@@ -199,21 +200,21 @@ func (g *Graphics) AddPipeline(reg *render.Registry, p Pipeline) (render.Pipelin
 		return 0, fmt.Errorf("gpu: AddPipeline %q: unknown CullMode %d", p.Name, p.Cull)
 	}
 	t := g.t
-	vm, r := t.shaderModule(vert)
-	defer t.destroy(objShaderModule, &vm)
-	if r != gpu.Success {
+	vm, r := t.ShaderModule(vert)
+	defer t.Destroy(vkshim.ObjShaderModule, &vm)
+	if r != vkshim.Success {
 		return 0, fmt.Errorf("gpu: AddPipeline %q: vertex shader: %w: %w", p.Name, gpu.ErrBadBinding, check("vkCreateShaderModule", r))
 	}
-	fm, r := t.shaderModule(frag)
-	defer t.destroy(objShaderModule, &fm)
-	if r != gpu.Success {
+	fm, r := t.ShaderModule(frag)
+	defer t.Destroy(vkshim.ObjShaderModule, &fm)
+	if r != vkshim.Success {
 		return 0, fmt.Errorf("gpu: AddPipeline %q: fragment shader: %w: %w", p.Name, gpu.ErrBadBinding, check("vkCreateShaderModule", r))
 	}
 	// The pipeline cache is shared with compute pipelines; VkPipelineCache
 	// is internally synchronised.
-	pipe, r := t.graphicsPipeline(g.hnd.PipelineCache, &pipeDesc{vert: vm, frag: fm, layout: g.pipeLayout, renderPass: g.renderPass,
-		instanced: p.Instanced, blend: p.Blend, depthTest: !p.NoDepthTest, cull: cull})
-	if r != gpu.Success {
+	pipe, r := t.GraphicsPipeline(g.hnd.PipelineCache, &vkshim.PipeDesc{Vert: vm, Frag: fm, Layout: g.pipeLayout, RenderPass: g.renderPass,
+		Instanced: p.Instanced, Blend: p.Blend, DepthTest: !p.NoDepthTest, Cull: cull})
+	if r != vkshim.Success {
 		return 0, fmt.Errorf("gpu: AddPipeline %q: %w", p.Name, g.failVk("vkCreateGraphicsPipelines", r))
 	}
 	gp := &gfxPipeline{name: p.Name, pipe: pipe, instanced: p.Instanced}
@@ -221,12 +222,12 @@ func (g *Graphics) AddPipeline(reg *render.Registry, p Pipeline) (render.Pipelin
 	if reg != nil {
 		var err error
 		if id, err = reg.AddPipeline(render.Pipeline{Name: p.Name}); err != nil {
-			t.destroy(objPipeline, &gp.pipe)
+			t.Destroy(vkshim.ObjPipeline, &gp.pipe)
 			return 0, err
 		}
 	}
 	if int(id) <= len(g.pipes) && g.pipes[id-1] != nil {
-		t.destroy(objPipeline, &gp.pipe)
+		t.Destroy(vkshim.ObjPipeline, &gp.pipe)
 		return 0, fmt.Errorf("gpu: AddPipeline %q: the registry gave ID %d, which this Graphics already uses (use one Registry per Graphics)", p.Name, id)
 	}
 	for len(g.pipes) < int(id) {
@@ -259,7 +260,7 @@ func bufRange(b *gpu.Buffer, off uint64, count uint32, size, align uint64, what 
 // reg when not nil (see AddPipeline for IDs). It takes a reference to
 // each buffer until Close.
 func (g *Graphics) AddMesh(reg *render.Registry, m Mesh) (render.MeshID, error) {
-	if g.closed || g.t.p == nil {
+	if g.closed || !g.t.Valid() {
 		return 0, fmt.Errorf("gpu: AddMesh: Graphics %w", gpu.ErrClosed)
 	}
 	gm := &gfxMesh{name: m.Name, vcount: m.VertexCount}

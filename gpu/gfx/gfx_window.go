@@ -8,6 +8,7 @@ import (
 	vk "github.com/vulkan-go/vulkan"
 
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 )
 
 // swapchain is a window target: the surface, its swapchain, a framebuffer
@@ -44,10 +45,10 @@ func (g *Graphics) openSurface() error {
 		return errors.New("gpu: NewGraphics: the window system returned a null surface")
 	}
 	g.sc = &swapchain{surf: s, surface: surf}
-	if !g.t.surfaceSupport(g.hnd.QueueFamily, surf) {
+	if !g.t.SurfaceSupport(g.hnd.QueueFamily, surf) {
 		return fmt.Errorf("gpu: NewGraphics: queue family %d of %v cannot present to this surface", g.hnd.QueueFamily, g.d.Selection().Chosen)
 	}
-	formats, spaces := g.t.surfaceFormats(surf)
+	formats, spaces := g.t.SurfaceFormats(surf)
 	if len(formats) == 0 {
 		return errors.New("gpu: NewGraphics: the surface reports no formats")
 	}
@@ -70,7 +71,7 @@ func (g *Graphics) openSurface() error {
 	g.sc.format, g.sc.space = formats[pick], spaces[pick]
 	g.colorFormat = g.sc.format
 
-	modes := g.t.presentModes(surf)
+	modes := g.t.PresentModes(surf)
 	g.sc.mode = uint32(vk.PresentModeFifo) // always supported
 	if !g.opts.VSync {
 		for _, want := range []vk.PresentMode{vk.PresentModeMailbox, vk.PresentModeImmediate} {
@@ -115,45 +116,45 @@ func (g *Graphics) PresentMode() string {
 func (g *Graphics) createSwapchain() error {
 	sc := g.sc
 	t := g.t
-	caps, r := t.surfaceCaps(sc.surface)
-	if r != gpu.Success {
+	caps, r := t.SurfaceCaps(sc.surface)
+	if r != vkshim.Success {
 		return g.failVk("vkGetPhysicalDeviceSurfaceCapabilitiesKHR", r)
 	}
-	w, h := caps.curW, caps.curH
+	w, h := caps.CurW, caps.CurH
 	if w == 0xFFFFFFFF { // the surface size follows the swapchain's
 		fw, fh := sc.surf.FramebufferSize()
-		w = clampU32(uint32(max(fw, 0)), caps.minW, caps.maxW)
-		h = clampU32(uint32(max(fh, 0)), caps.minH, caps.maxH)
+		w = clampU32(uint32(max(fw, 0)), caps.MinW, caps.MaxW)
+		h = clampU32(uint32(max(fh, 0)), caps.MinH, caps.MaxH)
 	}
 	old := sc.handle
 	if old != 0 {
 		g.destroySwapchain(sc, false)
 	}
 	if w == 0 || h == 0 {
-		t.destroy(objSwapchain, &sc.handle)
+		t.Destroy(vkshim.ObjSwapchain, &sc.handle)
 		g.w, g.h = 0, 0
 		return ErrFrameSkipped
 	}
-	images := caps.minImages + 1
-	if caps.maxImages > 0 && images > caps.maxImages {
-		images = caps.maxImages
+	images := caps.MinImages + 1
+	if caps.MaxImages > 0 && images > caps.MaxImages {
+		images = caps.MaxImages
 	}
 	alpha := uint32(vk.CompositeAlphaOpaqueBit)
-	if caps.alpha&alpha == 0 {
-		alpha = caps.alpha & -caps.alpha // lowest supported bit
+	if caps.Alpha&alpha == 0 {
+		alpha = caps.Alpha & -caps.Alpha // lowest supported bit
 	}
-	handle, r := t.swapchain(&swapchainDesc{surface: sc.surface, old: old, images: images, format: sc.format, space: sc.space,
-		w: w, h: h, transform: caps.curTransform, alpha: alpha, mode: sc.mode})
+	handle, r := t.Swapchain(&vkshim.SwapchainDesc{Surface: sc.surface, Old: old, Images: images, Format: sc.format, Space: sc.space,
+		W: w, H: h, Transform: caps.CurTransform, Alpha: alpha, Mode: sc.mode})
 	if old != 0 {
-		t.destroy(objSwapchain, &old)
+		t.Destroy(vkshim.ObjSwapchain, &old)
 	}
 	sc.handle = handle
-	if r != gpu.Success {
+	if r != vkshim.Success {
 		sc.handle = 0
 		return g.failVk("vkCreateSwapchainKHR", r)
 	}
-	imgs, r := t.swapchainImages(handle)
-	if r != gpu.Success {
+	imgs, r := t.SwapchainImages(handle)
+	if r != vkshim.Success {
 		return g.failVk("vkGetSwapchainImagesKHR", r)
 	}
 	sc.images = imgs
@@ -162,18 +163,18 @@ func (g *Graphics) createSwapchain() error {
 		return err
 	}
 	for _, img := range imgs {
-		view, r := t.imageView(img, sc.format, uint32(vk.ImageAspectColorBit))
-		if r != gpu.Success {
+		view, r := t.ImageView(img, sc.format, uint32(vk.ImageAspectColorBit))
+		if r != vkshim.Success {
 			return check("vkCreateImageView", r)
 		}
 		sc.views = append(sc.views, view)
-		fb, r := t.framebuffer(g.renderPass, view, g.depth.view, w, h)
-		if r != gpu.Success {
+		fb, r := t.Framebuffer(g.renderPass, view, g.depth.view, w, h)
+		if r != vkshim.Success {
 			return check("vkCreateFramebuffer", r)
 		}
 		sc.fbs = append(sc.fbs, fb)
-		sem, r := t.semaphore()
-		if r != gpu.Success {
+		sem, r := t.Semaphore()
+		if r != vkshim.Success {
 			return check("vkCreateSemaphore", r)
 		}
 		sc.done = append(sc.done, sem)
@@ -197,27 +198,27 @@ func clampU32(x, lo, hi uint32) uint32 {
 func (g *Graphics) destroySwapchain(sc *swapchain, handle bool) {
 	t := g.t
 	for i := range sc.fbs {
-		t.destroy(objFramebuffer, &sc.fbs[i])
+		t.Destroy(vkshim.ObjFramebuffer, &sc.fbs[i])
 	}
 	for i := range sc.views {
-		t.destroy(objImageView, &sc.views[i])
+		t.Destroy(vkshim.ObjImageView, &sc.views[i])
 	}
 	for i := range sc.done {
-		t.destroy(objSemaphore, &sc.done[i])
+		t.Destroy(vkshim.ObjSemaphore, &sc.done[i])
 	}
 	sc.fbs, sc.views, sc.done, sc.images = sc.fbs[:0], sc.views[:0], sc.done[:0], nil
 	g.destroyImage(&g.depth)
 	if handle {
-		t.destroy(objSwapchain, &sc.handle)
+		t.Destroy(vkshim.ObjSwapchain, &sc.handle)
 	}
 }
 
 // recreate waits for the GPU and recreates the swapchain.
 func (g *Graphics) recreate() error {
 	g.dh.QueueLock().Lock()
-	r := g.t.queueWaitIdle(g.hnd.Queue)
+	r := g.t.QueueWaitIdle(g.hnd.Queue)
 	g.dh.QueueLock().Unlock()
-	if r != gpu.Success {
+	if r != vkshim.Success {
 		return g.failVk("vkQueueWaitIdle", r)
 	}
 	return g.createSwapchain()
@@ -244,25 +245,25 @@ func (g *Graphics) acquire(sem uint64) error {
 		}
 	}
 	for try := 0; ; try++ {
-		r := g.t.acquire(sc.handle, uint64(g.opts.FenceTimeout), sem, &sc.index)
+		r := g.t.Acquire(sc.handle, uint64(g.opts.FenceTimeout), sem, &sc.index)
 		switch {
-		case r == gpu.Success:
+		case r == vkshim.Success:
 			return nil
-		case r == gpu.SuboptimalKHR:
+		case r == vkshim.SuboptimalKHR:
 			sc.stale = true // usable; recreate next frame
 			return nil
-		case r == gpu.ErrorOutOfDateKHR && try == 0:
+		case r == vkshim.ErrorOutOfDateKHR && try == 0:
 			if err := g.recreate(); err != nil {
 				return err
 			}
-		case r == gpu.ErrorOutOfDateKHR:
+		case r == vkshim.ErrorOutOfDateKHR:
 			// Out of date again right after recreating (drivers do this
 			// while a window is being dragged or resized): skip the frame
 			// (no image was acquired, sem stays unsignalled) and recreate
 			// at the next one.
 			sc.stale = true
 			return fmt.Errorf("%w (the swapchain went out of date again right after it was recreated)", ErrFrameSkipped)
-		case r == gpu.Timeout || r == gpu.NotReady:
+		case r == vkshim.Timeout || r == vkshim.NotReady:
 			return fmt.Errorf("%w: no swapchain image after %v", gpu.ErrTimeout, g.opts.FenceTimeout)
 		default:
 			return g.failVk("vkAcquireNextImageKHR", r)

@@ -16,7 +16,6 @@ package devhook
 
 import (
 	"sync"
-	"unsafe"
 
 	vk "github.com/vulkan-go/vulkan"
 )
@@ -30,9 +29,6 @@ type Handles struct {
 	Queue         vk.Queue
 	QueueFamily   uint32
 	PipelineCache vk.PipelineCache
-	// GetInstanceProcAddr is the process's vkGetInstanceProcAddr, loaded
-	// once by package gpu: the one function loader.
-	GetInstanceProcAddr unsafe.Pointer
 }
 
 // Block is host-visible memory bound to a buffer (package gpu's staging
@@ -62,6 +58,8 @@ type Device interface {
 	DeviceExtensions() []string
 	// MaxPushConstants is the device's maxPushConstantsSize.
 	MaxPushConstants() uint32
+	// MaxViewport is the device's maxViewportDimensions.
+	MaxViewport() [2]uint32
 	// FindMemType returns a memory type allowed by bits with all of want,
 	// preferring one that also has prefer.
 	FindMemType(bits uint32, want, prefer vk.MemoryPropertyFlags) (int, bool)

@@ -1,4 +1,4 @@
-// shim.c: see shim.h and shim.go.
+// shim.c: see shim.h and vkshim.go.
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
-// gfx_shim.h: the C layer of package gfx (see gfx_shim.go).
+// gfx_shim.h: the graphics table of package vkshim, used by package
+// gpu/gfx (see gfx.go).
 //
-// Same rules as package gpu's shim.h: plain values, handles as uint64_t (dispatchable
+// Same rules as shim.h: plain values, handles as uint64_t (dispatchable
 // ones as their C pointer type), pointers only to arrays the caller owns;
 // every create-info struct and every array Vulkan reads is built on the C
 // stack, so nothing here allocates and no finalizer can free what Vulkan
@@ -95,10 +96,10 @@ typedef struct vkj_gfx {
 
 vkj_gfx *vkj_gfx_new(void);
 void vkj_gfx_free(vkj_gfx *g);
-// vkj_gfx_init fills g through gipa (package gpu's vkGetInstanceProcAddr,
-// the one loader of the process); it returns NULL or the name of a missing
-// function. Swapchain functions are loaded only when swapchain != 0.
-const char *vkj_gfx_init(vkj_gfx *g, void *gipa, VkInstance inst, VkPhysicalDevice pd, VkDevice dev, int swapchain);
+// vkj_gfx_init fills g through vkj_gipa() (shim.h: the one loader of the
+// process); it returns NULL or the name of a missing function. Swapchain
+// functions are loaded only when swapchain != 0.
+const char *vkj_gfx_init(vkj_gfx *g, VkInstance inst, VkPhysicalDevice pd, VkDevice dev, int swapchain);
 
 // Object kinds for vkj_gfx_destroy.
 enum {

@@ -1,4 +1,5 @@
-// shim.h: the small C layer of package gpu (see shim.go for why it exists).
+// shim.h: the loader and the compute table of package vkshim, used by
+// package gpu (see vkshim.go for why it exists).
 //
 // Every function here takes plain values, handles, and pointers to plain
 // arrays owned by the caller. Vulkan create-info structs are built on the C

@@ -1,6 +1,7 @@
-// gfx_shim.c: see gfx_shim.h and gfx_shim.go.
+// gfx_shim.c: see gfx_shim.h and gfx.go.
 #include <stdlib.h>
 #include <string.h>
+#include "shim.h"
 #include "gfx_shim.h"
 
 #define H(T, x) ((T)(uintptr_t)(x))
@@ -10,8 +11,8 @@ vkj_gfx *vkj_gfx_new(void) { return calloc(1, sizeof(vkj_gfx)); }
 
 void vkj_gfx_free(vkj_gfx *g) { free(g); }
 
-const char *vkj_gfx_init(vkj_gfx *g, void *gipa_fn, VkInstance inst, VkPhysicalDevice pd, VkDevice dev, int swapchain) {
-	PFN_vkGetInstanceProcAddr gipa = (PFN_vkGetInstanceProcAddr)gipa_fn;
+const char *vkj_gfx_init(vkj_gfx *g, VkInstance inst, VkPhysicalDevice pd, VkDevice dev, int swapchain) {
+	PFN_vkGetInstanceProcAddr gipa = (PFN_vkGetInstanceProcAddr)vkj_gipa();
 	if (gipa == NULL) {
 		return "vkGetInstanceProcAddr";
 	}
