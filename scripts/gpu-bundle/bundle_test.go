@@ -184,13 +184,14 @@ func TestBundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pkg := range []string{"gpu", "kernels", "anim/offline", "affinity", "stress", "cmd/crowd", "cmd/kbench"} {
+	for _, pkg := range []string{"gpu", "gpu/gfx", "kernels", "anim/offline", "affinity", "stress", "cmd/crowd", "cmd/kbench"} {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(pkg) + ` `).Match(tests) {
 			t.Errorf("tests.txt lacks %s, a package with GPU tests:\n%s", pkg, tests)
 		}
 	}
 	for _, f := range []string{"payload/bin/crowd", "payload/bin/kbench", "payload/bin/probe", "payload/bin/imgcmp",
-		"payload/share/assimp/models/BVH/01_01.bvh", "payload/pkg/cmd/crowd/testdata/cesium_man.gltf"} {
+		"payload/share/assimp/models/BVH/01_01.bvh", "payload/pkg/cmd/crowd/testdata/cesium_man.gltf",
+		"payload/pkg/gpu/gfx/testdata/gfx_golden.png"} {
 		if _, err := os.Stat(filepath.Join(un, f)); err != nil {
 			t.Error(err)
 		}
