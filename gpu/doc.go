@@ -217,25 +217,26 @@
 //
 // # On real GPUs
 //
-// Everything runs on lavapipe here, which is lenient where GPUs are not,
-// so the package guards the differences a review of the code found:
+// Everything runs on lavapipe here, which is lenient where GPUs are not, so
+// the package guards the differences a review of the code found:
 // robustBufferAccess is enabled where offered (lavapipe always
 // bounds-checks; a GPU without it could read other memory or lose the
 // device); memory is mapped directly only on unified memory or resizable
 // BAR, never into a discrete GPU's 256 MiB BAR window (directMemory);
 // devices lacking a requested extension (VK_KHR_swapchain for a window) are
 // skipped; portability drivers (MoltenVK) are enumerated and get
-// VK_KHR_portability_subset; binding offsets honour the device's
-// alignments (Device.BindingAlignment: up to 256 bytes on desktop GPUs);
-// a swapchain out of date twice in a row skips the frame; a pipeline cache
-// file from another device or driver is ignored; timestamps survive a
+// VK_KHR_portability_subset; binding offsets honour the device's alignments
+// (Device.BindingAlignment: up to 256 bytes on desktop GPUs); a swapchain
+// out of date twice in a row skips the frame (package gpu/gfx); a pipeline
+// cache file from another device or driver is ignored; timestamps survive a
 // counter wrap. Known limits, untested for want of hardware: presenting
-// holds the queue lock that compute submissions also take (with FIFO,
-// some drivers block in vkQueuePresentKHR, delaying GPU tasks: a second
-// queue for compute would fix it); dispatches of one batch may overlap on
-// a GPU, so a job's two timestamps measure only its unoverlapped part; each
-// buffer is its own allocation (drivers allow 4096); the C shim loads
-// libvulkan with dlopen, so Windows is not supported.
+// (package gpu/gfx) holds the queue lock that compute submissions also take
+// (with FIFO, some drivers block in vkQueuePresentKHR, delaying GPU tasks:
+// a second queue for compute would fix it); dispatches of one batch may
+// overlap on a GPU, so a job's two timestamps measure only its unoverlapped
+// part; each buffer is its own allocation (drivers allow 4096); the C shim
+// (gpu/internal/vkshim) loads libvulkan with dlopen, so Windows is not
+// supported.
 package gpu
 
 // The test kernels' SPIR-V (testdata/*.spv) is generated from testdata/*.comp:
