@@ -48,7 +48,7 @@ layout(std430, set = 0, binding = 5) buffer Cursors { uint cur[]; };
 const uint CLIP_TAG = 0x50494C43u; // "CLIP"
 const uint NO_NEED = 0xffffffffu;
 
-// Clip header words (anim/blob.go ch*).
+// Clip header words (anim/internal/format/layout.go Ch*).
 const uint CH_BONES = 3u, CH_RATE = 4u, CH_FRAMES = 5u, CH_SEGFRAMES = 6u, CH_SEGMENTS = 7u,
            CH_SLOTS = 8u, CH_DEFAULT = 10u, CH_TRACKS = 11u, CH_SEGTABLE = 12u, CH_STREAM = 13u,
            CH_STREAMWORDS = 14u, CH_CURSORWORDS = 19u, CLIP_HEADER_WORDS = 24u, CH_FLAGS = 9u,
@@ -57,7 +57,7 @@ const uint CH_BONES = 3u, CH_RATE = 4u, CH_FRAMES = 5u, CH_SEGFRAMES = 6u, CH_SE
 // Clip codecs (chFlags).
 const uint CLIP_CURVE = 0u, CLIP_UNIFORM = 1u;
 
-// Cursor words (anim/sample.go cur*, sl*).
+// Cursor words (anim/internal/format/cursor.go Cur*, Sl*).
 const uint CUR_CLIP = 0u, CUR_SEG = 1u, CUR_POS = 2u, CUR_LOCAL = 3u, CUR_NEXT = 4u, CUR_HEADER = 8u;
 const uint SLOT_WORDS = 64u;
 const uint SL_HEAD = 0u, SL_FRESH = 1u, SL_T2 = 2u, SL_T3 = 3u, SL_T1 = 4u, SL_INVH = 5u,
@@ -348,7 +348,8 @@ void updateCoeffs(uint cs, uint kind, float step) {
 }
 
 // The uniform codec: anim/uniform_sample.go (sampleUniform and the
-// functions it calls), the record format in anim/uniform.go.
+// functions it calls), the record format in anim/internal/format/uniform.go
+// (written by anim/offline/uniform.go).
 // ACL's bit-rate ladder (bits per component), and 1/float32(2^n - 1) for
 // each entry as bits (the correctly rounded float32 the CPU's table holds).
 const uint LADDER[16] = uint[16](0u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u, 19u);
