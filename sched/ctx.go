@@ -26,6 +26,7 @@ type Ctx struct {
 	current TaskID // task whose kernel runs now (owner only)
 	rng     uint32
 	misses  int      // runOne's misses in a row (owner only)
+	spun    uint64   // idle rounds Wait spun, in all (owner only; tests)
 	inline  int      // empty tasks being completed inside ready, nested (owner only)
 	ev      RunEvent // scratch for the Observer (owner only)
 	// outer lists, for each call now running on this thread that runs
@@ -95,7 +96,16 @@ func (c *Ctx) Run(id TaskID) error { return c.s.run(id, c) }
 // Wait runs other tasks until id has finished, then returns its error
 // (a *TaskError) or nil. When there is nothing to run it keeps looking for
 // Config.SpinRounds rounds (spinning, without yielding its P), then
-// sleeps until woken. Waiting for the task whose kernel is running on this
+// sleeps until woken; but while id itself is with an executor (GPU or SPU
+// affinity) it sleeps at once. An executor completes its jobs on a
+// goroutine of its own, which wakes the sleeper, and takes at least tens
+// of microseconds to; meanwhile a spinning waiter only takes a CPU that
+// the executor's threads (the device driver's, lavapipe's) need: on two
+// shared cores a lone GPU task's round trip was several times that of
+// the bare dispatch (BENCHMARKS.md, section gpu). A wait for a CPU task,
+// or for a parent whose children run on an executor, spins as before:
+// those finish on scheduler threads, often within the spin, and a sleep
+// costs a wake-up of microseconds. Waiting for the task whose kernel is running on this
 // thread is an error (it could never finish), and so is a wait that can
 // be seen to deadlock: see waitCycle and ErrDeadlock.
 func (c *Ctx) Wait(id TaskID) error {
@@ -132,12 +142,13 @@ func (c *Ctx) Wait(id TaskID) error {
 		if s.IsFinished(id) {
 			break
 		}
-		if spins++; spins < s.cfg.SpinRounds {
+		sl := &s.slots[id.index()]
+		if spins++; spins < s.cfg.SpinRounds && sl.execID.Load() != uint64(id) {
+			c.spun++
 			spinPause(spins)
 			continue // no Gosched: see Config.SpinRounds
 		}
 		spins = 0
-		sl := &s.slots[id.index()]
 		sl.waiters.Add(1)
 		c.waitTarget = id // read by other threads' waitCycle while this one sleeps
 		c.waiting.Store(true)

@@ -98,7 +98,15 @@
 // waking an idle P, so a worker that had just woken another goroutine
 // (queued on its own P) stood runnable while the other core idled
 // (runtime trace). The spin is bounded, so an idle scheduler costs no CPU.
-// The measurements are in BENCHMARKS.md (section sched-design).
+// The measurements are in BENCHMARKS.md (section sched-design). One wait
+// does not spin: a Wait for a task that an executor holds (GPU or SPU
+// affinity) sleeps as soon as it finds nothing to run. The executor
+// completes the task on a goroutine of its own after tens of microseconds
+// at least, and wakes the sleeper then; a spinning waiter would only take
+// a CPU that the executor's threads need (the device driver's: lavapipe
+// runs the GPU's work on the CPU cores). With the spin, a lone GPU task's
+// round trip on two shared cores was several times that of the bare
+// dispatch (BENCHMARKS.md, section gpu).
 //
 // A thread that goes to sleep first registers as idle and then re-checks
 // every queue, and a thread that queues work first publishes it and then

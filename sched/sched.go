@@ -150,6 +150,12 @@ type slotFields struct {
 	kern    *Kernel
 	dep     uint64 // task.Dependency: stored with storeUnpublished64, read atomically (Add's cycle check)
 	task    Task
+	// execID is the ID of the last task of this slot handed to an
+	// executor (ready stores it before Enqueue); Wait reads it to sleep
+	// at once rather than spin (see Ctx.Wait). Never cleared: a later
+	// task of the slot has another ID. In the slot's tail padding, off
+	// the lines a CPU task touches.
+	execID atomic.Uint64
 }
 
 // slot pads slotFields to whole cache lines, so neighbouring slots never
@@ -926,12 +932,15 @@ func (s *Scheduler) ready(idx uint32, c *Ctx) {
 			return
 		}
 		s.pushCPU(idx, sl.task.Priority.level(), c)
-	case GPU:
+	case GPU, SPU:
 		s.execJobs.Add(1)
-		s.execs[ExecGPU].Enqueue(Job{s: s, idx: idx, id: makeID(s.id, sl.genLoad(), idx)})
-	case SPU:
-		s.execJobs.Add(1)
-		s.execs[ExecSPU].Enqueue(Job{s: s, idx: idx, id: makeID(s.id, sl.genLoad(), idx)})
+		id := makeID(s.id, sl.genLoad(), idx)
+		sl.execID.Store(uint64(id)) // before Enqueue: Done may come at once
+		k := ExecGPU
+		if a == SPU {
+			k = ExecSPU
+		}
+		s.execs[k].Enqueue(Job{s: s, idx: idx, id: id})
 	default:
 		i, _ := a.Thread()
 		t := s.threads[s.nwork+i]
