@@ -210,8 +210,10 @@
 // Batching many tiny tasks into one command buffer costs a fraction of
 // submitting them one by one. Most of a lone task's round trip is hand-offs
 // between threads (lavapipe's queue thread, the completion goroutine, the
-// waiting scheduler thread); a scheduler thread that spins while waiting
-// takes a core that lavapipe's threads need on a 2-core machine.
+// waiting scheduler thread). A scheduler thread that waits for a GPU task
+// therefore sleeps at once instead of spinning first (sched.Ctx.Wait): a
+// spinning waiter took the core that lavapipe's threads needed on a
+// 2-core machine, which made the round trip several times longer.
 // Memory-bound kernels run slower on lavapipe than on the Go workers, and
 // larger workgroups help it a lot; a cost-based placer learns that.
 //
