@@ -78,7 +78,9 @@ func NewRegistry() *Registry {
 }
 
 // Register adds k under id. It fails if id is taken, k has no CPU
-// implementation, k's declaration is inconsistent, or its GPU binding does
+// implementation, k's declaration is inconsistent (a Simple kernel that
+// declares streams, a Reduce or Expand kernel without a Factor, more than
+// MaxStreams streams), or its GPU binding does
 // not match the declaration (the error names the binding and the stream).
 func (r *Registry) Register(id KernelID, k Kernel) error {
 	if id == KernelNone {
@@ -91,7 +93,14 @@ func (r *Registry) Register(id KernelID, k Kernel) error {
 		return fmt.Errorf("sched: register kernel %d %q: %d inputs and %d outputs; at most %d each", id, k.Name, len(k.In), len(k.Out), MaxStreams)
 	}
 	switch k.Kind {
-	case Simple, Streaming:
+	case Simple:
+		// Add refuses streams on a Simple task (only the header, Params and
+		// Data are copied), so declared streams could never reach the kernel.
+		if len(k.In) != 0 || len(k.Out) != 0 {
+			return fmt.Errorf("sched: register kernel %d %q: a simple kernel takes no streams, but %d inputs and %d outputs are declared; use Kind Streaming", id, k.Name, len(k.In), len(k.Out))
+		}
+		k.Factor = 1
+	case Streaming:
 		k.Factor = 1
 	case Reduce, Expand:
 		if k.Factor == 0 {

@@ -456,8 +456,12 @@ func (s *Scheduler) HasExecutor(kind ExecutorKind) bool { return s.execs[kind] !
 // the returned Ctx's methods; lock it with runtime.LockOSThread if it must
 // stay on one OS thread) as one of Config.MainThreads. Tasks with affinity
 // OnThread(i) run only on the i-th registered thread, when it calls Wait,
-// WaitEvent or RunPinned.
+// WaitEvent or RunPinned. It fails with ErrThreadsTaken when all are
+// registered and with ErrClosed once Close has begun.
 func (s *Scheduler) RegisterThread(name string) (*Ctx, error) {
+	if s.closing.Load() {
+		return nil, fmt.Errorf("sched: RegisterThread(%q): %w", name, ErrClosed)
+	}
 	i := int(s.nreg.Add(1)) - 1
 	if i >= s.cfg.MainThreads {
 		s.nreg.Add(-1)
