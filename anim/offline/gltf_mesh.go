@@ -42,7 +42,11 @@ type SkinnedMesh struct {
 func (g *gltfReader) mesh(si int, boneOf []int, im *Import) error {
 	doc := &g.doc
 	mi := -1
-	for _, n := range doc.Nodes {
+	for i, n := range doc.Nodes {
+		if n != nil && n.Skin != nil && (*n.Skin < 0 || *n.Skin >= len(doc.Skins)) {
+			// Otherwise the mesh that names it would be dropped without a word.
+			return g.errf(fmt.Sprintf("nodes[%d].skin", i), "skin index %d out of range (%d skins)", *n.Skin, len(doc.Skins))
+		}
 		if n != nil && n.Skin != nil && *n.Skin == si && n.Mesh != nil {
 			mi = *n.Mesh
 			break
