@@ -51,8 +51,9 @@ type Config struct {
 	// (the runtime's M hand-off) takes much longer than a task; the spin
 	// covers the gaps between dependent stages of a frame, so both cores
 	// stay in the frame. The spin is bounded, then the thread sleeps: an
-	// idle scheduler costs no CPU. Measurements: BENCHMARKS.md, section
-	// sched-design.
+	// idle scheduler costs no CPU. A Wait for a task that an executor
+	// holds does not spin (see Ctx.Wait). Measurements: BENCHMARKS.md,
+	// section sched-design.
 	SpinRounds int
 	// OnWorkerStart, when set, is called on each worker goroutine before
 	// it runs any task, with the worker's index (0..Workers-1). A hook that
