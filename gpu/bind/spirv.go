@@ -28,6 +28,8 @@ const (
 	opTypeStruct            = 30
 	opTypePointer           = 32
 	opConstant              = 43
+	opFunction              = 54
+	opFunctionEnd           = 56
 	opConstantComposite     = 44
 	opSpecConstant          = 50
 	opSpecConstantComposite = 51
@@ -236,6 +238,10 @@ func ParseSPIRV(b []byte) (*SPIRVModule, error) {
 		names:     map[uint32]string{},
 		sizes:     map[uint32]uint64{},
 	}
+	// inFunc is where the open OpFunction began (0: none). A module cut
+	// at an instruction boundary would otherwise pass as whole, and the
+	// driver would get a function without its end.
+	inFunc := 0
 	for pos := 5; pos < len(words); {
 		wc := int(words[pos] >> 16)
 		op := words[pos] & 0xffff
@@ -245,11 +251,26 @@ func ParseSPIRV(b []byte) (*SPIRVModule, error) {
 		if wc > len(words)-pos {
 			return nil, fmt.Errorf("spirv: word %d: opcode %d needs %d words, only %d left", pos, op, wc, len(words)-pos)
 		}
+		switch op {
+		case opFunction:
+			if inFunc != 0 {
+				return nil, fmt.Errorf("spirv: word %d: OpFunction inside the function begun at word %d", pos, inFunc)
+			}
+			inFunc = pos
+		case opFunctionEnd:
+			if inFunc == 0 {
+				return nil, fmt.Errorf("spirv: word %d: OpFunctionEnd outside a function", pos)
+			}
+			inFunc = 0
+		}
 		in := words[pos+1 : pos+wc]
 		if err := p.instruction(m, op, in); err != nil {
 			return nil, fmt.Errorf("spirv: word %d: %w", pos, err)
 		}
 		pos += wc
+	}
+	if inFunc != 0 {
+		return nil, fmt.Errorf("spirv: the function begun at word %d has no OpFunctionEnd (module truncated?)", inFunc)
 	}
 	if err := p.finish(m); err != nil {
 		return nil, err
