@@ -112,6 +112,9 @@ type row struct {
 }
 
 const columns = `Columns:
+  tracks   animated tracks: each bone has up to three (translation,
+           rotation, scale), so tracks may exceed bones; a track that a
+           constant value keeps within tolerance is stored once and not counted
   kept     share of the animated tracks' samples still stored: as curve points
            (curve codec), or with frame bits rather than one value constant
            over their segment (uniform codec); the rest the codec drops
@@ -424,7 +427,7 @@ func threadCPU() int64 {
 
 func report(w io.Writer, rows []row, target float64, bitsquid, timing bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clip\tframes\tHz\tbones\tanimated\tkept\tevents\traw KiB\tcompressed KiB\tratio\tACL\tx\tmax@3cm\tp99@3cm\tmax between\tp99 between\tmax@1m\tp99@1m\tns/bone 60Hz\tseek\ttime\tshare\tpasses\t")
+	fmt.Fprintln(tw, "clip\tframes\tHz\tbones\ttracks\tkept\tevents\traw KiB\tcompressed KiB\tratio\tACL\tx\tmax@3cm\tp99@3cm\tmax between\tp99 between\tmax@1m\tp99@1m\tns/bone 60Hz\tseek\ttime\tshare\tpasses\t")
 	var raw, comp int
 	var e3, e100 []offline.ErrorStats
 	var dur time.Duration
