@@ -859,3 +859,187 @@ func TestUserManyGoroutinesAdd(t *testing.T) {
 		t.Errorf("ran %d of %d", ran.Load(), 8*500)
 	}
 }
+
+// TestUserHugeElementCount: a task of MaxUint32 work items is split into
+// disjoint ranges that cover it exactly.
+func TestUserHugeElementCount(t *testing.T) {
+	reg := sched.NewRegistry()
+	var mu sync.Mutex
+	var total uint64
+	var calls int
+	var maxEnd uint32
+	reg.Register(uScale, sched.Kernel{Name: "count", Kind: sched.Streaming, CPU: func(c *sched.Ctx, d *sched.TaskData) error {
+		mu.Lock()
+		total += uint64(d.End - d.Begin)
+		calls++
+		maxEnd = max(maxEnd, d.End)
+		mu.Unlock()
+		return nil
+	}})
+	s, _ := sched.New(sched.Config{Kernels: reg, Workers: 2})
+	defer s.Close()
+	main, _ := s.RegisterThread("main")
+	for _, n := range []uint32{^uint32(0), ^uint32(0) - 1, 1<<32 - 1<<26 + 5} {
+		total, calls, maxEnd = 0, 0, 0
+		tk := sched.Task{Kernel: uScale}
+		tk.Data.Elements = n
+		tk.Data.Grain = 1 << 26
+		id, err := main.Add(&tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := watchdog(t, hangLimit, "Wait", func() error { return main.Wait(id) }); err != nil {
+			t.Fatal(err)
+		}
+		if total != uint64(n) || maxEnd != n || calls < 2 {
+			t.Errorf("Elements %d: covered %d items in %d calls, last end %d", n, total, calls, maxEnd)
+		}
+	}
+}
+
+// TestUserHangShapes: the shapes that used to hang without a word (issue
+// reports of a helping wait cycle, back-pressure with no way out, a cycle
+// through a parent) each end with an error.
+func TestUserHangShapes(t *testing.T) {
+	t.Run("back-pressure", func(t *testing.T) {
+		reg := sched.NewRegistry()
+		reg.Register(uRecord, sched.Kernel{Name: "rec", CPU: func(*sched.Ctx, *sched.TaskData) error { return nil }})
+		s, _ := sched.New(sched.Config{Kernels: reg, Workers: 1, PoolSize: 16})
+		defer s.Close()
+		held, _ := s.Create(&sched.Task{})
+		var last error
+		watchdog(t, hangLimit, "Add with a full pool", func() error {
+			for i := 0; i < 40; i++ {
+				if _, err := s.Add(&sched.Task{Kernel: uRecord, Dependency: held}); err != nil {
+					last = err
+					return nil
+				}
+			}
+			return nil
+		})
+		if !errors.Is(last, sched.ErrPoolDeadlock) {
+			t.Errorf("40 dependents of a held task in a pool of 16: %v, want ErrPoolDeadlock", last)
+		}
+		s.Run(held)
+	})
+	t.Run("cycle through a parent", func(t *testing.T) {
+		reg := sched.NewRegistry()
+		reg.Register(uRecord, sched.Kernel{Name: "rec", CPU: func(*sched.Ctx, *sched.TaskData) error { return nil }})
+		s, _ := sched.New(sched.Config{Kernels: reg, Workers: 1})
+		defer s.Close()
+		main, _ := s.RegisterThread("main")
+		x, _ := main.Create(&sched.Task{})
+		d, _ := main.Create(&sched.Task{Dependency: x})
+		if _, err := main.Add(&sched.Task{Kernel: uRecord, Parent: x, Dependency: d}); !errors.Is(err, sched.ErrCycle) {
+			t.Errorf("X -> child C -> D -> X: %v, want ErrCycle", err)
+		}
+		main.Run(d)
+		main.Run(x)
+		if err := watchdog(t, hangLimit, "Wait", func() error { return main.Wait(d) }); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("helping wait cycle", func(t *testing.T) {
+		// A waits for its child B; the waiting thread helps and picks up C;
+		// C waits for D; D depends on A.
+		const kA, kB, kC sched.KernelID = 30, 31, 32
+		reg := sched.NewRegistry()
+		var s *sched.Scheduler
+		var cID, dID atomic.Uint64
+		release := make(chan struct{})
+		reg.Register(kB, sched.Kernel{Name: "B", CPU: func(*sched.Ctx, *sched.TaskData) error { <-release; return nil }})
+		reg.Register(kC, sched.Kernel{Name: "C", CPU: func(c *sched.Ctx, _ *sched.TaskData) error {
+			return c.Wait(sched.TaskID(dID.Load()))
+		}})
+		reg.Register(kA, sched.Kernel{Name: "A", CPU: func(c *sched.Ctx, _ *sched.TaskData) error {
+			b, err := c.Add(&sched.Task{Kernel: kB, Parent: c.Current(), Affinity: sched.OnThread(0)})
+			if err != nil {
+				return err
+			}
+			d, err := c.Add(&sched.Task{Dependency: c.Current()})
+			if err != nil {
+				return err
+			}
+			dID.Store(uint64(d))
+			id, err := c.Add(&sched.Task{Kernel: kC})
+			if err != nil {
+				return err
+			}
+			cID.Store(uint64(id))
+			close(release)
+			return c.Wait(b)
+		}})
+		s, _ = sched.New(sched.Config{Kernels: reg, Workers: 1, MainThreads: 1})
+		defer s.Close()
+		main, _ := s.RegisterThread("main")
+		a, _ := main.Add(&sched.Task{Kernel: kA})
+		err := watchdog(t, hangLimit, "Wait(A)", func() error {
+			errA := main.WaitFor(a, 10*time.Second)
+			if errors.Is(errA, sched.ErrTimeout) {
+				return errA
+			}
+			return main.WaitFor(sched.TaskID(cID.Load()), 10*time.Second)
+		})
+		if errors.Is(err, sched.ErrTimeout) {
+			t.Errorf("helping wait cycle: timed out without an error naming the deadlock")
+		}
+	})
+	t.Run("abandon a hung kernel", func(t *testing.T) {
+		reg := sched.NewRegistry()
+		stuck := make(chan struct{})
+		started := make(chan struct{})
+		var ran atomic.Int32
+		reg.Register(uRecord, sched.Kernel{Name: "hang", CPU: func(*sched.Ctx, *sched.TaskData) error { close(started); <-stuck; return nil }})
+		reg.Register(uSum, sched.Kernel{Name: "after", CPU: func(*sched.Ctx, *sched.TaskData) error { ran.Add(1); return nil }})
+		s, _ := sched.New(sched.Config{Kernels: reg, Workers: 2, MainThreads: 1})
+		// Waits from a goroutine that is not a scheduler thread: a thread
+		// that helps while it waits could pick up the hanging kernel itself.
+		h, _ := s.Add(&sched.Task{Kernel: uRecord})
+		dep, _ := s.Add(&sched.Task{Kernel: uSum, Dependency: h})
+		watchdog(t, hangLimit, "kernel start", func() error { <-started; return nil })
+		main := s
+		if err := s.Abandon(h, errors.New("frame budget")); err != nil {
+			t.Fatal(err)
+		}
+		if err := watchdog(t, hangLimit, "Wait", func() error { return main.Wait(h) }); !errors.Is(err, sched.ErrAbandoned) {
+			t.Errorf("Wait on an abandoned task: %v", err)
+		}
+		if err := watchdog(t, hangLimit, "Wait", func() error { return main.Wait(dep) }); !errors.Is(err, sched.ErrDepFailed) {
+			t.Errorf("dependent of an abandoned task: %v", err)
+		}
+		if err := s.Abandon(h, errors.New("again")); err == nil {
+			t.Errorf("second Abandon accepted")
+		}
+		close(stuck)
+		watchdog(t, hangLimit, "Close", s.Close)
+		if ran.Load() != 0 {
+			t.Errorf("dependent of an abandoned task ran")
+		}
+	})
+}
+
+// TestUserManySchedulers: a tool that makes hundreds of schedulers in turn;
+// an ID of the first is foreign to every later one.
+func TestUserManySchedulers(t *testing.T) {
+	reg := sched.NewRegistry()
+	reg.Register(uRecord, sched.Kernel{Name: "rec", CPU: func(*sched.Ctx, *sched.TaskData) error { return nil }})
+	first, err := sched.New(sched.Config{Kernels: reg, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	held, _ := first.Create(&sched.Task{})
+	for i := 0; i < 300; i++ {
+		s, err := sched.New(sched.Config{Kernels: reg, Workers: 1, PoolSize: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Add(&sched.Task{Kernel: uRecord, Dependency: held}); !errors.Is(err, sched.ErrForeignTask) {
+			t.Fatalf("scheduler %d accepted a dependency on another scheduler's task: %v", i+2, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first.Run(held)
+}
