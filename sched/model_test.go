@@ -381,6 +381,11 @@ func modelRound(t *testing.T, seed uint64, closeMode bool) (tasks, elements int6
 			c.WaitEvent(done)
 		}()
 		<-c1ready
+		// Thread 0 registers before Close can race: RegisterThread on a
+		// closed scheduler fails with ErrClosed.
+		c0, err := s.RegisterThread("model0")
+		must(t, err)
+		ctx[0] = c0
 		var closeErr error
 		closed := make(chan struct{})
 		if closeMode {
@@ -454,9 +459,6 @@ func modelRound(t *testing.T, seed uint64, closeMode bool) (tasks, elements int6
 		for b := 1; b < builders; b++ {
 			buildWG.Go(func() { build(b, nil) })
 		}
-		c0, err := s.RegisterThread("model0")
-		must(t, err)
-		ctx[0] = c0
 		build(0, c0)
 		buildWG.Wait()
 		// Thread 0 waits for every task, in random order.
