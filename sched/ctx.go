@@ -167,6 +167,14 @@ func (c *Ctx) Wait(id TaskID) error {
 // if id has not finished within d (the task goes on; Abandon it to fail it
 // and release its dependents). Unlike Wait it polls: with nothing to run it
 // sleeps at most 50 µs at a time and looks again.
+//
+// Like Wait it runs other tasks while it waits, and the time-out is looked
+// at between them: a task it picked up that runs long delays the return by
+// that long, and one that never returns (a hung kernel) keeps WaitFor from
+// returning at all. Where a hang must be survivable, time the wait from a
+// goroutine that is not a scheduler thread (Scheduler.Wait there only
+// sleeps: run it in a goroutine of its own against a timer), and Abandon
+// the hung task when the timer fires.
 func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 	s := c.s
 	c.enterBusy()
