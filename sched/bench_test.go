@@ -14,10 +14,18 @@ const kFib KernelID = 11
 const kCompute KernelID = 12
 
 func benchSched(b *testing.B) (*Scheduler, *Ctx) {
+	return newBenchSched(b, kEmpty, kFib, kCompute, fibKernel)
+}
+
+// newBenchSched makes a scheduler with the default thread count and the
+// registered main thread, and three kernels under the IDs given: an empty
+// one, fib (the benchmark's own version) and a streaming compute kernel
+// (computeRange over x into y, grain 4096). It is closed when b ends.
+func newBenchSched(b *testing.B, empty, fibID, compute KernelID, fib KernelFunc) (*Scheduler, *Ctx) {
 	reg := NewRegistry()
-	must(b, reg.Register(kEmpty, Kernel{Name: "empty", CPU: func(*Ctx, *TaskData) error { return nil }}))
-	must(b, reg.Register(kFib, Kernel{Name: "fib", CPU: fibKernel}))
-	must(b, reg.Register(kCompute, Kernel{Name: "compute", Kind: Streaming, Grain: 4096,
+	must(b, reg.Register(empty, Kernel{Name: "empty", CPU: func(*Ctx, *TaskData) error { return nil }}))
+	must(b, reg.Register(fibID, Kernel{Name: "fib", CPU: fib}))
+	must(b, reg.Register(compute, Kernel{Name: "compute", Kind: Streaming, Grain: 4096,
 		In: []StreamSpec{{Name: "x", Stride: 4}}, Out: []StreamSpec{{Name: "y", Stride: 4}},
 		CPU: func(c *Ctx, d *TaskData) error {
 			computeRange(View[float32](d.In[0]), View[float32](d.Out[0]), int(d.Begin), int(d.End))

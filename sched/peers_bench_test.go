@@ -70,21 +70,7 @@ func (p *perTask) stop() {
 // peerSched makes a scheduler with the default thread count (GOMAXPROCS:
 // one worker per P but one, plus the registered main thread).
 func peerSched(b *testing.B) (*Scheduler, *Ctx) {
-	reg := NewRegistry()
-	must(b, reg.Register(pkEmpty, Kernel{Name: "empty", CPU: func(*Ctx, *TaskData) error { return nil }}))
-	must(b, reg.Register(pkFib, Kernel{Name: "fib", CPU: fibEveryKernel}))
-	must(b, reg.Register(pkCompute, Kernel{Name: "compute", Kind: Streaming, Grain: 4096,
-		In: []StreamSpec{{Name: "x", Stride: 4}}, Out: []StreamSpec{{Name: "y", Stride: 4}},
-		CPU: func(c *Ctx, d *TaskData) error {
-			computeRange(View[float32](d.In[0]), View[float32](d.Out[0]), int(d.Begin), int(d.End))
-			return nil
-		}}))
-	s, err := New(Config{Kernels: reg})
-	must(b, err)
-	m, err := s.RegisterThread("main")
-	must(b, err)
-	b.Cleanup(func() { s.Close() })
-	return s, m
+	return newBenchSched(b, pkEmpty, pkFib, pkCompute, fibEveryKernel)
 }
 
 // chanPool is the simplest pool: GOMAXPROCS goroutines reading funcs from
