@@ -204,16 +204,11 @@ func BenchmarkPeersEmpty(b *testing.B) {
 	// go-taskflow runs static graphs: the 10,000 tasks are built once and
 	// the graph is run per op (as the C++ Taskflow anchor in BENCHMARKS.md).
 	b.Run("taskflow", func(b *testing.B) {
-		e := gotaskflow.NewExecutor(uint(runtime.GOMAXPROCS(0)))
-		tf := gotaskflow.NewTaskFlow("empty")
-		for range peerTasks {
-			tf.NewTask("t", func() {})
-		}
-		pt := startPerTask(b, peerTasks, "task")
-		for range b.N {
-			e.Run(tf).Wait()
-		}
-		pt.stop()
+		runTaskflow(b, "empty", peerTasks, "task", func(tf *gotaskflow.TaskFlow) {
+			for range peerTasks {
+				tf.NewTask("t", func() {})
+			}
+		})
 	})
 }
 
@@ -749,14 +744,9 @@ func BenchmarkPeersParallelFor(b *testing.B) {
 			pt.stop()
 		})
 		b.Run(name+"/taskflow", func(b *testing.B) {
-			e := gotaskflow.NewExecutor(uint(runtime.GOMAXPROCS(0)))
-			tf := gotaskflow.NewTaskFlow("pfor")
-			pieces(func(lo, hi int) { tf.NewTask("p", func() { computeRange(x, y, lo, hi) }) })
-			pt := startPerTask(b, n, "elem")
-			for range b.N {
-				e.Run(tf).Wait()
-			}
-			pt.stop()
+			runTaskflow(b, "pfor", n, "elem", func(tf *gotaskflow.TaskFlow) {
+				pieces(func(lo, hi int) { tf.NewTask("p", func() { computeRange(x, y, lo, hi) }) })
+			})
 		})
 	}
 }
@@ -973,4 +963,18 @@ func schedDAGOnce(b *testing.B, m *Ctx, prev, cur *[dagWidth]TaskID) {
 	}
 	must(b, m.Run(root))
 	must(b, m.Wait(root))
+}
+
+// runTaskflow times go-taskflow running a graph that build makes once, on
+// an executor of GOMAXPROCS goroutines, per op, reporting ns per unit
+// (units of them per run).
+func runTaskflow(b *testing.B, name string, units int, unit string, build func(*gotaskflow.TaskFlow)) {
+	e := gotaskflow.NewExecutor(uint(runtime.GOMAXPROCS(0)))
+	tf := gotaskflow.NewTaskFlow(name)
+	build(tf)
+	pt := startPerTask(b, units, unit)
+	for range b.N {
+		e.Run(tf).Wait()
+	}
+	pt.stop()
 }
