@@ -183,21 +183,7 @@ func FuzzBVH(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		im, err := ParseBVH("fuzz.bvh", data, BVHOptions{})
-		if err != nil {
-			var pe *ParseError
-			if !errors.As(err, &pe) || pe.File != "fuzz.bvh" {
-				t.Fatalf("error %v does not name the file", err)
-			}
-			return
-		}
-		if err := im.Skeleton.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range im.Clips {
-			if err := c.Validate(im.Skeleton); err != nil {
-				t.Fatal(err)
-			}
-		}
+		checkFuzzImport(t, "fuzz.bvh", im, err)
 	})
 }
 
@@ -220,5 +206,26 @@ func TestBVHSampleBudget(t *testing.T) {
 	_, err := ParseBVH("huge.bvh", []byte(b.String()), BVHOptions{})
 	if err == nil || !strings.Contains(err.Error(), "exceed") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// checkFuzzImport is the fuzz targets' rule for an importer's result: an
+// error is a *ParseError naming the file; an import passes validation.
+func checkFuzzImport(t *testing.T, file string, im *Import, err error) {
+	t.Helper()
+	if err != nil {
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.File != file {
+			t.Fatalf("error %v does not name the file", err)
+		}
+		return
+	}
+	if err := im.Skeleton.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range im.Clips {
+		if err := c.Validate(im.Skeleton); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
