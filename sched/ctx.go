@@ -304,24 +304,33 @@ func (c *Ctx) enter() {
 func (c *Ctx) leave() { c.nouter-- }
 
 // waitCycle returns an error wrapping ErrDeadlock if a wait for id on this
-// thread can never return, for a reason it can see: id, or a task id waits
-// for through a chain of dependencies, cannot finish before a kernel
-// suspended on this thread returns (that kernel's own task, or one of its
-// ancestors), and that kernel cannot return before this wait does. That is
-// the deadlock helping can make: A waits for its child B, the thread runs C
-// meanwhile, C waits for D, and D depends on A. The chain may also pass
-// through another thread that sleeps in a wait: a kernel suspended there
-// returns only after that thread's wait, so the walk goes on from what that
-// thread waits for (A on one thread and E on another each ran a task that
-// waits for what depends on the other). A task's children are not
-// followed (they are not recorded). Wait calls it as it goes to sleep
-// (from sleep, under idleMu with this thread listed, so that of two threads
-// that close a cycle together the second sees the first); WaitFor while it
-// idles. It costs nothing on the hot path.
-// It never reports a cycle that is not there: this thread's frames are its
-// own, other threads' are read under idleMu while they sleep (a listed
-// thread cannot leave sleep without that lock, so their frames cannot
-// change meanwhile), and dependency links are validated by generations.
+// thread can never return, for a reason it can see: id needs (transitively)
+// a task whose kernel is suspended on this thread under this wait, and
+// that kernel cannot return before this wait does. That is the deadlock
+// helping can make: A waits for its child B, the thread runs C meanwhile,
+// C waits for D, and D depends on A.
+//
+// A task needs its dependency, each of its unfinished children, and, if
+// its kernel is suspended on a thread asleep in a wait, what that wait is
+// for. Children are not recorded (a list per task would cost every Add),
+// so the walk goes backwards, from what cannot finish to what needs it,
+// along links that are recorded: a task's parent (the parent needs it),
+// its dependents list (each needs it) and the threads asleep waiting for
+// it (their suspended kernels need it). It starts from this thread's
+// suspended kernels, and fails the wait if it reaches id. So a cycle
+// through children (C waits for P, P's child Q depends on A), through
+// chains of dependencies and through kernels suspended on other sleeping
+// threads, nested to any depth, is seen (TestDeadlockThroughChildren).
+// Every task reached cannot finish while this wait lasts: the seeds
+// cannot, and each link read was true when read and stays true until its
+// target finishes, which it never does; so a cycle reported is there.
+//
+// Wait calls it as it goes to sleep (from sleep, under idleMu with this
+// thread listed, so that of two threads that close a cycle together the
+// second sees the first); WaitFor while it idles. Other threads' frames
+// are read under idleMu while they sleep (a listed thread cannot leave
+// sleep without that lock, so their frames cannot change meanwhile). It
+// costs nothing on the hot path; a walk visits each live task at most once.
 func (c *Ctx) waitCycle(id TaskID, what string) error {
 	if c.nouter == 0 || id == NoTask {
 		return nil
@@ -331,101 +340,102 @@ func (c *Ctx) waitCycle(id TaskID, what string) error {
 	return c.waitCycleLocked(id, what)
 }
 
+// cycVisit is one task reached by waitCycle: from is the index in the
+// walk's log of the task this one needs (-1 for a kernel suspended on the
+// waiting thread).
+type cycVisit struct {
+	id   TaskID
+	from int32
+}
+
 // waitCycleLocked is waitCycle with idleMu held (by sleep, which has just
-// listed this thread as idle).
+// listed this thread as idle, or by waitCycle).
 func (c *Ctx) waitCycleLocked(id TaskID, what string) error {
 	n := min(c.nouter, maxOuter)
 	if n == 0 || id == NoTask {
 		return nil
 	}
 	s := c.s
-	// The tasks that cannot finish before some wait returns: the
-	// suspended kernels' tasks and their ancestors, each with the thread
-	// whose wait holds it (nil: this one) and the kernel it waits for.
-	type held struct {
-		task, under TaskID
-		on          *Ctx
+	// The walk's scratch, kept under idleMu: one bit per slot (visited)
+	// and the log of tasks reached, which is also the walk's queue.
+	if words := (len(s.slots) + 63) / 64; len(s.cycSeen) != words {
+		s.cycSeen = make([]uint64, words)
+	} else {
+		clear(s.cycSeen)
 	}
-	var stuckBuf [256]held
-	stuck := stuckBuf[:0]
-	addFrames := func(t *Ctx, frames []TaskID) {
-		for _, f := range frames {
-			for p := f; p != NoTask && len(stuck) < cap(stuck); {
-				stuck = append(stuck, held{p, f, t})
-				sl := &s.slots[p.index()]
-				pi := atomic.LoadUint32(&sl.parent)
-				if pi == 0 || sl.genLoad() != p.gen() {
-					break
-				}
-				p = makeID(s.id, s.slots[pi-1].genLoad(), pi-1)
-			}
+	log := s.cycLog[:0]
+	defer func() { s.cycLog = log[:0] }()
+	visit := func(x TaskID, from int32) {
+		i := x.index()
+		if x == NoTask || int(i) >= len(s.slots) || s.cycSeen[i/64]&(1<<(i%64)) != 0 {
+			return
 		}
+		if s.slots[i].genLoad() != x.gen() {
+			return // finished: a stale link
+		}
+		s.cycSeen[i/64] |= 1 << (i % 64)
+		log = append(log, cycVisit{x, from})
 	}
-	addFrames(nil, c.outer[:n])
-	for _, t := range s.idle {
-		if t != c && t.waiting.Load() && t.waitTarget != NoTask && t.nouter > 0 {
-			addFrames(t, t.outer[:min(t.nouter, maxOuter)])
-		}
+	for _, f := range c.outer[:n] {
+		visit(f, -1)
 	}
-	var pathBuf [64]TaskID
-	path := pathBuf[:0]
-	var seen [8]*Ctx
-	nseen := 0
-	x := id
-	for len(path) < cap(path) {
-		path = append(path, x)
-		next := NoTask
-		for _, h := range stuck {
-			if h.task != x {
-				continue
-			}
-			if h.on == nil {
-				return c.deadlock(what, id, path, h.under)
-			}
-			// Suspended on thread h.on, which sleeps waiting for
-			// waitTarget: x cannot finish before that does.
-			dup := false
-			for _, t := range seen[:nseen] {
-				dup = dup || t == h.on
-			}
-			if !dup && nseen < len(seen) {
-				seen[nseen] = h.on
-				nseen++
-				next = h.on.waitTarget
-			}
-			break
-		}
-		if next != NoTask {
-			x = next
-			continue
+	for q := 0; q < len(log); q++ {
+		x := log[q].id
+		if x == id {
+			return c.deadlock(what, log, q)
 		}
 		xs := &s.slots[x.index()]
-		if xs.genLoad() != x.gen() {
-			return nil // finished
+		// The parent needs x.
+		if pi := atomic.LoadUint32(&xs.parent); pi != 0 && xs.genLoad() == x.gen() && int(pi) <= len(s.slots) {
+			visit(makeID(s.id, s.slots[pi-1].genLoad(), pi-1), int32(q))
 		}
-		d := TaskID(atomic.LoadUint64(&xs.dep))
-		if d == NoTask || xs.genLoad() != x.gen() {
-			return nil
+		// Each dependent needs x. The list is intact while x has not
+		// finished or been abandoned (its dependents wait, their slots
+		// stay theirs); checked again after the walk, and the walk is
+		// bounded in case it was not.
+		if h := xs.deps.Load(); uint32(h>>32) == x.gen() && uint32(h) != 0 && uint32(h) < depsAbandoned {
+			mark := len(log)
+			for d, k := uint32(h), 0; d != 0 && int(d) <= len(s.slots) && k < len(s.slots); k++ {
+				visit(makeID(s.id, s.slots[d-1].genLoad(), d-1), int32(q))
+				d = atomic.LoadUint32(&s.slots[d-1].depNext)
+			}
+			if h2 := xs.deps.Load(); uint32(h2>>32) != x.gen() || uint32(h2) >= depsAbandoned {
+				for _, v := range log[mark:] { // x finished meanwhile: drop what the list gave
+					i := v.id.index()
+					s.cycSeen[i/64] &^= 1 << (i % 64)
+				}
+				log = log[:mark]
+			}
 		}
-		x = d
+		// The kernels suspended on a thread asleep waiting for x need x.
+		for _, t := range s.idle {
+			if t != c && t.waiting.Load() && t.waitTarget == x && t.nouter > 0 {
+				for _, f := range t.outer[:min(t.nouter, maxOuter)] {
+					visit(f, int32(q))
+				}
+			}
+		}
 	}
 	return nil
 }
 
-// deadlock is waitCycle's error: path is the chain of waits from id, each
-// task needing the next (a dependency, or the wait of another thread a
-// kernel is suspended under); its last task cannot finish before the
-// kernel of under, suspended on this thread, returns.
-func (c *Ctx) deadlock(what string, id TaskID, path []TaskID, under TaskID) error {
+// deadlock is waitCycle's error: log[q] is the awaited task; following
+// from, each task needs the next (its dependency, a child, or what the
+// thread its kernel is suspended on waits for), and the last one's kernel
+// is suspended on this thread under this wait.
+func (c *Ctx) deadlock(what string, log []cycVisit, q int) error {
 	var b strings.Builder
-	for j, y := range path {
-		if j > 0 {
+	last := log[q].id
+	for j := q; j >= 0; j = int(log[j].from) {
+		if j != q {
 			b.WriteString(" -> ")
 		}
-		b.WriteString(y.String())
+		last = log[j].id
+		b.WriteString(last.String())
 	}
-	return fmt.Errorf("sched: %s %v from the kernel of %v: %w: %s (each needs the next: its dependency, or what the thread it is suspended on waits for); %v cannot finish before the kernel of %v returns, and that kernel is suspended on this thread under this wait (it was waiting when the thread ran %v)",
-		what, id, c.current, ErrDeadlock, b.String(), path[len(path)-1], under, c.current)
+	id := log[q].id
+	return fmt.Errorf("sched: %s %v from the kernel of %v: %w: %s (each needs the next: its dependency, a child, or what the thread its kernel is suspended on waits for); the kernel of %v is suspended on this thread under this wait, so none of them can finish",
+		what, id, c.current, ErrDeadlock, b.String(), last)
 }
 
 func (c *Ctx) runOne() bool {
@@ -568,18 +578,18 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 	s.idleMu.Lock()
 	s.idle = append(s.idle, c)
 	s.nIdle.Add(1)
-	if id != NoTask && c.nouter > 0 {
-		// A Wait in a kernel: look for a wait-for cycle now, listed
-		// and under the lock, so that of two threads that close one
-		// and go to sleep together the second sees the first.
-		if err := c.waitCycleLocked(id, "Wait"); err != nil {
-			c.cycleErr = err
-			s.idle = s.idle[:len(s.idle)-1] // c, appended last under this lock
-			s.nIdle.Add(-1)
-			s.activity.Add(1)
-			s.idleMu.Unlock()
-			return
-		}
+	// A Wait in a kernel looks for a wait-for cycle now, listed and under
+	// the lock, so that of two threads that close one and go to sleep
+	// together the second sees the first; and again at each recheck
+	// below, for as long as it sleeps: a link of the cycle may be made
+	// after every thread in it went to sleep (an Add from elsewhere), or
+	// a thread that saw the cycle and failed its wait may not have
+	// broken it (its kernel returned, but its task still needs a child).
+	watch := id != NoTask && c.nouter > 0
+	if watch && c.cycleLocked(id) {
+		s.idleMu.Unlock()
+		s.wakeWaiters() // the others in the cycle look again
+		return
 	}
 	s.idleMu.Unlock()
 	if s.poolWait.Load() > 0 {
@@ -607,10 +617,11 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 	// comes (the pusher then blocked outside the scheduler). The race can
 	// only happen as the thread goes to sleep (a push after that reads the
 	// increment), so the rechecks back off (waits of 1, 4, 16 and 64 ms:
-	// 1, 5, 21 and 85 ms after falling asleep), and then the thread waits for a token alone: an idle
-	// thread costs no periodic wake-ups.
-	for d := recheckSleep; ; d *= 4 {
-		if d > recheckLast {
+	// 1, 5, 21 and 85 ms after falling asleep), and then the thread waits
+	// for a token alone: an idle thread costs no periodic wake-ups. A Wait
+	// in a kernel (watch) goes on looking for a cycle every recheckWatch.
+	for d := recheckSleep; ; d = min(4*d, recheckWatch) {
+		if d > recheckLast && !watch {
 			<-c.wake
 			s.removeIdle(c)
 			return
@@ -633,8 +644,49 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 				}
 				return
 			}
+			if watch {
+				s.idleMu.Lock()
+				found := c.cycleLocked(id)
+				s.idleMu.Unlock()
+				if found {
+					select { // drop a token a waker may have sent meanwhile
+					case <-c.wake:
+					default:
+					}
+					s.wakeWaiters()
+					return
+				}
+			}
 		}
 	}
+}
+
+// cycleLocked looks for a wait-for cycle through this thread's wait for
+// id (waitCycleLocked) while it is listed as idle; if it finds one it sets
+// cycleErr and takes the thread off the list (under the lock: no thread
+// that looks later can then go through its frames, so one cycle fails
+// one wait at a time). Called with idleMu held; a thread a waker already
+// took off the list looks no further (its token is coming).
+func (c *Ctx) cycleLocked(id TaskID) bool {
+	s := c.s
+	at := -1
+	for i, t := range s.idle {
+		if t == c {
+			at = i
+		}
+	}
+	if at < 0 {
+		return false
+	}
+	err := c.waitCycleLocked(id, "Wait")
+	if err == nil {
+		return false
+	}
+	c.cycleErr = err
+	s.idle = append(s.idle[:at], s.idle[at+1:]...)
+	s.nIdle.Add(-1)
+	s.activity.Add(1)
+	return true
 }
 
 // spinPause is called on every idle round before the thread sleeps: every
@@ -661,6 +713,9 @@ const yieldEvery = 16
 const (
 	recheckSleep = time.Millisecond
 	recheckLast  = 64 * time.Millisecond
+	// recheckWatch is how often a Wait in a kernel that sleeps looks for
+	// a wait-for cycle once the rechecks have backed off (see sleep).
+	recheckWatch = 256 * time.Millisecond
 )
 
 // slotCacheSize is the most free slots one thread keeps.

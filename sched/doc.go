@@ -197,21 +197,24 @@
 //   - Helping. A waiting thread that runs other tasks can deadlock what
 //     would not deadlock without helping: A waits for its child B, the
 //     thread runs C meanwhile, C waits for D, and D depends on A, whose
-//     kernel is under C's on the same stack. A wait that finds nothing to
-//     run (before it sleeps) follows the dependency chain of the task it
-//     waits for, and if that reaches a kernel suspended under it on its
-//     thread (or an ancestor of one) it fails with ErrDeadlock. A chain
-//     that reaches a kernel suspended on another thread, asleep in a wait,
-//     goes on from what that thread waits for, so the same cycle across
-//     threads is caught by the last thread to go to sleep. Rejected:
-//     running only tasks that cannot need the waiter (TBB's isolation,
-//     Taskflow's corun). A task's children are not known before it runs,
-//     so only the waiting kernel's descendants are safe; every task found
-//     would need a walk up its parents, and a thread whose child was stolen
-//     would idle beside runnable work. Not seen: cycles through a task's
-//     children (they are not recorded) or through a thread that waits with
-//     WaitFor (it polls, and is never asleep in the scheduler); WaitFor and
-//     Abandon are the way out there.
+//     kernel is under C's on the same stack. A wait in a kernel that finds
+//     nothing to run (as it goes to sleep, and then at each recheck of
+//     its sleep) looks for a wait-for cycle and fails with ErrDeadlock,
+//     naming the tasks, if the task it waits for needs, through
+//     dependencies, children and kernels suspended on other sleeping
+//     threads, a kernel suspended under it. Children are not recorded,
+//     so the walk goes backwards from the suspended kernels, along the
+//     links that are: parents, dependents lists, and what sleeping
+//     threads wait for (see waitCycle). A thread that fails its wait
+//     wakes the other waiters, which look again: its kernel returns, but
+//     its task may still need a child in the cycle. Rejected: running
+//     only tasks that cannot need the waiter (TBB's isolation, Taskflow's
+//     corun). A task's children are not known before it runs, so only
+//     the waiting kernel's descendants are safe; every task found would
+//     need a walk up its parents, and a thread whose child was stolen
+//     would idle beside runnable work. Not seen: cycles through a thread
+//     in WaitFor (it is not asleep in the scheduler; its time-out is the
+//     way out) or through a wait from outside the scheduler's threads.
 //   - Calls without a Ctx. Scheduler.Wait and Scheduler.Add's
 //     back-pressure, called on a scheduler thread (a kernel that has no
 //     Ctx at hand), run tasks as Ctx.Wait does: blocking there could leave

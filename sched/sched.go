@@ -285,6 +285,11 @@ type Scheduler struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// waitCycle's scratch, guarded by idleMu: a bit per slot and the log
+	// of the walk, made on first use and reused.
+	cycSeen []uint64
+	cycLog  []cycVisit
+
 	failMu   sync.Mutex
 	failed   map[TaskID]*TaskError
 	failFIFO []TaskID
@@ -887,7 +892,8 @@ func (s *Scheduler) linkDependency(idx uint32, dep TaskID, c *Ctx) {
 			}
 			break
 		}
-		s.slots[idx].depNext = uint32(h)
+		// Read atomically by waitCycle's walk of the list.
+		storeUnpublished32(&s.slots[idx].depNext, uint32(h))
 		if ds.deps.CompareAndSwap(h, want|uint64(idx+1)) {
 			return
 		}
@@ -1743,9 +1749,9 @@ func (c *Ctx) touchSlots() {
 	}
 	for _, x := range c.cache[:c.ncache] {
 		sl := &s.slots[x]
-		sl.depNext = 0             // line 0
-		sl.task.Data.Params[0] = 0 // line 1
-		sl.task.Data.Begin = 0     // line 2
+		storeUnpublished32(&sl.depNext, 0) // line 0
+		sl.task.Data.Params[0] = 0         // line 1
+		sl.task.Data.Begin = 0             // line 2
 	}
 }
 
