@@ -3,7 +3,7 @@ package sched
 import "unsafe"
 
 // enterBusy and leaveBusy mark the owner inside an entry point that may
-// run tasks (Wait, WaitFor, WaitEvent, RunPinned, RunOne): busy, which
+// run tasks (Wait, WaitEvent, RunPinned, RunOne): busy, which
 // Close and the back-pressure dead-end check read (quiescentExcept). Only
 // the owner writes busy, so a plain store suffices (storeRelease32; atomic
 // under the race detector and off amd64): a locked add, as first written,

@@ -29,11 +29,11 @@ type Ctx struct {
 	spun    uint64   // idle rounds Wait spun, in all (owner only; tests)
 	inline  int      // empty tasks being completed inside ready, nested (owner only)
 	ev      RunEvent // scratch for the Observer (owner only)
-	// outer lists, for each call now running on this thread that runs
-	// tasks and was made by a kernel (Wait, WaitFor, WaitEvent,
-	// RunPinned, RunOne, Add's back-pressure), the task of that kernel,
-	// outermost first: none of those kernels can return before the
-	// innermost call does. The first maxOuter of nouter are kept. Owner
+	// outer lists, for each call now running on this thread that waits
+	// and was made by a kernel (Wait, WaitFor, WaitEvent, RunPinned,
+	// RunOne, Add's back-pressure), the task of that kernel, outermost
+	// first: none of those kernels can return before the innermost call
+	// does. The first maxOuter of nouter are kept. Owner
 	// only; read by waitCycle.
 	outer  [maxOuter]TaskID
 	nouter int
@@ -56,7 +56,7 @@ type Ctx struct {
 	paid       atomic.Int64
 	cache      [slotCacheSize]uint32 // free slots kept by this thread (owner only)
 	_          [cacheLine]byte
-	busy       atomic.Int32 // inside Wait, WaitFor, WaitEvent, RunPinned, RunOne: may run tasks
+	busy       atomic.Int32 // inside Wait, WaitEvent, RunPinned, RunOne: may run tasks
 	_          [cacheLine - 4]byte
 	dq         [numPriorities]deque
 	pinned     [numPriorities]ring // registered threads only
@@ -163,52 +163,56 @@ func (c *Ctx) Wait(id TaskID) error {
 	return s.Err(id)
 }
 
-// WaitFor is Wait with a time-out: it returns an error wrapping ErrTimeout
-// if id has not finished within d (the task goes on; Abandon it to fail it
-// and release its dependents). Unlike Wait it polls: with nothing to run it
-// sleeps at most 50 µs at a time and looks again.
+// WaitFor waits until id has finished, like Wait, but returns an error
+// wrapping ErrTimeout if it has not finished within d (the task goes on;
+// Abandon it to fail it and release its dependents). The time-out is a
+// guarantee: WaitFor runs no tasks while it waits, since a kernel it
+// picked up could run past the deadline or never return (Go cannot stop
+// it), and WaitFor would return only when the kernel did. It looks at the
+// task for Config.SpinRounds rounds, then polls, sleeping at most 50 µs
+// at a time.
 //
-// Like Wait it runs other tasks while it waits, and the time-out is looked
-// at between them: a task it picked up that runs long delays the return by
-// that long, and one that never returns (a hung kernel) keeps WaitFor from
-// returning at all. Where a hang must be survivable, time the wait from a
-// goroutine that is not a scheduler thread (Scheduler.Wait there only
-// sleeps: run it in a goroutine of its own against a timer), and Abandon
-// the hung task when the timer fires.
+// So the awaited task must be run by other threads: tasks pinned to this
+// thread wait for its next Wait, WaitEvent or RunPinned, and a kernel
+// that calls WaitFor on the only worker, for a child nobody else runs,
+// times out. Like Wait, a wait that can be seen to deadlock fails with
+// ErrDeadlock (see waitCycle).
 func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 	s := c.s
-	c.enterBusy()
-	defer c.leaveBusy()
-	defer c.flushDec() // before busy drops: no debt outlives the call
 	if err := s.checkID(id, "WaitFor"); err != nil {
 		return err
 	}
 	if id != NoTask && id == c.current {
 		return fmt.Errorf("sched: WaitFor %v from its own kernel: %w", id, ErrSelfDepend)
 	}
+	deadline := time.Now().Add(d)
+	c.flushDec() // no debt is held while waiting: it may be owed to id
+	if s.IsFinished(id) {
+		return s.Err(id)
+	}
 	if c.running > 0 {
-		c.enter()
+		c.enter() // waitCycle's seed: this kernel cannot return before id
 		defer c.leave()
 	}
-	deadline := time.Now().Add(d)
-	for idle := 0; !s.IsFinished(id); {
-		if time.Now().After(deadline) {
+	for idle := 0; !s.IsFinished(id); idle++ {
+		s.payDebtsTo(id, c)
+		if s.IsFinished(id) {
+			break
+		}
+		if !time.Now().Before(deadline) {
 			return fmt.Errorf("sched: WaitFor %v: %w after %v", id, ErrTimeout, d)
 		}
-		if !c.runOne() {
-			s.payDebtsTo(id, c)
-			if s.IsFinished(id) {
-				break
-			}
-			if idle++; idle%64 == 1 { // about every 3 ms of idling
-				if err := c.waitCycle(id, "WaitFor"); err != nil {
-					return err
-				}
-			}
-			time.Sleep(min(50*time.Microsecond, time.Until(deadline)))
-		} else if p, n := c.debt(); n != 0 && p == id.index()+1 {
-			c.flushDec()
+		if idle < s.cfg.SpinRounds {
+			spinPause(idle + 1)
+			continue
 		}
+		if n := idle - s.cfg.SpinRounds; n%64 == 0 { // about every 3 ms of polling
+			if err := c.waitCycle(id, "WaitFor"); err != nil {
+				s.wakeWaiters() // the others in the cycle look again
+				return err
+			}
+		}
+		time.Sleep(min(50*time.Microsecond, time.Until(deadline)))
 	}
 	return s.Err(id)
 }
@@ -508,7 +512,7 @@ const stealBatch = 16
 // are a small part of the idle spin (see Config.SpinRounds); fewer, chosen
 // while the spin still yielded, made empty tasks slower again
 // (BENCHMARKS.md, section sched-design). Registered threads steal at
-// once: they are waiting for a result (WaitFor sleeps between its rounds).
+// once: they are waiting for a result.
 const (
 	batchMin   = 8
 	lazyMisses = 64
@@ -816,8 +820,8 @@ func (c *Ctx) run(idx uint32) {
 // each, and the line does not move between threads per task. The debt is
 // paid (flushDec) before this thread runs a task with another parent,
 // whenever it finds no work (so before it sleeps), before any entry point
-// (Wait, WaitFor, WaitEvent, RunPinned, RunOne) returns, and when Wait
-// waits for that parent. So it is only held while this thread keeps
+// (Wait, WaitEvent, RunPinned, RunOne) returns, when WaitFor begins, and
+// when Wait waits for that parent. So it is only held while this thread keeps
 // running children of the same parent, which cannot complete before those
 // children anyway: no completion is delayed beyond that.
 //

@@ -64,7 +64,8 @@
 //     to a registered thread that no longer serves them, fail with ErrClosed.
 //   - A kernel that never returns cannot be stopped (Go cannot kill a
 //     goroutine), but it need not stall the frame: WaitFor gives up after a
-//     time-out, and Abandon fails the task at once — waiters, dependents and
+//     time-out (it runs no tasks meanwhile, so no kernel it picked up can
+//     hold it past the deadline), and Abandon fails the task at once — waiters, dependents and
 //     the parent see ErrAbandoned — while its slot stays reserved until the
 //     kernel returns, so no ID is ever reused under a running kernel.
 //
@@ -120,14 +121,17 @@
 // with no next push a sleeping thread rechecks the queues 1, 5, 21 and 85
 // ms after falling asleep, then waits for a token alone
 // (TestLostWakeUpRecovered forces the case). Beyond those four rechecks a
-// sleeping thread runs only when woken. WaitFor is the exception: it
-// polls, sleeping at most 50 µs between looks, since it must also watch
-// its deadline.
+// sleeping thread runs only when woken, except a Wait in a kernel, which
+// goes on looking for a wait-for cycle every 256 ms (see Hangs below).
+// WaitFor does not sleep in the scheduler: it runs no tasks, and polls,
+// sleeping at most 50 µs between looks, since it must also watch its
+// deadline.
 //
 // A thread that runs several children of one parent in a row owes the
 // parent one decrement of its open count per child, and pays the debt with
 // one atomic add when it turns to a task with another parent, finds no work
-// (before it sleeps), leaves Wait, WaitFor, WaitEvent, RunPinned or RunOne,
+// (before it sleeps), leaves Wait, WaitEvent, RunPinned or RunOne, begins
+// WaitFor,
 // or waits for that very parent; RunPinned pays it and runs what that
 // readied. The debt is never held while user code runs, except a kernel of
 // another child of the same parent, which the parent must wait for anyway,
@@ -182,7 +186,9 @@
 //
 // Wait helps: a waiting thread runs other tasks until the awaited one
 // completes, and sleeps only when there is nothing to run. WaitEvent does the
-// same until an Event is signalled (frame synchronisation).
+// same until an Event is signalled (frame synchronisation). WaitFor does not
+// help: a kernel it picked up could outlast its deadline, and the time-out
+// is the reason to call it (a waiting thread cannot leave a kernel it runs).
 //
 // # Hangs refused or reported
 //

@@ -128,9 +128,7 @@ func TestDeadlockThroughChildren(t *testing.T) {
 					}
 				}
 				for _, id := range c.path {
-					if !s.IsFinished(id) {
-						t.Errorf("%s: %v did not finish", name, id)
-					}
+					m.Wait(id) // every task finishes (most fail)
 				}
 				if testing.Verbose() {
 					t.Logf("%s: %s: %v", name, dead.who, dead.err)
@@ -139,4 +137,94 @@ func TestDeadlockThroughChildren(t *testing.T) {
 			within(t, 20*time.Second, name+": Close", func() { must(t, s.Close()) })
 		}
 	}
+}
+
+// WaitFor's time-out holds even when the awaited work never returns: a
+// waiting thread used to help, could pick up a kernel that blocks for
+// ever, and then never looked at its deadline again. Shapes: a registered
+// thread waiting for a task in its own deque while the only worker is
+// stuck; the same task pinned to the waiting thread; a kernel that waits
+// for its hung child. Each WaitFor of 50 ms must return ErrTimeout within
+// a generous bound while other goroutines keep the CPUs busy.
+func TestWaitForTimeoutHolds(t *testing.T) {
+	const kHang, kWaiter KernelID = 93, 94
+	stuck := make(chan struct{})
+	started := make(chan struct{}, 16)
+	reg := NewRegistry()
+	must(t, reg.Register(kHang, Kernel{Name: "hang", CPU: func(*Ctx, *TaskData) error {
+		started <- struct{}{}
+		<-stuck
+		return nil
+	}}))
+	waited := make(chan error, 1)
+	must(t, reg.Register(kWaiter, Kernel{Name: "waiter", CPU: func(x *Ctx, _ *TaskData) error {
+		h, err := x.Add(&Task{Kernel: kHang, Parent: x.Current()})
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		err = x.WaitFor(h, 50*time.Millisecond)
+		if el := time.Since(t0); el > 5*time.Second {
+			err = fmt.Errorf("returned after %v: %w", el, err)
+		}
+		waited <- err
+		return nil
+	}}))
+	// Load: the time-out must hold on a busy machine too.
+	stop := make(chan struct{})
+	defer close(stop)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					spinWork(1)
+				}
+			}
+		}()
+	}
+	waitFor := func(name string, m *Ctx, id TaskID) {
+		t.Helper()
+		within(t, 20*time.Second, name, func() {
+			t0 := time.Now()
+			err := m.WaitFor(id, 50*time.Millisecond)
+			if el := time.Since(t0); !errors.Is(err, ErrTimeout) || el > 5*time.Second {
+				t.Errorf("%s: WaitFor(50ms): %v after %v, want ErrTimeout within 5s", name, err, el)
+			}
+		})
+	}
+	s, err := New(Config{Kernels: reg, Workers: 1})
+	must(t, err)
+	m, err := s.RegisterThread("main")
+	must(t, err)
+	// The only worker hangs first.
+	_, err = s.Add(&Task{Kernel: kHang})
+	must(t, err)
+	<-started
+	h, err := m.Add(&Task{Kernel: kHang}) // in main's own deque
+	must(t, err)
+	waitFor("own deque", m, h)
+	p, err := m.Add(&Task{Kernel: kHang, Affinity: OnThread(0)})
+	must(t, err)
+	waitFor("pinned to the waiting thread", m, p)
+	must(t, s.Abandon(h, nil))
+	must(t, s.Abandon(p, nil))
+
+	// A kernel waiting for its hung child; another worker runs the child.
+	s2, err := New(Config{Kernels: reg, Workers: 2})
+	must(t, err)
+	_, err = s2.Add(&Task{Kernel: kWaiter})
+	must(t, err)
+	within(t, 20*time.Second, "a kernel's WaitFor", func() {
+		if err := <-waited; !errors.Is(err, ErrTimeout) {
+			t.Errorf("a kernel's WaitFor(50ms) for its hung child: %v, want ErrTimeout within 5s", err)
+		}
+	})
+	close(stuck) // the hung kernels return
+	within(t, 20*time.Second, "Close", func() {
+		must(t, s.Close())
+		must(t, s2.Close())
+	})
 }
