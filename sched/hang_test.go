@@ -173,14 +173,15 @@ func TestWaitForTimeoutHolds(t *testing.T) {
 	// Load: the time-out must hold on a busy machine too.
 	stop := make(chan struct{})
 	defer close(stop)
+	var sink atomic.Uint32
 	for range 4 {
 		go func() {
-			for {
+			for x := uint32(1); ; x = spinWork(x) {
 				select {
 				case <-stop:
+					sink.Add(x)
 					return
 				default:
-					spinWork(1)
 				}
 			}
 		}()

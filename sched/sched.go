@@ -120,6 +120,8 @@ var (
 	ErrCycle        = errors.New("dependency cycle")
 	ErrDeadlock     = errors.New("wait can never return")
 	ErrPoolDeadlock = errors.New("task pool full and nothing can run")
+	// ErrCloseInKernel: Close would wait for the kernel that called it.
+	ErrCloseInKernel = errors.New("scheduler closed from one of its kernels, which Close would wait for: call Close after the last Wait, outside kernels")
 )
 
 // TaskError is the error of a failed task: it names the task and kernel.
@@ -536,9 +538,13 @@ func (s *Scheduler) recordFailure(e *TaskError) {
 }
 
 // Add adds a task from a goroutine that is not a scheduler thread. The task
-// goes to the shared queue. When the pool is full the caller sleeps until a
-// slot frees (back-pressure); called on a scheduler thread after all (a
-// kernel), it runs tasks meanwhile, as Ctx.Add does. See Ctx.Add for the
+// goes to the shared queue (FIFO): kernels that spawn recursively should
+// use their Ctx's Add, which queues on the thread's deque and runs the
+// tree depth first; through the shared queue it runs breadth first, and a
+// pool smaller than a level of it fills up (ErrPoolDeadlock). When the
+// pool is full the caller sleeps until a slot frees (back-pressure);
+// called on a scheduler thread after all (a kernel), it runs tasks
+// meanwhile, as Ctx.Add does. See Ctx.Add for the
 // rules, and Config.PoolSize for the dead end (ErrPoolDeadlock).
 func (s *Scheduler) Add(t *Task) (TaskID, error) { return s.add(t, nil) }
 
@@ -1463,7 +1469,14 @@ func (s *Scheduler) wakeAll() {
 // Close may be refused (ErrClosed), or accepted and its task then failed
 // with ErrClosed, never lost (see lateAdd). Calling Close again returns the
 // first call's result.
+//
+// Close called from a kernel (on a scheduler thread, with a kernel
+// running) fails with ErrCloseInKernel and closes nothing: it would wait
+// for that kernel to return, for ever. Telling costs about a microsecond.
 func (s *Scheduler) Close() error {
+	if c := s.callerCtx(); c != nil && c.running > 0 {
+		return fmt.Errorf("sched: Close from the kernel of %v: %w", c.current, ErrCloseInKernel)
+	}
 	s.closeOnce.Do(func() {
 		s.closing.Store(true)
 		var errs []error
