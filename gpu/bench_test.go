@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -284,18 +284,12 @@ func newRawRoundTrip(b *testing.B, e *env) func() error {
 	fence, err := d.newFence()
 	must(b, err)
 	b.Cleanup(func() {
-		vk.DestroyFence(d.dev, fence, nil)
-		vk.DestroyCommandPool(d.dev, pool, nil)
+		sh.DestroyFence(fence)
+		sh.DestroyCommandPool(pool)
 	})
-	dci := &vk.DescriptorPoolCreateInfo{
-		SType: vk.StructureTypeDescriptorPoolCreateInfo, MaxSets: 1, PoolSizeCount: 1,
-		PPoolSizes: []vk.DescriptorPoolSize{{Type: vk.DescriptorTypeStorageBuffer, DescriptorCount: 3}},
-	}
-	var dp vk.DescriptorPool
-	r := Result(vk.CreateDescriptorPool(d.dev, dci, nil, &dp))
-	dci.Free()
-	must(b, check("vkCreateDescriptorPool", r))
-	b.Cleanup(func() { vk.DestroyDescriptorPool(d.dev, dp, nil) })
+	dp, r := sh.CreateDescriptorPool(1, []vk.DescriptorPoolSize{{Type: vk.DescriptorTypeStorageBuffer, Count: 3}})
+	must(b, check("vkCreateDescriptorPool", Result(r)))
+	b.Cleanup(func() { sh.DestroyDescriptorPool(dp) })
 	const n = 64
 	var bufs [3]*Buffer
 	var writes [3]descWrite
@@ -307,7 +301,7 @@ func newRawRoundTrip(b *testing.B, e *env) func() error {
 		if i == 2 {
 			bind = FirstOutBinding
 		}
-		writes[i] = descWrite{Buffer: bufferU64(bufs[i].blk.buf), Range: 4 * n, Bind: bind, Type: uint32(vk.DescriptorTypeStorageBuffer)}
+		writes[i] = descWrite{Buffer: bufs[i].blk.buf, Range: 4 * n, Bind: bind, Type: uint32(vk.DescriptorTypeStorageBuffer)}
 	}
 	var set uint64
 	must(b, check("vkAllocateDescriptorSets", sh.set(dp, p.setLayout, writes[:], &set)))
@@ -318,13 +312,13 @@ func newRawRoundTrip(b *testing.B, e *env) func() error {
 	return func() error {
 		copy(bufs[0].Mapped(), xb)
 		copy(bufs[1].Mapped(), yb)
-		if err := check("vkResetFences/vkResetCommandPool", sh.slotReset(fence, pool, vk.NullDescriptorPool)); err != nil {
+		if err := check("vkResetFences/vkResetCommandPool", sh.slotReset(fence, pool, 0)); err != nil {
 			return err
 		}
 		if err := check("vkBeginCommandBuffer", sh.begin(cb)); err != nil {
 			return err
 		}
-		sh.dispatch(cb, p.pipe, p.layout, set, &params, 0, n, p.itemsPerGroup, d.lim.maxGroupCount, vk.NullQueryPool, -1, d.tsBegin, d.tsEnd)
+		sh.dispatch(cb, p.pipe, p.layout, set, &params, 0, n, p.itemsPerGroup, d.lim.maxGroupCount, 0, -1, d.tsBegin, d.tsEnd)
 		sh.barrier(cb, stCompute, stHost, acSWrite, acHRead)
 		if err := check("vkEndCommandBuffer", sh.end(cb)); err != nil {
 			return err

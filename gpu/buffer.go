@@ -3,9 +3,8 @@ package gpu
 import (
 	"fmt"
 	"sync/atomic"
-	"unsafe"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -58,99 +57,80 @@ func (d *Device) newBlock(size uint64, kind memKind) (memBlock, error) {
 	if size == 0 {
 		size = 4
 	}
-	ci := &vk.BufferCreateInfo{
-		SType:       vk.StructureTypeBufferCreateInfo,
-		Size:        vk.DeviceSize(size),
-		Usage:       vk.BufferUsageFlags(bufferUsage),
-		SharingMode: vk.SharingModeExclusive,
-	}
-	var buf vk.Buffer
-	r := Result(vk.CreateBuffer(d.dev, ci, nil, &buf))
-	ci.Free()
-	if err := check("vkCreateBuffer", r); err != nil {
+	buf, reqSize, typeBits, r := d.shim.CreateBuffer(size, bufferUsage)
+	if err := check("vkCreateBuffer", Result(r)); err != nil {
 		return memBlock{}, err
 	}
 	b := memBlock{buf: buf, size: size}
-	var req vk.MemoryRequirements
-	vk.GetBufferMemoryRequirements(d.dev, buf, &req)
-	req.Deref()
-	req.Free()
 
-	hostFlags := vk.MemoryPropertyFlags(vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit)
+	hostFlags := vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit
 	var want, prefer vk.MemoryPropertyFlags
 	switch {
 	case kind == memStaging:
-		want, prefer = hostFlags, vk.MemoryPropertyFlags(vk.MemoryPropertyHostCachedBit)
+		want, prefer = hostFlags, vk.MemoryPropertyHostCachedBit
 	case d.direct:
-		want = vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit) | hostFlags
-		prefer = want | vk.MemoryPropertyFlags(vk.MemoryPropertyHostCachedBit)
+		want = vk.MemoryPropertyDeviceLocalBit | hostFlags
+		prefer = want | vk.MemoryPropertyHostCachedBit
 	default:
-		want, prefer = vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit), 0
+		want, prefer = vk.MemoryPropertyDeviceLocalBit, 0
 	}
-	ti, ok := d.findMemType(req.MemoryTypeBits, want, prefer)
+	ti, ok := d.findMemType(typeBits, want, prefer)
 	if !ok {
 		d.freeBlock(&b)
-		return memBlock{}, fmt.Errorf("gpu: no memory type for a %d-byte buffer (flags %#x of types %#x)", size, want, req.MemoryTypeBits)
+		return memBlock{}, fmt.Errorf("gpu: no memory type for a %d-byte buffer (flags %#x of types %#x)", size, want, typeBits)
 	}
-	if heap := d.heaps[d.memTypes[ti].heap]; uint64(req.Size) > heap {
+	if heap := d.heaps[d.memTypes[ti].heap]; reqSize > heap {
 		d.freeBlock(&b)
-		return memBlock{}, fmt.Errorf("%w: a %d-byte buffer exceeds its memory heap of %d bytes", ErrOutOfMemory, req.Size, heap)
+		return memBlock{}, fmt.Errorf("%w: a %d-byte buffer exceeds its memory heap of %d bytes", ErrOutOfMemory, reqSize, heap)
 	}
 	// The heap's budget: what this device already allocated there and this
 	// block must fit the heap, so that a run that cannot fit is refused at
 	// its setup with the figures, not later by the driver (or the kernel's
 	// OOM killer, on a CPU device whose heap is host memory).
-	if err := d.reserve(int(d.memTypes[ti].heap), uint64(req.Size)); err != nil {
+	if err := d.reserve(int(d.memTypes[ti].heap), reqSize); err != nil {
 		d.freeBlock(&b)
 		return memBlock{}, err
 	}
-	b.heap, b.alloc = int(d.memTypes[ti].heap), uint64(req.Size)
+	b.heap, b.alloc = int(d.memTypes[ti].heap), reqSize
 	if takeFault(&d.faultAlloc) {
 		d.freeBlock(&b)
-		return memBlock{}, fmt.Errorf("%w (injected fault, %d bytes)", check("vkAllocateMemory", ErrorOutOfDeviceMemory), req.Size)
+		return memBlock{}, fmt.Errorf("%w (injected fault, %d bytes)", check("vkAllocateMemory", ErrorOutOfDeviceMemory), reqSize)
 	}
-	ai := &vk.MemoryAllocateInfo{
-		SType:           vk.StructureTypeMemoryAllocateInfo,
-		AllocationSize:  req.Size,
-		MemoryTypeIndex: uint32(ti),
-	}
-	var mem vk.DeviceMemory
-	r = Result(vk.AllocateMemory(d.dev, ai, nil, &mem))
-	ai.Free()
-	if err := check("vkAllocateMemory", r); err != nil {
+	mem, r := d.shim.AllocateMemory(reqSize, uint32(ti))
+	if err := check("vkAllocateMemory", Result(r)); err != nil {
 		d.freeBlock(&b)
-		return memBlock{}, fmt.Errorf("%w (%d bytes)", err, req.Size)
+		return memBlock{}, fmt.Errorf("%w (%d bytes)", err, reqSize)
 	}
 	b.mem = mem
-	if err := check("vkBindBufferMemory", Result(vk.BindBufferMemory(d.dev, buf, mem, 0))); err != nil {
+	if err := check("vkBindBufferMemory", Result(d.shim.BindBufferMemory(buf, mem, 0))); err != nil {
 		d.freeBlock(&b)
 		return memBlock{}, err
 	}
 	// Device blocks are mapped only on direct devices, so that
 	// ForceStaging exercises exactly the path of a discrete GPU.
-	if (kind == memStaging || d.direct) && d.memTypes[ti].flags&vk.MemoryPropertyFlags(vk.MemoryPropertyHostVisibleBit) != 0 {
-		var p unsafe.Pointer
-		if err := check("vkMapMemory", Result(vk.MapMemory(d.dev, mem, 0, vk.DeviceSize(size), 0, &p))); err != nil {
+	if (kind == memStaging || d.direct) && d.memTypes[ti].flags&vk.MemoryPropertyHostVisibleBit != 0 {
+		mapped, r := d.shim.MapMemory(mem, 0, size)
+		if err := check("vkMapMemory", Result(r)); err != nil {
 			d.freeBlock(&b)
 			return memBlock{}, err
 		}
-		b.mapped = unsafe.Slice((*byte)(p), size)
+		b.mapped = mapped
 	}
 	return b, nil
 }
 
 func (d *Device) freeBlock(b *memBlock) {
 	if b.mapped != nil {
-		vk.UnmapMemory(d.dev, b.mem)
+		d.shim.UnmapMemory(b.mem)
 		b.mapped = nil
 	}
-	if b.buf != vk.NullBuffer {
-		vk.DestroyBuffer(d.dev, b.buf, nil)
-		b.buf = vk.NullBuffer
+	if b.buf != 0 {
+		d.shim.DestroyBuffer(b.buf)
+		b.buf = 0
 	}
-	if b.mem != vk.NullDeviceMemory {
-		vk.FreeMemory(d.dev, b.mem, nil)
-		b.mem = vk.NullDeviceMemory
+	if b.mem != 0 {
+		d.shim.FreeMemory(b.mem)
+		b.mem = 0
 	}
 	if b.alloc != 0 {
 		d.hmu.Lock()
@@ -349,12 +329,8 @@ type oneShot struct {
 
 func (o *oneShot) destroy(d *Device) {
 	d.freeBlock(&o.stage)
-	if o.fence != vk.NullFence {
-		vk.DestroyFence(d.dev, o.fence, nil)
-	}
-	if o.pool != vk.NullCommandPool {
-		vk.DestroyCommandPool(d.dev, o.pool, nil)
-	}
+	d.shim.DestroyFence(o.fence)
+	d.shim.DestroyCommandPool(o.pool)
 }
 
 // transferBuffer copies p to (write) or from the buffer through a staging
@@ -387,14 +363,14 @@ func (d *Device) transferBuffer(b *Buffer, off uint64, p []byte, write bool) err
 	if write {
 		copy(o.stage.mapped, p)
 	}
-	if err := check("vkResetFences/vkResetCommandPool", d.shim.slotReset(o.fence, o.pool, vk.NullDescriptorPool)); err != nil {
+	if err := check("vkResetFences/vkResetCommandPool", d.shim.slotReset(o.fence, o.pool, 0)); err != nil {
 		return err
 	}
 	if err := check("vkBeginCommandBuffer", d.shim.begin(o.cb)); err != nil {
 		return err
 	}
 	region := []bufferCopy{{Src: 0, Dst: off, Size: n}}
-	all := vk.AccessFlagBits(vk.AccessShaderWriteBit | vk.AccessTransferWriteBit | vk.AccessHostWriteBit)
+	all := vk.AccessShaderWriteBit | vk.AccessTransferWriteBit | vk.AccessHostWriteBit
 	if write {
 		d.shim.barrier(o.cb, vk.PipelineStageAllCommandsBit, vk.PipelineStageTransferBit, all, vk.AccessTransferWriteBit|vk.AccessTransferReadBit)
 		d.shim.copy(o.cb, o.stage.buf, b.blk.buf, region)
@@ -427,39 +403,21 @@ func (d *Device) transferBuffer(b *Buffer, off uint64, p []byte, write bool) err
 // newCommandPool creates a command pool on the device's queue family with
 // one primary command buffer.
 func (d *Device) newCommandPool() (vk.CommandPool, vk.CommandBuffer, error) {
-	pci := &vk.CommandPoolCreateInfo{
-		SType:            vk.StructureTypeCommandPoolCreateInfo,
-		Flags:            vk.CommandPoolCreateFlags(vk.CommandPoolCreateTransientBit),
-		QueueFamilyIndex: d.qfam,
+	pool, r := d.shim.CreateCommandPool(d.qfam, vk.CommandPoolCreateTransientBit)
+	if err := check("vkCreateCommandPool", Result(r)); err != nil {
+		return 0, 0, err
 	}
-	var pool vk.CommandPool
-	r := Result(vk.CreateCommandPool(d.dev, pci, nil, &pool))
-	pci.Free()
-	if err := check("vkCreateCommandPool", r); err != nil {
-		return vk.NullCommandPool, nil, err
+	cb, r := d.shim.PrimaryCommandBuffer(pool)
+	if err := check("vkAllocateCommandBuffers", Result(r)); err != nil {
+		d.shim.DestroyCommandPool(pool)
+		return 0, 0, err
 	}
-	ai := &vk.CommandBufferAllocateInfo{
-		SType:              vk.StructureTypeCommandBufferAllocateInfo,
-		CommandPool:        pool,
-		Level:              vk.CommandBufferLevelPrimary,
-		CommandBufferCount: 1,
-	}
-	cbs := make([]vk.CommandBuffer, 1)
-	r = Result(vk.AllocateCommandBuffers(d.dev, ai, cbs))
-	ai.Free()
-	if err := check("vkAllocateCommandBuffers", r); err != nil {
-		vk.DestroyCommandPool(d.dev, pool, nil)
-		return vk.NullCommandPool, nil, err
-	}
-	return pool, cbs[0], nil
+	return pool, cb, nil
 }
 
 func (d *Device) newFence() (vk.Fence, error) {
-	fci := &vk.FenceCreateInfo{SType: vk.StructureTypeFenceCreateInfo}
-	var f vk.Fence
-	r := Result(vk.CreateFence(d.dev, fci, nil, &f))
-	fci.Free()
-	return f, check("vkCreateFence", r)
+	f, r := d.shim.CreateFence(false)
+	return f, check("vkCreateFence", Result(r))
 }
 
 // Arena is a transient (per-frame) linear allocator over one device buffer

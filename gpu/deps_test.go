@@ -74,3 +74,26 @@ func TestOneCgoPackage(t *testing.T) {
 		t.Errorf("packages with cgo files under gpu/: %q, want only %sgpu/internal/vkshim", cgo, module)
 	}
 }
+
+// TestNoVulkanGo: Vulkan is reached one way, through gpu/internal/vkshim
+// (one loader, one set of function pointers). No package of the module,
+// tests and commands included, may import the vulkan-go binding (the
+// alternative vkshim's doc rejects) or anything under it.
+func TestNoVulkanGo(t *testing.T) {
+	const binding = "github.com/vulkan-go/vulkan"
+	deps := goList(t, "-e", "-deps", "-test", "-f", "{{.ImportPath}}", module+"...")
+	seen := map[string]bool{}
+	for _, p := range deps {
+		seen[p] = true
+		if p == binding || strings.HasPrefix(p, binding+"/") {
+			t.Errorf("a package of the module depends on %s: every Vulkan call goes through %sgpu/internal/vkshim", p, module)
+		}
+	}
+	// The list covers the module's packages, their tests and the
+	// modules they import: the check can see an import of the binding.
+	for _, p := range []string{module + "gpu/internal/vkshim", module + "gpu/gfx.test", module + "cmd/crowd", "github.com/go-gl/glfw/v3.3/glfw"} {
+		if !seen[p] {
+			t.Errorf("go list -deps -test %s... does not list %s", module, p)
+		}
+	}
+}

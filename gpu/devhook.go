@@ -3,9 +3,8 @@ package gpu
 import (
 	"sync"
 
-	vk "github.com/vulkan-go/vulkan"
-
 	"github.com/vkjobs/vkjobs/gpu/internal/devhook"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 )
 
 // The graphics backend (package gpu/gfx) reaches a Device's Vulkan handles
@@ -31,21 +30,13 @@ func (h *hookDevice) Handles() devhook.Handles {
 
 func (h *hookDevice) QueueLock() *sync.Mutex     { return &h.qmu }
 func (h *hookDevice) Usable() error              { return (*Device)(h).usable() }
-func (h *hookDevice) Closed() bool               { return h.dev == nil || h.closing.Load() }
+func (h *hookDevice) Closed() bool               { return h.dev == 0 || h.closing.Load() }
 func (h *hookDevice) MarkLost(err error)         { (*Device)(h).markLost(err) }
 func (h *hookDevice) DeviceExtensions() []string { return h.opts.DeviceExtensions }
 func (h *hookDevice) MaxPushConstants() uint32   { return h.lim.maxPushConstants }
 func (h *hookDevice) TakeSubmitFault() bool      { return takeFault(&h.faultSubmit) }
 
-func (h *hookDevice) MaxViewport() [2]uint32 {
-	var p vk.PhysicalDeviceProperties
-	vk.GetPhysicalDeviceProperties(h.phys, &p)
-	p.Deref()
-	p.Limits.Deref()
-	m := p.Limits.MaxViewportDimensions
-	p.Free()
-	return m
-}
+func (h *hookDevice) MaxViewport() [2]uint32 { return h.lim.maxViewport }
 
 func (h *hookDevice) FindMemType(bits uint32, want, prefer vk.MemoryPropertyFlags) (int, bool) {
 	return (*Device)(h).findMemType(bits, want, prefer)

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -200,6 +199,7 @@ type limits struct {
 	maxUniformBuffers uint32
 	timestampPeriod   float64
 	timestampBits     uint32
+	maxViewport       [2]uint32
 }
 
 type memType struct {
@@ -228,7 +228,7 @@ type Device struct {
 	cacheUUID [16]byte // pipelineCacheUUID, checked against a cache file's header
 	// Pipeline stages of the timestamps written before and after each
 	// dispatch: see pickDevice.
-	tsBegin, tsEnd vk.PipelineStageFlagBits
+	tsBegin, tsEnd vk.PipelineStageFlags
 	shim           shimDev
 	opts           Options
 
@@ -268,14 +268,6 @@ type Device struct {
 	execs   map[*Executor]struct{}
 	closed  bool
 	closing atomic.Bool // set at the start of Close
-}
-
-// cstr returns s with the trailing NUL Vulkan needs (rule 3).
-func cstr(s string) string {
-	if strings.HasSuffix(s, "\x00") {
-		return s
-	}
-	return s + "\x00"
 }
 
 // Open creates a Vulkan instance and a device on the selected physical
@@ -348,54 +340,41 @@ func (d *Device) createInstance() error {
 		if !hasInstanceLayer(validationLayer) {
 			return fmt.Errorf("gpu: validation requested but the instance layer %s is not installed (Debian: apt-get install vulkan-validationlayers)", validationLayer)
 		}
-		layers = append(layers, cstr(validationLayer))
-		exts = append(exts, cstr("VK_EXT_debug_report"))
+		layers = append(layers, validationLayer)
+		exts = append(exts, "VK_EXT_debug_report")
 	}
-	for _, e := range d.opts.InstanceExtensions {
-		exts = append(exts, cstr(e))
+	exts = append(exts, d.opts.InstanceExtensions...)
+	if len(layers) > vk.MaxNames || len(exts) > vk.MaxNames {
+		return fmt.Errorf("gpu: %d instance layers and %d instance extensions: at most %d of each", len(layers), len(exts), vk.MaxNames)
 	}
 	// Portability drivers (MoltenVK on macOS) are listed by loaders from
 	// 1.3.216 on only when the instance asks for them; their devices then
 	// need VK_KHR_portability_subset (createDevice), which needs this
 	// instance extension on Vulkan 1.0.
-	var flags vk.InstanceCreateFlags
+	var flags uint32
 	if hasInstanceExtension(portabilityEnumeration) {
-		flags |= instanceCreateEnumeratePortability
+		flags |= vk.InstanceCreateEnumeratePortabilityBit
 		for _, e := range []string{portabilityEnumeration, physicalDeviceProperties2} {
 			if hasInstanceExtension(e) && !slices.Contains(d.opts.InstanceExtensions, e) {
-				exts = append(exts, cstr(e))
+				exts = append(exts, e)
 			}
 		}
 	}
-	app := &vk.ApplicationInfo{
-		SType:            vk.StructureTypeApplicationInfo,
-		PApplicationName: cstr(d.opts.AppName),
-		PEngineName:      cstr("vkjobs"),
-		ApiVersion:       vk.MakeVersion(1, 0, 0),
+	ci := &vk.InstanceInfo{
+		AppName:    d.opts.AppName,
+		EngineName: "vkjobs",
+		APIVersion: vk.MakeVersion(1, 0, 0),
+		Flags:      flags,
+		Layers:     layers,
+		Extensions: exts,
 	}
-	ci := &vk.InstanceCreateInfo{
-		SType:                   vk.StructureTypeInstanceCreateInfo,
-		Flags:                   flags,
-		PApplicationInfo:        app,
-		EnabledLayerCount:       uint32(len(layers)),
-		PpEnabledLayerNames:     layers,
-		EnabledExtensionCount:   uint32(len(exts)),
-		PpEnabledExtensionNames: exts,
-	}
-	var chain unsafe.Pointer
 	if d.opts.Validation {
 		// Chained so that messages of vkCreateInstance and
 		// vkDestroyInstance (leak reports) are caught too.
-		chain = debugChainInfo(drReported, d.sinkID)
-		ci.PNext = chain
+		ci.DebugFlags, ci.DebugUser = drReported, d.sinkID
 	}
-	var inst vk.Instance // rule 4: a local, copied after the call
-	r := Result(vk.CreateInstance(ci, nil, &inst))
-	ci.Free()
-	app.Free()
-	if chain != nil {
-		cFree(chain)
-	}
+	inst, vr := vk.CreateInstance(ci)
+	r := Result(vr)
 	if r != Success {
 		err := check("vkCreateInstance", r)
 		if r == ErrorIncompatibleDriver || r == ErrorInitializationFailed {
@@ -407,9 +386,6 @@ func (d *Device) createInstance() error {
 		return err
 	}
 	d.inst = inst
-	if err := vk.InitInstance(inst); err != nil { // rule 1
-		return fmt.Errorf("gpu: vulkan-go InitInstance: %v", err)
-	}
 	if d.opts.Validation {
 		cb, r := debugCreate(inst, drReported, d.sinkID)
 		if err := check("vkCreateDebugReportCallbackEXT", r); err != nil {
@@ -422,40 +398,32 @@ func (d *Device) createInstance() error {
 
 // physicalDevices enumerates the instance's devices with their properties.
 func (d *Device) physicalDevices() ([]vk.PhysicalDevice, []DeviceInfo, error) {
-	var n uint32
-	if err := check("vkEnumeratePhysicalDevices", Result(vk.EnumeratePhysicalDevices(d.inst, &n, nil))); err != nil {
+	pds, r := vk.PhysicalDevices(d.inst)
+	if err := check("vkEnumeratePhysicalDevices", Result(r)); err != nil {
 		return nil, nil, err
 	}
-	if n == 0 {
+	if len(pds) == 0 {
 		return nil, nil, nil
 	}
-	pds := make([]vk.PhysicalDevice, n)
-	if err := check("vkEnumeratePhysicalDevices", Result(vk.EnumeratePhysicalDevices(d.inst, &n, pds))); err != nil {
-		return nil, nil, err
-	}
-	pds = pds[:n]
-	infos := make([]DeviceInfo, n)
+	infos := make([]DeviceInfo, len(pds))
 	for i, pd := range pds {
-		var p vk.PhysicalDeviceProperties
-		vk.GetPhysicalDeviceProperties(pd, &p)
-		p.Deref() // rule 5
+		p := vk.PhysicalDeviceProperties(d.inst, pd)
 		infos[i] = DeviceInfo{
 			Index:      i,
-			Name:       vk.ToString(p.DeviceName[:]),
-			Type:       DeviceType(p.DeviceType),
+			Name:       p.Name,
+			Type:       DeviceType(p.Type),
 			VendorID:   p.VendorID,
 			DeviceID:   p.DeviceID,
-			APIVersion: vk.Version(p.ApiVersion).String(),
+			APIVersion: vk.VersionString(p.APIVersion),
 			Driver:     p.DriverVersion,
 		}
-		p.Free() // rule 6
 		for _, e := range d.opts.DeviceExtensions {
 			if !hasDeviceExtension(d.inst, pd, e) {
 				infos[i].Missing = append(infos[i].Missing, e)
 			}
 		}
 		for _, qf := range queueFamilies(d.inst, pd) {
-			if qf.Flags&uint32(vk.QueueComputeBit) != 0 && qf.Count > 0 {
+			if qf.Flags&vk.QueueComputeBit != 0 && qf.Count > 0 {
 				infos[i].Compute = true
 				infos[i].Timestamps = infos[i].Timestamps || qf.TimestampValid > 0
 			}
@@ -495,10 +463,7 @@ func (d *Device) pickDevice() error {
 	d.sel = sel
 	d.phys = pds[sel.Chosen.Index]
 
-	var p vk.PhysicalDeviceProperties
-	vk.GetPhysicalDeviceProperties(d.phys, &p)
-	p.Deref()
-	p.Limits.Deref() // rule 5: nested structs need their own Deref
+	p := vk.PhysicalDeviceProperties(d.inst, d.phys)
 	d.cacheUUID = p.PipelineCacheUUID
 	l := &p.Limits
 	d.lim = limits{
@@ -513,17 +478,17 @@ func (d *Device) pickDevice() error {
 		maxStorageBuffers: l.MaxPerStageDescriptorStorageBuffers,
 		maxUniformBuffers: l.MaxPerStageDescriptorUniformBuffers,
 		timestampPeriod:   float64(l.TimestampPeriod),
+		maxViewport:       l.MaxViewportDimensions,
 	}
-	p.Free()
 
 	fams := queueFamilies(d.inst, d.phys)
 	best := -1
 	for i, f := range fams {
-		if f.Flags&uint32(vk.QueueComputeBit) == 0 || f.Count == 0 {
+		if f.Flags&vk.QueueComputeBit == 0 || f.Count == 0 {
 			continue
 		}
-		universal := f.Flags&uint32(vk.QueueGraphicsBit) != 0
-		if best < 0 || (universal && fams[best].Flags&uint32(vk.QueueGraphicsBit) == 0) {
+		universal := f.Flags&vk.QueueGraphicsBit != 0
+		if best < 0 || (universal && fams[best].Flags&vk.QueueGraphicsBit == 0) {
 			best = i
 		}
 	}
@@ -546,18 +511,11 @@ func (d *Device) pickDevice() error {
 		d.tsBegin, d.tsEnd = vk.PipelineStageTopOfPipeBit, vk.PipelineStageTopOfPipeBit
 	}
 
-	var mp vk.PhysicalDeviceMemoryProperties
-	vk.GetPhysicalDeviceMemoryProperties(d.phys, &mp)
-	mp.Deref()
-	for i := uint32(0); i < mp.MemoryTypeCount; i++ {
-		mp.MemoryTypes[i].Deref()
-		d.memTypes = append(d.memTypes, memType{mp.MemoryTypes[i].PropertyFlags, mp.MemoryTypes[i].HeapIndex})
+	types, heaps := vk.MemoryProperties(d.inst, d.phys)
+	for _, t := range types {
+		d.memTypes = append(d.memTypes, memType{t.Flags, t.Heap})
 	}
-	for i := uint32(0); i < mp.MemoryHeapCount; i++ {
-		mp.MemoryHeaps[i].Deref()
-		d.heaps = append(d.heaps, uint64(mp.MemoryHeaps[i].Size))
-	}
-	mp.Free()
+	d.heaps = heaps
 	d.direct = !d.opts.ForceStaging && directMemory(sel.Chosen.Type, d.memTypes, d.heaps)
 	return nil
 }
@@ -571,8 +529,8 @@ func (d *Device) pickDevice() error {
 // (and the host reads that write-combined memory very slowly), so such a
 // device stages through host memory instead.
 func directMemory(typ DeviceType, types []memType, heaps []uint64) bool {
-	local := vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit)
-	want := local | vk.MemoryPropertyFlags(vk.MemoryPropertyHostVisibleBit|vk.MemoryPropertyHostCoherentBit)
+	local := vk.MemoryPropertyDeviceLocalBit
+	want := local | vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit
 	var largest, mapped uint64
 	for _, t := range types {
 		if int(t.heap) >= len(heaps) {
@@ -596,39 +554,24 @@ func directMemory(typ DeviceType, types []memType, heaps []uint64) bool {
 
 // Portability extensions (see createInstance and createDevice).
 const (
-	portabilityEnumeration             = "VK_KHR_portability_enumeration"
-	physicalDeviceProperties2          = "VK_KHR_get_physical_device_properties2"
-	portabilitySubset                  = "VK_KHR_portability_subset"
-	instanceCreateEnumeratePortability = vk.InstanceCreateFlags(0x00000001) // VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
+	portabilityEnumeration    = "VK_KHR_portability_enumeration"
+	physicalDeviceProperties2 = "VK_KHR_get_physical_device_properties2"
+	portabilitySubset         = "VK_KHR_portability_subset"
 )
 
 func (d *Device) createDevice() error {
-	var exts []string
-	for _, e := range d.opts.DeviceExtensions {
-		exts = append(exts, cstr(e))
-	}
+	exts := slices.Clone(d.opts.DeviceExtensions)
 	// A device that lists VK_KHR_portability_subset (MoltenVK) must have it
 	// enabled (VUID-VkDeviceCreateInfo-pProperties-04451).
 	if hasDeviceExtension(d.inst, d.phys, portabilitySubset) && !slices.Contains(d.opts.DeviceExtensions, portabilitySubset) {
-		exts = append(exts, cstr(portabilitySubset))
+		exts = append(exts, portabilitySubset)
 	}
 	var layers []string
 	if d.opts.Validation {
-		layers = []string{cstr(validationLayer)} // for pre-1.0.13 loaders
+		layers = []string{validationLayer} // for pre-1.0.13 loaders
 	}
-	ci := &vk.DeviceCreateInfo{
-		SType:                vk.StructureTypeDeviceCreateInfo,
-		QueueCreateInfoCount: 1,
-		PQueueCreateInfos: []vk.DeviceQueueCreateInfo{{
-			SType:            vk.StructureTypeDeviceQueueCreateInfo,
-			QueueFamilyIndex: d.qfam,
-			QueueCount:       1,
-			PQueuePriorities: []float32{1},
-		}},
-		EnabledLayerCount:       uint32(len(layers)),
-		PpEnabledLayerNames:     layers,
-		EnabledExtensionCount:   uint32(len(exts)),
-		PpEnabledExtensionNames: exts,
+	if len(exts) > vk.MaxNames {
+		return fmt.Errorf("gpu: %d device extensions: at most %d", len(exts), vk.MaxNames)
 	}
 	// Robust buffer access, where the device has it (every desktop GPU
 	// does): a shader index that a bug or bad data pushes past its buffer
@@ -636,29 +579,19 @@ func (d *Device) createDevice() error {
 	// touching other memory or losing the device. lavapipe always checks
 	// bounds, so without the feature a real GPU could fail where the tests
 	// here pass.
-	var feat vk.PhysicalDeviceFeatures
-	vk.GetPhysicalDeviceFeatures(d.phys, &feat)
-	feat.Deref()
-	if feat.RobustBufferAccess == vk.True {
-		ci.PEnabledFeatures = []vk.PhysicalDeviceFeatures{{RobustBufferAccess: vk.True}}
-		d.robust = true
-	}
-	feat.Free()
-	var dev vk.Device
-	r := Result(vk.CreateDevice(d.phys, ci, nil, &dev))
-	ci.Free()
-	if err := check("vkCreateDevice", r); err != nil {
+	d.robust = vk.RobustBufferAccess(d.inst, d.phys)
+	dev, r := vk.CreateDevice(d.inst, d.phys, d.qfam, layers, exts, d.robust)
+	if err := check("vkCreateDevice", Result(r)); err != nil {
+		d.robust = false
 		return fmt.Errorf("%w (device %v)", err, d.sel.Chosen)
 	}
 	d.dev = dev
-	var q vk.Queue
-	vk.GetDeviceQueue(dev, d.qfam, 0, &q)
-	d.queue = q
 	s, err := newShimDev(d.inst, dev)
 	if err != nil {
 		return err
 	}
 	d.shim = s
+	d.queue = s.Queue(d.qfam, 0)
 	return nil
 }
 
@@ -670,15 +603,8 @@ func (d *Device) createPipelineCache() error {
 			data = nil // another device's or driver's cache: start empty
 		}
 	}
-	ci := &vk.PipelineCacheCreateInfo{SType: vk.StructureTypePipelineCacheCreateInfo}
-	if len(data) > 0 {
-		ci.InitialDataSize = uint(len(data))
-		ci.PInitialData = unsafe.Pointer(&data[0])
-	}
-	var pc vk.PipelineCache
-	r := Result(vk.CreatePipelineCache(d.dev, ci, nil, &pc))
-	ci.Free()
-	if err := check("vkCreatePipelineCache", r); err != nil {
+	pc, r := d.shim.CreatePipelineCache(data)
+	if err := check("vkCreatePipelineCache", Result(r)); err != nil {
 		return err
 	}
 	d.pcache = pc
@@ -699,18 +625,14 @@ func cacheMatches(data []byte, vendor, device uint32, uuid [16]byte) bool {
 
 func (d *Device) savePipelineCache() error {
 	f := d.opts.PipelineCacheFile
-	if f == "" || d.pcache == vk.NullPipelineCache {
+	if f == "" || d.pcache == 0 {
 		return nil
 	}
-	var n uint
-	if err := check("vkGetPipelineCacheData", Result(vk.GetPipelineCacheData(d.dev, d.pcache, &n, nil))); err != nil || n == 0 {
+	buf, r := d.shim.PipelineCacheData(d.pcache)
+	if err := check("vkGetPipelineCacheData", Result(r)); err != nil || len(buf) == 0 {
 		return err
 	}
-	buf := make([]byte, n)
-	if err := check("vkGetPipelineCacheData", Result(vk.GetPipelineCacheData(d.dev, d.pcache, &n, unsafe.Pointer(&buf[0])))); err != nil {
-		return err
-	}
-	return os.WriteFile(f, buf[:n], 0o644)
+	return os.WriteFile(f, buf, 0o644)
 }
 
 // Selection reports which device was chosen and why.
@@ -763,8 +685,7 @@ func (d *Device) Limits() Limits {
 		MaxComputeWorkGroupSize:  d.lim.maxGroupSize,
 		CPU:                      d.sel.Chosen.Type == TypeCPU,
 	}
-	want := vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit)
-	if ti, ok := d.findMemType(^uint32(0), want, 0); ok {
+	if ti, ok := d.findMemType(^uint32(0), vk.MemoryPropertyDeviceLocalBit, 0); ok {
 		h := d.memTypes[ti].heap
 		l.DeviceMemory = d.heaps[h]
 		d.hmu.Lock()
@@ -820,16 +741,13 @@ func (d *Device) InjectFault(f Fault) error {
 	case FaultStall:
 		d.stallMu.Lock()
 		defer d.stallMu.Unlock()
-		if d.stallEv == vk.NullEvent {
-			ci := &vk.EventCreateInfo{SType: vk.StructureTypeEventCreateInfo}
-			var ev vk.Event
-			r := Result(vk.CreateEvent(d.dev, ci, nil, &ev))
-			ci.Free()
-			if err := check("vkCreateEvent", r); err != nil {
+		if d.stallEv == 0 {
+			ev, r := d.shim.CreateEvent()
+			if err := check("vkCreateEvent", Result(r)); err != nil {
 				return err
 			}
 			d.stallEv = ev
-		} else if err := check("vkResetEvent", Result(vk.ResetEvent(d.dev, d.stallEv))); err != nil {
+		} else if err := check("vkResetEvent", Result(d.shim.ResetEvent(d.stallEv))); err != nil {
 			return err
 		}
 		d.faultStall.Add(1)
@@ -841,17 +759,17 @@ func (d *Device) InjectFault(f Fault) error {
 func (d *Device) ReleaseStall() error {
 	d.stallMu.Lock()
 	defer d.stallMu.Unlock()
-	if d.stallEv == vk.NullEvent {
+	if d.stallEv == 0 {
 		return nil
 	}
-	return check("vkSetEvent", Result(vk.SetEvent(d.dev, d.stallEv)))
+	return check("vkSetEvent", Result(d.shim.SetEvent(d.stallEv)))
 }
 
 // stallEvent returns FaultStall's event when a stall is pending, consuming
-// it, else vk.NullEvent. Called by the submitter while recording.
+// it, else 0. Called by the submitter while recording.
 func (d *Device) stallEvent() vk.Event {
 	if d.faultStall.Load() <= 0 || !takeFault(&d.faultStall) {
-		return vk.NullEvent
+		return 0
 	}
 	d.stallMu.Lock()
 	defer d.stallMu.Unlock()
@@ -970,7 +888,7 @@ func (d *Device) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	if d.dev != nil {
+	if d.dev != 0 {
 		if err := d.waitIdle(); err != nil {
 			errs = append(errs, err)
 		}
@@ -984,11 +902,11 @@ func (d *Device) Close() error {
 
 // destroy frees whatever exists, in reverse order of creation.
 func (d *Device) destroy() {
-	if d.dev != nil && d.stallEv != vk.NullEvent {
-		vk.DestroyEvent(d.dev, d.stallEv, nil)
-		d.stallEv = vk.NullEvent
+	if d.dev != 0 && d.stallEv != 0 {
+		d.shim.DestroyEvent(d.stallEv)
+		d.stallEv = 0
 	}
-	if d.dev != nil {
+	if d.dev != 0 {
 		d.bmu.Lock()
 		bufs := make([]*Buffer, 0, len(d.bufs))
 		for _, b := range d.bufs {
@@ -1012,23 +930,23 @@ func (d *Device) destroy() {
 			p.destroy(d)
 			delete(d.pipes, k)
 		}
-		if d.pcache != vk.NullPipelineCache {
-			vk.DestroyPipelineCache(d.dev, d.pcache, nil)
-			d.pcache = vk.NullPipelineCache
+		if d.pcache != 0 {
+			d.shim.DestroyPipelineCache(d.pcache)
+			d.pcache = 0
 		}
 		d.pmu.Unlock()
+		d.shim.DestroyDevice()
 		d.shim.free()
 		d.shim = shimDev{}
-		vk.DestroyDevice(d.dev, nil)
-		d.dev = nil
+		d.dev = 0
 	}
-	if d.inst != nil {
+	if d.inst != 0 {
 		if d.debugCB != 0 {
 			debugDestroy(d.inst, d.debugCB)
 			d.debugCB = 0
 		}
-		vk.DestroyInstance(d.inst, nil)
-		d.inst = nil
+		vk.DestroyInstance(d.inst)
+		d.inst = 0
 	}
 	if d.sinkID != 0 {
 		unregisterSink(d.sinkID)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -119,13 +119,9 @@ func TestDeviceOverride(t *testing.T) {
 // is not vacuous: a deliberate misuse is reported.
 func TestValidationLayerCatchesErrors(t *testing.T) {
 	d := openTestDevice(t, Options{})
-	ci := &vk.BufferCreateInfo{SType: vk.StructureTypeBufferCreateInfo, Size: 0,
-		Usage: vk.BufferUsageFlags(vk.BufferUsageStorageBufferBit)}
-	var b vk.Buffer
-	r := vk.CreateBuffer(d.dev, ci, nil, &b)
-	ci.Free()
-	if r == vk.Success && b != vk.NullBuffer {
-		vk.DestroyBuffer(d.dev, b, nil)
+	b, _, _, r := d.shim.CreateBuffer(0, vk.BufferUsageStorageBufferBit)
+	if r == vk.Success && b != 0 {
+		d.shim.DestroyBuffer(b)
 	}
 	must(t, d.Close())
 	err := d.ValidationErr()

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -225,33 +225,18 @@ func (e *Executor) newSlot() (*slot, error) {
 		return nil, err
 	}
 	n := uint32(e.opts.MaxBatch)
-	dci := &vk.DescriptorPoolCreateInfo{
-		SType:         vk.StructureTypeDescriptorPoolCreateInfo,
-		MaxSets:       n,
-		PoolSizeCount: 2,
-		PPoolSizes: []vk.DescriptorPoolSize{
-			{Type: vk.DescriptorTypeStorageBuffer, DescriptorCount: 2 * sched.MaxStreams * n},
-			{Type: vk.DescriptorTypeUniformBuffer, DescriptorCount: sched.MaxStreams * n},
-		},
-	}
-	var dp vk.DescriptorPool
-	r := Result(vk.CreateDescriptorPool(d.dev, dci, nil, &dp))
-	dci.Free()
-	if err := check("vkCreateDescriptorPool", r); err != nil {
+	dp, r := d.shim.CreateDescriptorPool(n, []vk.DescriptorPoolSize{
+		{Type: vk.DescriptorTypeStorageBuffer, Count: 2 * sched.MaxStreams * n},
+		{Type: vk.DescriptorTypeUniformBuffer, Count: sched.MaxStreams * n},
+	})
+	if err := check("vkCreateDescriptorPool", Result(r)); err != nil {
 		e.destroySlot(sl)
 		return nil, err
 	}
 	sl.dpool = dp
 	if e.ts {
-		qci := &vk.QueryPoolCreateInfo{
-			SType:      vk.StructureTypeQueryPoolCreateInfo,
-			QueryType:  vk.QueryTypeTimestamp,
-			QueryCount: 2*n + 4,
-		}
-		var qp vk.QueryPool
-		r := Result(vk.CreateQueryPool(d.dev, qci, nil, &qp))
-		qci.Free()
-		if err := check("vkCreateQueryPool", r); err != nil {
+		qp, r := d.shim.CreateTimestampPool(2*n + 4)
+		if err := check("vkCreateQueryPool", Result(r)); err != nil {
 			e.destroySlot(sl)
 			return nil, err
 		}
@@ -270,22 +255,11 @@ func (e *Executor) destroySlot(sl *slot) {
 		sl.arena.Close()
 		sl.arena = nil
 	}
-	if sl.qpool != vk.NullQueryPool {
-		vk.DestroyQueryPool(d.dev, sl.qpool, nil)
-		sl.qpool = vk.NullQueryPool
-	}
-	if sl.dpool != vk.NullDescriptorPool {
-		vk.DestroyDescriptorPool(d.dev, sl.dpool, nil)
-		sl.dpool = vk.NullDescriptorPool
-	}
-	if sl.fence != vk.NullFence {
-		vk.DestroyFence(d.dev, sl.fence, nil)
-		sl.fence = vk.NullFence
-	}
-	if sl.pool != vk.NullCommandPool {
-		vk.DestroyCommandPool(d.dev, sl.pool, nil)
-		sl.pool = vk.NullCommandPool
-	}
+	d.shim.DestroyQueryPool(sl.qpool)
+	d.shim.DestroyDescriptorPool(sl.dpool)
+	d.shim.DestroyFence(sl.fence)
+	d.shim.DestroyCommandPool(sl.pool)
+	sl.qpool, sl.dpool, sl.fence, sl.pool = 0, 0, 0, 0
 }
 
 func (e *Executor) destroySlots() {
@@ -667,7 +641,7 @@ func (e *Executor) bindStream(sl *slot, k *sched.Kernel, td *sched.TaskData, out
 	lo, hi, total := streamSpan(k, td, out, i)
 	if hi == 0 {
 		// An absent or empty stream: bind the device's dummy buffer.
-		w.Buffer, w.Range = bufferU64(d.dummy.blk.buf), d.dummy.blk.size
+		w.Buffer, w.Range = d.dummy.blk.buf, d.dummy.blk.size
 		return w, nil
 	}
 	a := sl.arena
@@ -679,7 +653,7 @@ func (e *Executor) bindStream(sl *slot, k *sched.Kernel, td *sched.TaskData, out
 		if !ok {
 			return w, fmt.Errorf("%w: %s stream %d (%s): transient arena overflow", ErrOutOfMemory, dir, i, name)
 		}
-		w.Buffer, w.Offset, w.Range = bufferU64(a.dev.buf), base, hi
+		w.Buffer, w.Offset, w.Range = a.dev.buf, base, hi
 		r := bufferCopy{Src: base + lo, Dst: base + lo, Size: hi - lo}
 		if out {
 			if a.Staged() {
@@ -713,7 +687,7 @@ func (e *Executor) bindStream(sl *slot, k *sched.Kernel, td *sched.TaskData, out
 	case total > maxRange:
 		return w, fmt.Errorf("%w: %s stream %d (%s): binding %d bytes exceeds the device's %s of %d bytes", ErrBadStream, dir, i, name, total, what, maxRange)
 	}
-	w.Buffer, w.Offset, w.Range = bufferU64(b.blk.buf), s.Offset, total
+	w.Buffer, w.Offset, w.Range = b.blk.buf, s.Offset, total
 	sl.access = append(sl.access, access{id: s.Buffer, lo: s.Offset + lo, hi: s.Offset + hi, write: out})
 	inPlace := b.blk.mapped != nil && len(s.Bytes) > 0 && s.Offset < uint64(len(b.blk.mapped)) && &s.Bytes[0] == &b.blk.mapped[s.Offset]
 	if len(s.Bytes) == 0 || hi == lo || inPlace {
@@ -767,7 +741,7 @@ func (e *Executor) record(sl *slot) error {
 	if err := check("vkBeginCommandBuffer", s.begin(cb)); err != nil {
 		return err
 	}
-	if ev := e.d.stallEvent(); ev != vk.NullEvent {
+	if ev := e.d.stallEvent(); ev != 0 {
 		s.waitEvent(cb, ev) // FaultStall
 	}
 	n := uint32(len(sl.jobs))
@@ -1054,7 +1028,7 @@ func (e *Executor) calibrate(sl *slot) int64 {
 	d, s := e.d, e.d.shim
 	best, off := int64(-1), int64(0)
 	for range 5 {
-		if s.slotReset(sl.fence, sl.pool, vk.NullDescriptorPool) != Success || s.begin(sl.cb) != Success {
+		if s.slotReset(sl.fence, sl.pool, 0) != Success || s.begin(sl.cb) != Success {
 			break
 		}
 		s.resetQueries(sl.cb, sl.qpool, 0, 1)

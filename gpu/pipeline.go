@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"unsafe"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -32,26 +31,18 @@ type pipeline struct {
 	module        vk.ShaderModule
 	setLayout     vk.DescriptorSetLayout
 	layout        vk.PipelineLayout
-	pipe          uint64
+	pipe          vk.Pipeline
 	nin, nout     int
 	uniform       [4]bool
 	itemsPerGroup uint64
 }
 
 func (p *pipeline) destroy(d *Device) {
-	if p.pipe != 0 {
-		vk.DestroyPipeline(d.dev, pipelineOf(p.pipe), nil)
-	}
-	if p.layout != vk.NullPipelineLayout {
-		vk.DestroyPipelineLayout(d.dev, p.layout, nil)
-	}
-	if p.setLayout != vk.NullDescriptorSetLayout {
-		vk.DestroyDescriptorSetLayout(d.dev, p.setLayout, nil)
-	}
-	if p.module != vk.NullShaderModule {
-		vk.DestroyShaderModule(d.dev, p.module, nil)
-	}
-	p.pipe, p.layout, p.setLayout, p.module = 0, vk.NullPipelineLayout, vk.NullDescriptorSetLayout, vk.NullShaderModule
+	d.shim.DestroyPipeline(p.pipe)
+	d.shim.DestroyPipelineLayout(p.layout)
+	d.shim.DestroySetLayout(p.setLayout)
+	d.shim.DestroyShaderModule(p.module)
+	p.pipe, p.layout, p.setLayout, p.module = 0, 0, 0, 0
 }
 
 // pipelineFor returns the kernel's compute pipeline, creating it on first
@@ -68,7 +59,7 @@ func (d *Device) pipelineFor(k *sched.Kernel) (*pipeline, error) {
 	key := pipeKey{code: &b.SPIRV[0], size: len(b.SPIRV), entry: b.Entry, local: b.LocalSize,
 		ipi: b.ItemsPerInvocation, uniform: b.UniformIn, nin: len(k.In), nout: len(k.Out)}
 	d.pmu.Lock()
-	if d.dev == nil {
+	if d.dev == 0 {
 		d.pmu.Unlock()
 		return nil, fmt.Errorf("gpu: device %w", ErrClosed)
 	}
@@ -143,7 +134,7 @@ func (d *Device) createPipelineObjects(p *pipeline, k *sched.Kernel, b *Binding)
 		return fmt.Errorf("%w: the device has %d bytes of push constants, the contract needs %d", ErrBadBinding, l.maxPushConstants, PushConstantSize)
 	}
 	var nstorage, nuniform uint32
-	var bindings []vk.DescriptorSetLayoutBinding
+	var bindings []vk.SetLayoutBinding
 	for i := range k.In {
 		t := vk.DescriptorTypeStorageBuffer
 		if b.UniformIn[i] {
@@ -152,66 +143,41 @@ func (d *Device) createPipelineObjects(p *pipeline, k *sched.Kernel, b *Binding)
 		} else {
 			nstorage++
 		}
-		bindings = append(bindings, vk.DescriptorSetLayoutBinding{Binding: uint32(FirstInBinding + i), DescriptorType: t,
-			DescriptorCount: 1, StageFlags: vk.ShaderStageFlags(vk.ShaderStageComputeBit)})
+		bindings = append(bindings, vk.SetLayoutBinding{Binding: uint32(FirstInBinding + i), Type: t,
+			Count: 1, Stages: vk.ShaderStageComputeBit})
 	}
 	for j := range k.Out {
 		nstorage++
-		bindings = append(bindings, vk.DescriptorSetLayoutBinding{Binding: uint32(FirstOutBinding + j),
-			DescriptorType: vk.DescriptorTypeStorageBuffer, DescriptorCount: 1, StageFlags: vk.ShaderStageFlags(vk.ShaderStageComputeBit)})
+		bindings = append(bindings, vk.SetLayoutBinding{Binding: uint32(FirstOutBinding + j),
+			Type: vk.DescriptorTypeStorageBuffer, Count: 1, Stages: vk.ShaderStageComputeBit})
 	}
 	if nstorage > l.maxStorageBuffers || nuniform > l.maxUniformBuffers {
 		return fmt.Errorf("%w: %d storage and %d uniform buffers exceed the device's per-stage limits %d and %d",
 			ErrBadBinding, nstorage, nuniform, l.maxStorageBuffers, l.maxUniformBuffers)
 	}
 
-	// The module: copy into words (the []byte need not be 4-aligned).
-	words := make([]uint32, len(b.SPIRV)/4)
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(b.SPIRV)), b.SPIRV)
-	mci := &vk.ShaderModuleCreateInfo{
-		SType:    vk.StructureTypeShaderModuleCreateInfo,
-		CodeSize: uint(len(b.SPIRV)),
-		PCode:    words,
-	}
-	var module vk.ShaderModule
-	r := Result(vk.CreateShaderModule(d.dev, mci, nil, &module))
-	mci.Free()
-	if err := check("vkCreateShaderModule", r); err != nil {
+	// The module (the shim copies the bytes into words: the []byte need
+	// not be 4-aligned).
+	module, r := d.shim.CreateShaderModule(b.SPIRV)
+	if err := check("vkCreateShaderModule", Result(r)); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadBinding, err)
 	}
 	p.module = module
 
-	lci := &vk.DescriptorSetLayoutCreateInfo{
-		SType:        vk.StructureTypeDescriptorSetLayoutCreateInfo,
-		BindingCount: uint32(len(bindings)),
-		PBindings:    bindings,
-	}
-	var setLayout vk.DescriptorSetLayout
-	r = Result(vk.CreateDescriptorSetLayout(d.dev, lci, nil, &setLayout))
-	lci.Free()
-	if err := check("vkCreateDescriptorSetLayout", r); err != nil {
+	setLayout, r := d.shim.CreateSetLayout(bindings)
+	if err := check("vkCreateDescriptorSetLayout", Result(r)); err != nil {
 		return err
 	}
 	p.setLayout = setLayout
 
-	plci := &vk.PipelineLayoutCreateInfo{
-		SType:                  vk.StructureTypePipelineLayoutCreateInfo,
-		SetLayoutCount:         1,
-		PSetLayouts:            []vk.DescriptorSetLayout{setLayout},
-		PushConstantRangeCount: 1,
-		PPushConstantRanges: []vk.PushConstantRange{{
-			StageFlags: vk.ShaderStageFlags(vk.ShaderStageComputeBit), Offset: 0, Size: PushConstantSize}},
-	}
-	var layout vk.PipelineLayout
-	r = Result(vk.CreatePipelineLayout(d.dev, plci, nil, &layout))
-	plci.Free()
-	if err := check("vkCreatePipelineLayout", r); err != nil {
+	layout, r := d.shim.CreatePipelineLayout(setLayout, vk.ShaderStageComputeBit, PushConstantSize)
+	if err := check("vkCreatePipelineLayout", Result(r)); err != nil {
 		return err
 	}
 	p.layout = layout
 
-	pipe, r := d.shim.computePipeline(d.pcache, module, layout, b.Entry, b.LocalSize)
-	if err := check("vkCreateComputePipelines", r); err != nil {
+	pipe, pr := d.shim.computePipeline(d.pcache, module, layout, b.Entry, b.LocalSize)
+	if err := check("vkCreateComputePipelines", pr); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadBinding, err)
 	}
 	p.pipe = pipe

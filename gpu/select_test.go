@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 )
 
 func TestSelectDevice(t *testing.T) {
@@ -98,9 +98,9 @@ func TestDeviceTypeStrings(t *testing.T) {
 // window.
 func TestDirectMemory(t *testing.T) {
 	const (
-		local   = vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit)
-		host    = vk.MemoryPropertyFlags(vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit)
-		cached  = vk.MemoryPropertyFlags(vk.MemoryPropertyHostCachedBit)
+		local   = vk.MemoryPropertyDeviceLocalBit
+		host    = vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit
+		cached  = vk.MemoryPropertyHostCachedBit
 		gib     = uint64(1) << 30
 		barSize = 256 << 20
 	)

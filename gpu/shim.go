@@ -1,13 +1,13 @@
 package gpu
 
-// The Go side of package gpu's C shim. Object creation and destruction go
-// through the vulkan-go binding; the calls that pass arrays of structs, the
-// hot path (submit, dispatch, barriers, copies, descriptor writes, fences),
-// the loader (dlopen of libvulkan.so.1, the one vkGetInstanceProcAddr) and
-// the debug-report callback go through the C code of package
-// gpu/internal/vkshim, the one package that uses cgo (its doc says why the
-// binding alone is not enough). This file adapts it to package gpu's types
-// (Result, Message, errors).
+// The Go side of package gpu's Vulkan calls. Every one of them (the
+// loader: dlopen of libvulkan.so.1 and the one vkGetInstanceProcAddr;
+// object creation and destruction; the hot path: submit, dispatch,
+// barriers, copies, descriptor writes, fences; the debug-report callback)
+// goes through the C code of package gpu/internal/vkshim, the one package
+// that uses cgo (its doc says why it is not a generated binding). Package
+// gpu imports it as vk, for its handle types and constants. This file
+// adapts it to package gpu's types (Result, Message, errors).
 //
 // Validation messages become errors, never crashes: pipeline creation runs
 // locked to its thread and fails with ErrValidation when the layer objected
@@ -18,61 +18,46 @@ package gpu
 import (
 	"fmt"
 	"sync"
-	"unsafe"
 
-	vk "github.com/vulkan-go/vulkan"
-
-	"github.com/vkjobs/vkjobs/gpu/internal/vkshim"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 )
 
 // bufferCopy has the layout of VkBufferCopy; descWrite that of vkj_desc.
 type (
-	bufferCopy = vkshim.BufferCopy
-	descWrite  = vkshim.DescWrite
+	bufferCopy = vk.BufferCopy
+	descWrite  = vk.DescWrite
 )
-
-// bufferU64 is a buffer handle as a plain uint64 (for descWrite).
-func bufferU64(h vk.Buffer) uint64 { return vkshim.BufferU64(h) }
-
-// pipelineOf converts a pipeline handle made by the shim back to vulkan-go.
-func pipelineOf(u uint64) vk.Pipeline { return vkshim.PipelineOf(u) }
 
 var (
 	loaderOnce sync.Once
 	loaderErr  error
 )
 
-// loadVulkan dlopens the loader and initialises vulkan-go's global function
-// pointers once per process.
+// loadVulkan dlopens the loader once per process.
 func loadVulkan() error {
 	loaderOnce.Do(func() {
-		if msg := vkshim.Load(); msg != "" {
+		if msg := vk.Load(); msg != "" {
 			loaderErr = fmt.Errorf("%w: cannot load the Vulkan loader (libvulkan.so.1: %s); %s",
 				ErrNoDevice, msg, installHint)
-			return
-		}
-		vk.SetGetInstanceProcAddr(vkshim.GIPA())
-		if err := vk.Init(); err != nil {
-			loaderErr = fmt.Errorf("%w: vulkan-go Init: %v; %s", ErrNoDevice, err, installHint)
 		}
 	})
 	return loaderErr
 }
 
 // hasInstanceLayer reports whether the loader knows the instance layer.
-func hasInstanceLayer(name string) bool { return vkshim.HasInstanceLayer(name) }
+func hasInstanceLayer(name string) bool { return vk.HasInstanceLayer(name) }
 
-func hasInstanceExtension(name string) bool { return vkshim.HasInstanceExtension(name) }
+func hasInstanceExtension(name string) bool { return vk.HasInstanceExtension(name) }
 
 func hasDeviceExtension(inst vk.Instance, pd vk.PhysicalDevice, name string) bool {
-	return vkshim.HasDeviceExtension(inst, pd, name)
+	return vk.HasDeviceExtension(inst, pd, name)
 }
 
 // queueFamily is one queue family's properties.
-type queueFamily = vkshim.QueueFamily
+type queueFamily = vk.QueueFamily
 
 func queueFamilies(inst vk.Instance, pd vk.PhysicalDevice) []queueFamily {
-	return vkshim.QueueFamilies(inst, pd)
+	return vk.QueueFamilies(inst, pd)
 }
 
 // Debug-report routing: the C callback passes back the user value given at
@@ -83,7 +68,7 @@ var (
 	debugNext  uintptr
 )
 
-func init() { vkshim.DebugReport = debugReport }
+func init() { vk.DebugReport = debugReport }
 
 func registerSink(m *messageLog) uintptr {
 	debugMu.Lock()
@@ -109,13 +94,15 @@ func debugReport(user uintptr, flags uint32, code int32, layer, msg string) {
 	m.add(Message{Severity: severityOf(flags), Code: code, Layer: layer, Text: msg})
 }
 
-// shimDev is the per-device function table of the shim (C memory).
+// shimDev is the per-device function table of the shim (C memory). Its
+// object calls (vk.Dev's methods) are used directly; the hot-path calls
+// below return package gpu's Result.
 type shimDev struct {
-	t vkshim.Dev
+	vk.Dev
 }
 
 func newShimDev(inst vk.Instance, dev vk.Device) (shimDev, error) {
-	t, missing, ok := vkshim.NewDev(inst, dev)
+	t, missing, ok := vk.NewDev(inst, dev)
 	if !ok {
 		if missing == "" {
 			return shimDev{}, fmt.Errorf("gpu: calloc of the device function table failed: %w", ErrOutOfMemory)
@@ -125,61 +112,61 @@ func newShimDev(inst vk.Instance, dev vk.Device) (shimDev, error) {
 	return shimDev{t}, nil
 }
 
-func (s shimDev) free() { s.t.Free() }
+func (s shimDev) free() { s.Dev.Free() }
 
 // The hot-path calls. Pointer arguments point into long-lived Go arrays
 // (slot fields) that hold no Go pointers, so passing them allocates nothing.
 
 func (s shimDev) slotReset(fence vk.Fence, cmdPool vk.CommandPool, descPool vk.DescriptorPool) Result {
-	return Result(s.t.SlotReset(fence, cmdPool, descPool))
+	return Result(s.Dev.SlotReset(fence, cmdPool, descPool))
 }
 
-func (s shimDev) begin(cb vk.CommandBuffer) Result { return Result(s.t.Begin(cb)) }
-func (s shimDev) end(cb vk.CommandBuffer) Result   { return Result(s.t.End(cb)) }
+func (s shimDev) begin(cb vk.CommandBuffer) Result { return Result(s.Dev.Begin(cb)) }
+func (s shimDev) end(cb vk.CommandBuffer) Result   { return Result(s.Dev.End(cb)) }
 
 func (s shimDev) submit(q vk.Queue, cb vk.CommandBuffer, fence vk.Fence) Result {
-	return Result(s.t.Submit(q, cb, fence))
+	return Result(s.Dev.Submit(q, cb, fence))
 }
 
 func (s shimDev) wait(fence vk.Fence, timeoutNS uint64) Result {
-	return Result(s.t.Wait(fence, timeoutNS))
+	return Result(s.Dev.Wait(fence, timeoutNS))
 }
 
-func (s shimDev) queueIdle(q vk.Queue) Result { return Result(s.t.QueueIdle(q)) }
+func (s shimDev) queueIdle(q vk.Queue) Result { return Result(s.Dev.QueueIdle(q)) }
 
 func (s shimDev) resetQueries(cb vk.CommandBuffer, pool vk.QueryPool, first, n uint32) {
-	s.t.ResetQueries(cb, pool, first, n)
+	s.Dev.ResetQueries(cb, pool, first, n)
 }
 
-func (s shimDev) timestamp(cb vk.CommandBuffer, stage vk.PipelineStageFlagBits, pool vk.QueryPool, q uint32) {
-	s.t.Timestamp(cb, stage, pool, q)
+func (s shimDev) timestamp(cb vk.CommandBuffer, stage vk.PipelineStageFlags, pool vk.QueryPool, q uint32) {
+	s.Dev.Timestamp(cb, stage, pool, q)
 }
 
-func (s shimDev) barrier(cb vk.CommandBuffer, srcStage, dstStage vk.PipelineStageFlagBits, srcAccess, dstAccess vk.AccessFlagBits) {
-	s.t.Barrier(cb, srcStage, dstStage, srcAccess, dstAccess)
+func (s shimDev) barrier(cb vk.CommandBuffer, srcStage, dstStage vk.PipelineStageFlags, srcAccess, dstAccess vk.AccessFlags) {
+	s.Dev.Barrier(cb, srcStage, dstStage, srcAccess, dstAccess)
 }
 
 func (s shimDev) copy(cb vk.CommandBuffer, src, dst vk.Buffer, regions []bufferCopy) {
-	s.t.Copy(cb, src, dst, regions)
+	s.Dev.Copy(cb, src, dst, regions)
 }
 
 func (s shimDev) set(pool vk.DescriptorPool, layout vk.DescriptorSetLayout, w []descWrite, out *uint64) Result {
-	return Result(s.t.Set(pool, layout, w, out))
+	return Result(s.Dev.Set(pool, layout, w, out))
 }
 
-func (s shimDev) dispatch(cb vk.CommandBuffer, pipe uint64, layout vk.PipelineLayout, set uint64, params *[8]uint32,
-	begin, end uint32, itemsPerGroup uint64, maxGroups uint32, qpool vk.QueryPool, q int32, stage0, stage1 vk.PipelineStageFlagBits) {
-	s.t.Dispatch(cb, pipe, layout, set, params, begin, end, itemsPerGroup, maxGroups, qpool, q, stage0, stage1)
+func (s shimDev) dispatch(cb vk.CommandBuffer, pipe vk.Pipeline, layout vk.PipelineLayout, set uint64, params *[8]uint32,
+	begin, end uint32, itemsPerGroup uint64, maxGroups uint32, qpool vk.QueryPool, q int32, stage0, stage1 vk.PipelineStageFlags) {
+	s.Dev.Dispatch(cb, pipe, layout, set, params, begin, end, itemsPerGroup, maxGroups, qpool, q, stage0, stage1)
 }
 
-func (s shimDev) waitEvent(cb vk.CommandBuffer, ev vk.Event) { s.t.WaitEvent(cb, ev) }
+func (s shimDev) waitEvent(cb vk.CommandBuffer, ev vk.Event) { s.Dev.WaitEvent(cb, ev) }
 
 func (s shimDev) queries(pool vk.QueryPool, first, n uint32, out []uint64) Result {
-	return Result(s.t.Queries(pool, first, n, out))
+	return Result(s.Dev.Queries(pool, first, n, out))
 }
 
-func (s shimDev) computePipeline(cache vk.PipelineCache, module vk.ShaderModule, layout vk.PipelineLayout, entry string, local uint32) (uint64, Result) {
-	p, r := s.t.ComputePipeline(cache, module, layout, entry, local)
+func (s shimDev) computePipeline(cache vk.PipelineCache, module vk.ShaderModule, layout vk.PipelineLayout, entry string, local uint32) (vk.Pipeline, Result) {
+	p, r := s.Dev.ComputePipeline(cache, module, layout, entry, local)
 	return p, Result(r)
 }
 
@@ -187,21 +174,15 @@ func (s shimDev) computePipeline(cache vk.PipelineCache, module vk.ShaderModule,
 
 // captureReset starts counting the error messages reported on this OS
 // thread (the caller holds runtime.LockOSThread).
-func captureReset() { vkshim.CaptureReset() }
+func captureReset() { vk.CaptureReset() }
 
 // captured returns the error messages reported on this OS thread since
 // captureReset: their count and the first one.
-func captured() (int, string) { return vkshim.Captured() }
-
-func debugChainInfo(flags uint32, user uintptr) unsafe.Pointer {
-	return vkshim.DebugChainInfo(flags, user)
-}
-
-func cFree(p unsafe.Pointer) { vkshim.Free(p) }
+func captured() (int, string) { return vk.Captured() }
 
 func debugCreate(inst vk.Instance, flags uint32, user uintptr) (uint64, Result) {
-	cb, r := vkshim.DebugCreate(inst, flags, user)
+	cb, r := vk.DebugCreate(inst, flags, user)
 	return cb, Result(r)
 }
 
-func debugDestroy(inst vk.Instance, cb uint64) { vkshim.DebugDestroy(inst, cb) }
+func debugDestroy(inst vk.Instance, cb uint64) { vk.DebugDestroy(inst, cb) }

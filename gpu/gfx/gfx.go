@@ -10,11 +10,10 @@ import (
 	"time"
 	"unsafe"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/internal/devhook"
-	"github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/render"
 )
 
@@ -161,8 +160,8 @@ type frameUniforms struct {
 const frameUniformBytes = uint64(unsafe.Sizeof(frameUniforms{}))
 
 // check turns a VkResult into nil or a *gpu.VkError naming the call.
-func check(call string, r vkshim.Result) error {
-	if r == vkshim.Success {
+func check(call string, r vk.Result) error {
+	if r == vk.Success {
 		return nil
 	}
 	return &gpu.VkError{Call: call, Result: gpu.Result(r)}
@@ -249,7 +248,7 @@ func (g *Graphics) newImage(format, w, h, usage, aspect uint32) (gfxImage, error
 		g.destroyImage(&im)
 		return gfxImage{}, fmt.Errorf("%w (%dx%d, format %d)", err, w, h, format)
 	}
-	ti, ok := g.dh.FindMemType(bits, vk.MemoryPropertyFlags(vk.MemoryPropertyDeviceLocalBit), 0)
+	ti, ok := g.dh.FindMemType(bits, vk.MemoryPropertyDeviceLocalBit, 0)
 	if !ok {
 		ti, ok = g.dh.FindMemType(bits, 0, 0)
 	}
@@ -273,9 +272,9 @@ func (g *Graphics) newImage(format, w, h, usage, aspect uint32) (gfxImage, error
 }
 
 func (g *Graphics) destroyImage(im *gfxImage) {
-	g.t.Destroy(vkshim.ObjImageView, &im.view)
-	g.t.Destroy(vkshim.ObjImage, &im.img)
-	g.t.Destroy(vkshim.ObjMemory, &im.mem)
+	g.t.Destroy(vk.ObjImageView, &im.view)
+	g.t.Destroy(vk.ObjImage, &im.img)
+	g.t.Destroy(vk.ObjMemory, &im.mem)
 }
 
 // offscreen is an offscreen target: one colour image and framebuffer
@@ -447,12 +446,12 @@ func (g *Graphics) createOffscreen(w, h uint32) error {
 
 func (g *Graphics) newFrame(f *gfxFrame) error {
 	t := g.t
-	var r vkshim.Result
-	if f.fence, r = t.Fence(true); r != vkshim.Success {
+	var r vk.Result
+	if f.fence, r = t.Fence(true); r != vk.Success {
 		return check("vkCreateFence", r)
 	}
 	pool, r := t.CommandPool(g.hnd.QueueFamily)
-	if r != vkshim.Success {
+	if r != vk.Success {
 		return check("vkCreateCommandPool", r)
 	}
 	f.pools = append(f.pools, pool)
@@ -462,7 +461,7 @@ func (g *Graphics) newFrame(f *gfxFrame) error {
 	}
 	f.primary = cbs[0]
 	if g.sc != nil {
-		if f.acquireSem, r = t.Semaphore(); r != vkshim.Success {
+		if f.acquireSem, r = t.Semaphore(); r != vk.Success {
 			return check("vkCreateSemaphore", r)
 		}
 	}
@@ -470,7 +469,7 @@ func (g *Graphics) newFrame(f *gfxFrame) error {
 	if f.ubo, err = g.dh.NewStagingBlock(frameUniformBytes); err != nil {
 		return err
 	}
-	if f.set, r = t.FrameSet(g.descPool, g.setLayout, f.ubo.Buf, frameUniformBytes); r != vkshim.Success {
+	if f.set, r = t.FrameSet(g.descPool, g.setLayout, f.ubo.Buf, frameUniformBytes); r != vk.Success {
 		return check("vkAllocateDescriptorSets", r)
 	}
 	if g.off != nil {
@@ -484,11 +483,11 @@ func (g *Graphics) newFrame(f *gfxFrame) error {
 func (g *Graphics) destroyFrame(f *gfxFrame) {
 	t := g.t
 	for i := range f.pools {
-		t.Destroy(vkshim.ObjCommandPool, &f.pools[i]) // frees its command buffers
+		t.Destroy(vk.ObjCommandPool, &f.pools[i]) // frees its command buffers
 	}
-	f.pools, f.secs, f.used, f.ranges, f.primary = nil, nil, nil, nil, nil
-	t.Destroy(vkshim.ObjFence, &f.fence)
-	t.Destroy(vkshim.ObjSemaphore, &f.acquireSem)
+	f.pools, f.secs, f.used, f.ranges, f.primary = nil, nil, nil, nil, 0
+	t.Destroy(vk.ObjFence, &f.fence)
+	t.Destroy(vk.ObjSemaphore, &f.acquireSem)
 	g.dh.FreeBlock(&f.ubo)
 	g.dh.FreeBlock(&f.readback)
 	f.set = 0 // freed with the descriptor pool
@@ -559,9 +558,9 @@ func (g *Graphics) ensureWorkers(f *gfxFrame, n int) error {
 
 // failVk turns a failed result into an error, marking the device lost
 // when the result says so.
-func (g *Graphics) failVk(call string, r vkshim.Result) error {
+func (g *Graphics) failVk(call string, r vk.Result) error {
 	err := check(call, r)
-	if r == vkshim.ErrorDeviceLost {
+	if r == vk.ErrorDeviceLost {
 		g.dh.MarkLost(err)
 	}
 	return err
@@ -575,10 +574,10 @@ func (g *Graphics) Wait() error {
 			continue
 		}
 		r := g.t.WaitFence(f.fence, uint64(g.opts.FenceTimeout))
-		if r == vkshim.Timeout {
+		if r == vk.Timeout {
 			return fmt.Errorf("%w: frame %d not complete after %v", gpu.ErrTimeout, i, g.opts.FenceTimeout)
 		}
-		if r != vkshim.Success {
+		if r != vk.Success {
 			return g.failVk("vkWaitForFences", r)
 		}
 	}
@@ -601,8 +600,8 @@ func (g *Graphics) ReadPixels(img *image.RGBA) error {
 		return fmt.Errorf("gpu: ReadPixels: the image must be %dx%d", w, h)
 	}
 	f := &g.frames[g.last]
-	if r := g.t.WaitFence(f.fence, uint64(g.opts.FenceTimeout)); r != vkshim.Success {
-		if r == vkshim.Timeout {
+	if r := g.t.WaitFence(f.fence, uint64(g.opts.FenceTimeout)); r != vk.Success {
+		if r == vk.Timeout {
 			return fmt.Errorf("%w: ReadPixels: the frame is not complete after %v", gpu.ErrTimeout, g.opts.FenceTimeout)
 		}
 		return g.failVk("vkWaitForFences", r)
@@ -653,7 +652,7 @@ func (g *Graphics) Close() error {
 	g.dh.QueueLock().Lock()
 	r := g.t.QueueWaitIdle(g.hnd.Queue)
 	g.dh.QueueLock().Unlock()
-	if r != vkshim.Success && r != vkshim.ErrorDeviceLost {
+	if r != vk.Success && r != vk.ErrorDeviceLost {
 		err = check("vkQueueWaitIdle", r)
 	}
 	g.destroy()
@@ -672,7 +671,7 @@ func (g *Graphics) destroy() {
 	g.frames = nil
 	for _, p := range g.pipes {
 		if p != nil {
-			t.Destroy(vkshim.ObjPipeline, &p.pipe)
+			t.Destroy(vk.ObjPipeline, &p.pipe)
 		}
 	}
 	g.pipes = nil
@@ -688,19 +687,19 @@ func (g *Graphics) destroy() {
 	g.owned = nil
 	if g.sc != nil {
 		g.destroySwapchain(g.sc, true)
-		t.Destroy(vkshim.ObjSurface, &g.sc.surface)
+		t.Destroy(vk.ObjSurface, &g.sc.surface)
 		g.sc = nil
 	}
 	if g.off != nil {
-		t.Destroy(vkshim.ObjFramebuffer, &g.off.fb)
+		t.Destroy(vk.ObjFramebuffer, &g.off.fb)
 		g.destroyImage(&g.off.color)
 		g.off = nil
 	}
 	g.destroyImage(&g.depth)
-	t.Destroy(vkshim.ObjDescPool, &g.descPool)
-	t.Destroy(vkshim.ObjPipeLayout, &g.pipeLayout)
-	t.Destroy(vkshim.ObjSetLayout, &g.setLayout)
-	t.Destroy(vkshim.ObjRenderPass, &g.renderPass)
+	t.Destroy(vk.ObjDescPool, &g.descPool)
+	t.Destroy(vk.ObjPipeLayout, &g.pipeLayout)
+	t.Destroy(vk.ObjSetLayout, &g.setLayout)
+	t.Destroy(vk.ObjRenderPass, &g.renderPass)
 	t.Free()
 	g.t = gfxTable{}
 }

@@ -6,10 +6,9 @@ import (
 	"math"
 	"unsafe"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 
 	"github.com/vkjobs/vkjobs/gpu"
-	"github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/render"
 )
 
@@ -74,8 +73,8 @@ func (g *Graphics) BeginFrame(fi render.FrameInfo) error {
 	}
 	// Only the primary's pool is reset here; each worker resets its own
 	// pool at its first range of the frame (Begin), in parallel.
-	if r := g.t.FrameBegin(f.fence, true, uint64(g.opts.FenceTimeout), f.pools[:1]); r != vkshim.Success {
-		if r == vkshim.Timeout {
+	if r := g.t.FrameBegin(f.fence, true, uint64(g.opts.FenceTimeout), f.pools[:1]); r != vk.Success {
+		if r == vk.Timeout {
 			return fmt.Errorf("%w: the frame %d frames ago is not complete after %v", gpu.ErrTimeout, len(g.frames), g.opts.FenceTimeout)
 		}
 		return g.failVk("vkWaitForFences/vkResetCommandPool", r)
@@ -141,20 +140,20 @@ func (g *Graphics) Begin(w int, rg render.Range) error {
 		// The worker's first range of the frame: recycle the secondaries
 		// it recorded when this frame's resources were last used (their
 		// execution completed: BeginFrame waited for the frame's fence).
-		if r := g.t.ResetPool(f.pools[1+w]); r != vkshim.Success {
+		if r := g.t.ResetPool(f.pools[1+w]); r != vk.Success {
 			return g.failVk("vkResetCommandPool", r)
 		}
 	}
 	if f.used[w] == len(f.secs[w]) {
 		more := make([]vk.CommandBuffer, max(4, len(f.secs[w])))
-		if r := g.t.AllocCBs(f.pools[1+w], true, more); r != vkshim.Success {
+		if r := g.t.AllocCBs(f.pools[1+w], true, more); r != vk.Success {
 			return g.failVk("vkAllocateCommandBuffers", r)
 		}
 		f.secs[w] = append(f.secs[w], more...)
 	}
 	cb := f.secs[w][f.used[w]]
 	f.used[w]++
-	if r := g.t.SecondaryBegin(cb, g.renderPass, g.fb, g.w, g.h, g.pipeLayout, f.set); r != vkshim.Success {
+	if r := g.t.SecondaryBegin(cb, g.renderPass, g.fb, g.w, g.h, g.pipeLayout, f.set); r != vk.Success {
 		return g.failVk("vkBeginCommandBuffer", r)
 	}
 	f.ranges[rg.Index] = cb
@@ -314,7 +313,7 @@ func (g *Graphics) End(w int, rg render.Range) error {
 	}
 	ws.active = false
 	err := ws.err
-	if r := g.t.CbEnd(ws.cb); r != vkshim.Success && err == nil {
+	if r := g.t.CbEnd(ws.cb); r != vk.Success && err == nil {
 		err = g.failVk("vkEndCommandBuffer", r)
 	}
 	ws.pipe, ws.mesh = nil, nil
@@ -350,7 +349,7 @@ func (g *Graphics) EndFrame(rangeErr error) error {
 		ws.draws = 0
 	}
 	for _, cb := range secs {
-		if cb == nil {
+		if cb == 0 {
 			discard = true // a range never began
 		}
 	}
@@ -364,7 +363,7 @@ func (g *Graphics) EndFrame(rangeErr error) error {
 	if g.off != nil {
 		copyImage, copyBuf = g.off.color.img, f.readback.Buf
 	}
-	if r := g.t.FrameRecord(f.primary, g.renderPass, g.fb, g.w, g.h, &g.clear, secs, copyImage, copyBuf); r != vkshim.Success {
+	if r := g.t.FrameRecord(f.primary, g.renderPass, g.fb, g.w, g.h, &g.clear, secs, copyImage, copyBuf); r != vk.Success {
 		g.broken = g.failVk("vkEndCommandBuffer (primary)", r)
 		return g.broken
 	}
@@ -375,15 +374,15 @@ func (g *Graphics) EndFrame(rangeErr error) error {
 	if g.sc != nil {
 		waitSem, doneSem = f.acquireSem, g.sc.done[g.sc.index]
 	}
-	var r vkshim.Result
+	var r vk.Result
 	if g.dh.TakeSubmitFault() {
-		r = vkshim.ErrorDeviceLost
+		r = vk.ErrorDeviceLost
 	} else {
 		g.dh.QueueLock().Lock()
 		r = g.t.FrameSubmit(g.hnd.Queue, f.primary, waitSem, doneSem, f.fence)
 		g.dh.QueueLock().Unlock()
 	}
-	if r != vkshim.Success {
+	if r != vk.Success {
 		// The fence was reset and will not signal: frames cannot go on.
 		g.broken = g.failVk("vkQueueSubmit", r)
 		return g.broken
@@ -399,8 +398,8 @@ func (g *Graphics) EndFrame(rangeErr error) error {
 	r = g.t.Present(g.hnd.Queue, g.sc.handle, g.sc.index, doneSem)
 	g.dh.QueueLock().Unlock()
 	switch r {
-	case vkshim.Success:
-	case vkshim.SuboptimalKHR, vkshim.ErrorOutOfDateKHR:
+	case vk.Success:
+	case vk.SuboptimalKHR, vk.ErrorOutOfDateKHR:
 		g.sc.stale = true
 	default:
 		return g.failVk("vkQueuePresentKHR", r)

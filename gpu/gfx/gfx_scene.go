@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"unsafe"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/gpu/internal/devhook"
-	"github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/render"
 )
 
@@ -201,20 +200,20 @@ func (g *Graphics) AddPipeline(reg *render.Registry, p Pipeline) (render.Pipelin
 	}
 	t := g.t
 	vm, r := t.ShaderModule(vert)
-	defer t.Destroy(vkshim.ObjShaderModule, &vm)
-	if r != vkshim.Success {
+	defer t.Destroy(vk.ObjShaderModule, &vm)
+	if r != vk.Success {
 		return 0, fmt.Errorf("gpu: AddPipeline %q: vertex shader: %w: %w", p.Name, gpu.ErrBadBinding, check("vkCreateShaderModule", r))
 	}
 	fm, r := t.ShaderModule(frag)
-	defer t.Destroy(vkshim.ObjShaderModule, &fm)
-	if r != vkshim.Success {
+	defer t.Destroy(vk.ObjShaderModule, &fm)
+	if r != vk.Success {
 		return 0, fmt.Errorf("gpu: AddPipeline %q: fragment shader: %w: %w", p.Name, gpu.ErrBadBinding, check("vkCreateShaderModule", r))
 	}
 	// The pipeline cache is shared with compute pipelines; VkPipelineCache
 	// is internally synchronised.
-	pipe, r := t.GraphicsPipeline(g.hnd.PipelineCache, &vkshim.PipeDesc{Vert: vm, Frag: fm, Layout: g.pipeLayout, RenderPass: g.renderPass,
+	pipe, r := t.GraphicsPipeline(g.hnd.PipelineCache, &vk.PipeDesc{Vert: vm, Frag: fm, Layout: g.pipeLayout, RenderPass: g.renderPass,
 		Instanced: p.Instanced, Blend: p.Blend, DepthTest: !p.NoDepthTest, Cull: cull})
-	if r != vkshim.Success {
+	if r != vk.Success {
 		return 0, fmt.Errorf("gpu: AddPipeline %q: %w", p.Name, g.failVk("vkCreateGraphicsPipelines", r))
 	}
 	gp := &gfxPipeline{name: p.Name, pipe: pipe, instanced: p.Instanced}
@@ -222,12 +221,12 @@ func (g *Graphics) AddPipeline(reg *render.Registry, p Pipeline) (render.Pipelin
 	if reg != nil {
 		var err error
 		if id, err = reg.AddPipeline(render.Pipeline{Name: p.Name}); err != nil {
-			t.Destroy(vkshim.ObjPipeline, &gp.pipe)
+			t.Destroy(vk.ObjPipeline, &gp.pipe)
 			return 0, err
 		}
 	}
 	if int(id) <= len(g.pipes) && g.pipes[id-1] != nil {
-		t.Destroy(vkshim.ObjPipeline, &gp.pipe)
+		t.Destroy(vk.ObjPipeline, &gp.pipe)
 		return 0, fmt.Errorf("gpu: AddPipeline %q: the registry gave ID %d, which this Graphics already uses (use one Registry per Graphics)", p.Name, id)
 	}
 	for len(g.pipes) < int(id) {
@@ -267,7 +266,7 @@ func (g *Graphics) AddMesh(reg *render.Registry, m Mesh) (render.MeshID, error) 
 	if err := bufRange(m.Vertices, m.VertexOffset, m.VertexCount, VertexSize, 4, "vertices"); err != nil {
 		return 0, fmt.Errorf("gpu: AddMesh %q: %w", m.Name, err)
 	}
-	gm.vbuf, gm.voff = bufferU64(devhook.BufferOf(m.Vertices).Handle()), m.VertexOffset
+	gm.vbuf, gm.voff = uint64(devhook.BufferOf(m.Vertices).Handle()), m.VertexOffset
 	bufs := []*gpu.Buffer{m.Vertices}
 	if m.Indices != nil {
 		size, it := uint64(4), uint32(2)
@@ -277,7 +276,7 @@ func (g *Graphics) AddMesh(reg *render.Registry, m Mesh) (render.MeshID, error) 
 		if err := bufRange(m.Indices, m.IndexOffset, m.IndexCount, size, size, "indices"); err != nil {
 			return 0, fmt.Errorf("gpu: AddMesh %q: %w", m.Name, err)
 		}
-		gm.ibuf, gm.ioff, gm.indexType, gm.icount = bufferU64(devhook.BufferOf(m.Indices).Handle()), m.IndexOffset, it, m.IndexCount
+		gm.ibuf, gm.ioff, gm.indexType, gm.icount = uint64(devhook.BufferOf(m.Indices).Handle()), m.IndexOffset, it, m.IndexCount
 		bufs = append(bufs, m.Indices)
 	} else if m.IndexCount != 0 {
 		return 0, fmt.Errorf("gpu: AddMesh %q: IndexCount %d without an index buffer", m.Name, m.IndexCount)
@@ -286,7 +285,7 @@ func (g *Graphics) AddMesh(reg *render.Registry, m Mesh) (render.MeshID, error) 
 		if err := bufRange(m.Instances, m.InstanceOffset, m.InstanceCount, InstanceSize, 4, "instances"); err != nil {
 			return 0, fmt.Errorf("gpu: AddMesh %q: %w", m.Name, err)
 		}
-		gm.inst, gm.instOff, gm.instCount = bufferU64(devhook.BufferOf(m.Instances).Handle()), m.InstanceOffset, m.InstanceCount
+		gm.inst, gm.instOff, gm.instCount = uint64(devhook.BufferOf(m.Instances).Handle()), m.InstanceOffset, m.InstanceCount
 		bufs = append(bufs, m.Instances)
 	}
 	for _, b := range bufs {

@@ -3,12 +3,10 @@ package gfx
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 
 	"github.com/vkjobs/vkjobs/gpu"
-	"github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 )
 
 // swapchain is a window target: the surface, its swapchain, a framebuffer
@@ -37,7 +35,7 @@ type swapchain struct {
 // openSurface creates the window's surface and picks its colour format.
 func (g *Graphics) openSurface() error {
 	s := g.opts.Surface
-	surf, err := s.CreateSurface(unsafe.Pointer(g.hnd.Instance))
+	surf, err := s.CreateSurface(g.hnd.Instance.Pointer())
 	if err != nil {
 		return fmt.Errorf("gpu: NewGraphics: creating the window surface: %w", err)
 	}
@@ -117,7 +115,7 @@ func (g *Graphics) createSwapchain() error {
 	sc := g.sc
 	t := g.t
 	caps, r := t.SurfaceCaps(sc.surface)
-	if r != vkshim.Success {
+	if r != vk.Success {
 		return g.failVk("vkGetPhysicalDeviceSurfaceCapabilitiesKHR", r)
 	}
 	w, h := caps.CurW, caps.CurH
@@ -131,7 +129,7 @@ func (g *Graphics) createSwapchain() error {
 		g.destroySwapchain(sc, false)
 	}
 	if w == 0 || h == 0 {
-		t.Destroy(vkshim.ObjSwapchain, &sc.handle)
+		t.Destroy(vk.ObjSwapchain, &sc.handle)
 		g.w, g.h = 0, 0
 		return ErrFrameSkipped
 	}
@@ -143,18 +141,18 @@ func (g *Graphics) createSwapchain() error {
 	if caps.Alpha&alpha == 0 {
 		alpha = caps.Alpha & -caps.Alpha // lowest supported bit
 	}
-	handle, r := t.Swapchain(&vkshim.SwapchainDesc{Surface: sc.surface, Old: old, Images: images, Format: sc.format, Space: sc.space,
+	handle, r := t.Swapchain(&vk.SwapchainDesc{Surface: sc.surface, Old: old, Images: images, Format: sc.format, Space: sc.space,
 		W: w, H: h, Transform: caps.CurTransform, Alpha: alpha, Mode: sc.mode})
 	if old != 0 {
-		t.Destroy(vkshim.ObjSwapchain, &old)
+		t.Destroy(vk.ObjSwapchain, &old)
 	}
 	sc.handle = handle
-	if r != vkshim.Success {
+	if r != vk.Success {
 		sc.handle = 0
 		return g.failVk("vkCreateSwapchainKHR", r)
 	}
 	imgs, r := t.SwapchainImages(handle)
-	if r != vkshim.Success {
+	if r != vk.Success {
 		return g.failVk("vkGetSwapchainImagesKHR", r)
 	}
 	sc.images = imgs
@@ -164,17 +162,17 @@ func (g *Graphics) createSwapchain() error {
 	}
 	for _, img := range imgs {
 		view, r := t.ImageView(img, sc.format, uint32(vk.ImageAspectColorBit))
-		if r != vkshim.Success {
+		if r != vk.Success {
 			return check("vkCreateImageView", r)
 		}
 		sc.views = append(sc.views, view)
 		fb, r := t.Framebuffer(g.renderPass, view, g.depth.view, w, h)
-		if r != vkshim.Success {
+		if r != vk.Success {
 			return check("vkCreateFramebuffer", r)
 		}
 		sc.fbs = append(sc.fbs, fb)
 		sem, r := t.Semaphore()
-		if r != vkshim.Success {
+		if r != vk.Success {
 			return check("vkCreateSemaphore", r)
 		}
 		sc.done = append(sc.done, sem)
@@ -198,18 +196,18 @@ func clampU32(x, lo, hi uint32) uint32 {
 func (g *Graphics) destroySwapchain(sc *swapchain, handle bool) {
 	t := g.t
 	for i := range sc.fbs {
-		t.Destroy(vkshim.ObjFramebuffer, &sc.fbs[i])
+		t.Destroy(vk.ObjFramebuffer, &sc.fbs[i])
 	}
 	for i := range sc.views {
-		t.Destroy(vkshim.ObjImageView, &sc.views[i])
+		t.Destroy(vk.ObjImageView, &sc.views[i])
 	}
 	for i := range sc.done {
-		t.Destroy(vkshim.ObjSemaphore, &sc.done[i])
+		t.Destroy(vk.ObjSemaphore, &sc.done[i])
 	}
 	sc.fbs, sc.views, sc.done, sc.images = sc.fbs[:0], sc.views[:0], sc.done[:0], nil
 	g.destroyImage(&g.depth)
 	if handle {
-		t.Destroy(vkshim.ObjSwapchain, &sc.handle)
+		t.Destroy(vk.ObjSwapchain, &sc.handle)
 	}
 }
 
@@ -218,7 +216,7 @@ func (g *Graphics) recreate() error {
 	g.dh.QueueLock().Lock()
 	r := g.t.QueueWaitIdle(g.hnd.Queue)
 	g.dh.QueueLock().Unlock()
-	if r != vkshim.Success {
+	if r != vk.Success {
 		return g.failVk("vkQueueWaitIdle", r)
 	}
 	return g.createSwapchain()
@@ -247,23 +245,23 @@ func (g *Graphics) acquire(sem uint64) error {
 	for try := 0; ; try++ {
 		r := g.t.Acquire(sc.handle, uint64(g.opts.FenceTimeout), sem, &sc.index)
 		switch {
-		case r == vkshim.Success:
+		case r == vk.Success:
 			return nil
-		case r == vkshim.SuboptimalKHR:
+		case r == vk.SuboptimalKHR:
 			sc.stale = true // usable; recreate next frame
 			return nil
-		case r == vkshim.ErrorOutOfDateKHR && try == 0:
+		case r == vk.ErrorOutOfDateKHR && try == 0:
 			if err := g.recreate(); err != nil {
 				return err
 			}
-		case r == vkshim.ErrorOutOfDateKHR:
+		case r == vk.ErrorOutOfDateKHR:
 			// Out of date again right after recreating (drivers do this
 			// while a window is being dragged or resized): skip the frame
 			// (no image was acquired, sem stays unsignalled) and recreate
 			// at the next one.
 			sc.stale = true
 			return fmt.Errorf("%w (the swapchain went out of date again right after it was recreated)", ErrFrameSkipped)
-		case r == vkshim.Timeout || r == vkshim.NotReady:
+		case r == vk.Timeout || r == vk.NotReady:
 			return fmt.Errorf("%w: no swapchain image after %v", gpu.ErrTimeout, g.opts.FenceTimeout)
 		default:
 			return g.failVk("vkAcquireNextImageKHR", r)

@@ -17,7 +17,7 @@ package devhook
 import (
 	"sync"
 
-	vk "github.com/vulkan-go/vulkan"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 )
 
 // Handles are a device's Vulkan objects. They are valid until

@@ -1,9 +1,8 @@
 package vkshim
 
 // The graphics table (gfx_shim.c): render passes, pipelines, framebuffers,
-// submits and presents take arrays of structs that vulkan-go would copy
-// into C memory freed by finalizers while Vulkan may still read them, and
-// the per-draw calls must not allocate. Every struct is built on the C
+// images, swapchains, submits, presents and the per-draw calls of package
+// gpu/gfx. The per-draw calls must not allocate. Every struct is built on the C
 // stack; Go passes handles and pointers into long-lived Go arrays that
 // hold no Go pointers. Package gpu/gfx is its user.
 
@@ -13,11 +12,7 @@ package vkshim
 */
 import "C"
 
-import (
-	"unsafe"
-
-	vk "github.com/vulkan-go/vulkan"
-)
+import "unsafe"
 
 // Gfx is one graphics target's function table (C memory).
 type Gfx struct {
@@ -28,7 +23,7 @@ type Gfx struct {
 // swapchain's only when swapchain is set). On failure ok is false and
 // missing names the function that is not available, or is empty when the
 // table could not be allocated.
-func NewGfx(inst vk.Instance, phys vk.PhysicalDevice, dev vk.Device, swapchain bool) (t Gfx, missing string, ok bool) {
+func NewGfx(inst Instance, phys PhysicalDevice, dev Device, swapchain bool) (t Gfx, missing string, ok bool) {
 	p := C.vkj_gfx_new()
 	if p == nil {
 		return Gfx{}, "", false
@@ -37,7 +32,7 @@ func NewGfx(inst vk.Instance, phys vk.PhysicalDevice, dev vk.Device, swapchain b
 	if swapchain {
 		sc = 1
 	}
-	if m := C.vkj_gfx_init(p, C.VkInstance(unsafe.Pointer(inst)), C.VkPhysicalDevice(unsafe.Pointer(phys)), C.VkDevice(unsafe.Pointer(dev)), sc); m != nil {
+	if m := C.vkj_gfx_init(p, cInstance(inst), cPhys(phys), cDevice(dev), sc); m != nil {
 		name := C.GoString(m)
 		C.vkj_gfx_free(p)
 		return Gfx{}, name, false
@@ -121,11 +116,10 @@ func (t Gfx) ImageView(img uint64, format, aspect uint32) (uint64, Result) {
 // ShaderModule creates a module from SPIR-V bytes (copied into words: the
 // bytes need not be 4-aligned).
 func (t Gfx) ShaderModule(code []byte) (uint64, Result) {
-	if len(code) == 0 || len(code)%4 != 0 {
+	words, ok := spirvWords(code)
+	if !ok {
 		return 0, ErrorInitializationFailed
 	}
-	words := make([]uint32, len(code)/4)
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(code)), code)
 	var out C.uint64_t
 	r := C.vkj_shader_module(t.p, (*C.uint32_t)(unsafe.Pointer(&words[0])), C.size_t(len(code)), &out)
 	return uint64(out), Result(r)
@@ -137,9 +131,9 @@ func (t Gfx) FrameLayouts(pcSize, sets uint32) (setLayout, pipeLayout, pool uint
 	return uint64(a), uint64(b), uint64(c), Result(rr)
 }
 
-func (t Gfx) FrameSet(pool, setLayout uint64, buf vk.Buffer, size uint64) (uint64, Result) {
+func (t Gfx) FrameSet(pool, setLayout uint64, buf Buffer, size uint64) (uint64, Result) {
 	var out C.uint64_t
-	r := C.vkj_frame_set(t.p, C.uint64_t(pool), C.uint64_t(setLayout), hBuffer(buf), C.uint64_t(size), &out)
+	r := C.vkj_frame_set(t.p, C.uint64_t(pool), C.uint64_t(setLayout), C.uint64_t(buf), C.uint64_t(size), &out)
 	return uint64(out), Result(r)
 }
 
@@ -157,13 +151,13 @@ func cbool(b bool) C.uint32_t {
 	return 0
 }
 
-func (t Gfx) GraphicsPipeline(cache vk.PipelineCache, d *PipeDesc) (uint64, Result) {
+func (t Gfx) GraphicsPipeline(cache PipelineCache, d *PipeDesc) (uint64, Result) {
 	cd := C.vkj_pipe_desc{
 		vert: C.uint64_t(d.Vert), frag: C.uint64_t(d.Frag), layout: C.uint64_t(d.Layout), render_pass: C.uint64_t(d.RenderPass),
 		instanced: cbool(d.Instanced), cull: C.uint32_t(d.Cull), blend: cbool(d.Blend), depth_test: cbool(d.DepthTest),
 	}
 	var out C.uint64_t
-	r := C.vkj_graphics_pipeline(t.p, hPipeCache(cache), &cd, &out)
+	r := C.vkj_graphics_pipeline(t.p, C.uint64_t(cache), &cd, &out)
 	return uint64(out), Result(r)
 }
 
@@ -190,7 +184,7 @@ func (t Gfx) CommandPool(qfam uint32) (uint64, Result) {
 }
 
 // AllocCBs allocates len(out) command buffers from pool into out.
-func (t Gfx) AllocCBs(pool uint64, secondary bool, out []vk.CommandBuffer) Result {
+func (t Gfx) AllocCBs(pool uint64, secondary bool, out []CommandBuffer) Result {
 	if len(out) == 0 {
 		return Success
 	}
@@ -222,31 +216,29 @@ func (t Gfx) WaitFence(fence uint64, timeoutNS uint64) Result {
 	return Result(C.vkj_wait_fence(t.p, C.uint64_t(fence), C.uint64_t(timeoutNS)))
 }
 
-func gfxCB(cb vk.CommandBuffer) C.VkCommandBuffer { return C.VkCommandBuffer(unsafe.Pointer(cb)) }
-
-func (t Gfx) SecondaryBegin(cb vk.CommandBuffer, rp, fb uint64, w, h uint32, layout, set uint64) Result {
-	return Result(C.vkj_secondary_begin(t.p, gfxCB(cb), C.uint64_t(rp), C.uint64_t(fb), C.uint32_t(w), C.uint32_t(h),
+func (t Gfx) SecondaryBegin(cb CommandBuffer, rp, fb uint64, w, h uint32, layout, set uint64) Result {
+	return Result(C.vkj_secondary_begin(t.p, cmdBuf(cb), C.uint64_t(rp), C.uint64_t(fb), C.uint32_t(w), C.uint32_t(h),
 		C.uint64_t(layout), C.uint64_t(set)))
 }
 
-func (t Gfx) CbEnd(cb vk.CommandBuffer) Result {
-	return Result(C.vkj_cb_end(t.p, gfxCB(cb)))
+func (t Gfx) CbEnd(cb CommandBuffer) Result {
+	return Result(C.vkj_cb_end(t.p, cmdBuf(cb)))
 }
 
-func (t Gfx) BindPipeline(cb vk.CommandBuffer, pipe uint64) {
-	C.vkj_bind_pipeline(t.p, gfxCB(cb), C.uint64_t(pipe))
+func (t Gfx) BindPipeline(cb CommandBuffer, pipe uint64) {
+	C.vkj_bind_pipeline(t.p, cmdBuf(cb), C.uint64_t(pipe))
 }
 
 // BindMesh binds vertex buffer vbuf at voff, index buffer ibuf at ioff
 // (indexType 0 none, 1 uint16, 2 uint32) and instance buffer inst at
 // instOff (0: none).
-func (t Gfx) BindMesh(cb vk.CommandBuffer, vbuf, voff, ibuf, ioff uint64, indexType uint32, inst, instOff uint64) {
-	C.vkj_bind_mesh(t.p, gfxCB(cb), C.uint64_t(vbuf), C.uint64_t(voff), C.uint64_t(ibuf), C.uint64_t(ioff),
+func (t Gfx) BindMesh(cb CommandBuffer, vbuf, voff, ibuf, ioff uint64, indexType uint32, inst, instOff uint64) {
+	C.vkj_bind_mesh(t.p, cmdBuf(cb), C.uint64_t(vbuf), C.uint64_t(voff), C.uint64_t(ibuf), C.uint64_t(ioff),
 		C.uint32_t(indexType), C.uint64_t(inst), C.uint64_t(instOff))
 }
 
-func (t Gfx) State(cb vk.CommandBuffer, kind uint32, x, y, w, h float32) {
-	C.vkj_state(t.p, gfxCB(cb), C.uint32_t(kind), C.float(x), C.float(y), C.float(w), C.float(h))
+func (t Gfx) State(cb CommandBuffer, kind uint32, x, y, w, h float32) {
+	C.vkj_state(t.p, cmdBuf(cb), C.uint32_t(kind), C.float(x), C.float(y), C.float(w), C.float(h))
 }
 
 // Draw pushes the pcSize bytes at pc and draws. pc points into a render
@@ -254,35 +246,35 @@ func (t Gfx) State(cb vk.CommandBuffer, kind uint32, x, y, w, h float32) {
 // *C.uint8_t, a pointer to pointer-free memory, which cgo passes without
 // the run-time pointer check it makes for an unsafe.Pointer (8% of the
 // recording time).
-func (t Gfx) Draw(cb vk.CommandBuffer, layout uint64, pc *byte, pcSize uint32, indexed bool, count, instances, first, firstInstance uint32) {
+func (t Gfx) Draw(cb CommandBuffer, layout uint64, pc *byte, pcSize uint32, indexed bool, count, instances, first, firstInstance uint32) {
 	ix := C.int(0)
 	if indexed {
 		ix = 1
 	}
-	C.vkj_draw(t.p, gfxCB(cb), C.uint64_t(layout), (*C.uint8_t)(pc), C.uint32_t(pcSize), ix,
+	C.vkj_draw(t.p, cmdBuf(cb), C.uint64_t(layout), (*C.uint8_t)(pc), C.uint32_t(pcSize), ix,
 		C.uint32_t(count), C.uint32_t(instances), C.uint32_t(first), C.uint32_t(firstInstance))
 }
 
-func (t Gfx) Clear(cb vk.CommandBuffer, flags uint32, rgba *[4]float32, depth float32, w, h uint32) {
-	C.vkj_clear(t.p, gfxCB(cb), C.uint32_t(flags), (*C.float)(unsafe.Pointer(&rgba[0])), C.float(depth), C.uint32_t(w), C.uint32_t(h))
+func (t Gfx) Clear(cb CommandBuffer, flags uint32, rgba *[4]float32, depth float32, w, h uint32) {
+	C.vkj_clear(t.p, cmdBuf(cb), C.uint32_t(flags), (*C.float)(unsafe.Pointer(&rgba[0])), C.float(depth), C.uint32_t(w), C.uint32_t(h))
 }
 
-func (t Gfx) FrameRecord(cb vk.CommandBuffer, rp, fb uint64, w, h uint32, clear *[4]float32, secs []vk.CommandBuffer,
-	copyImage uint64, copyBuf vk.Buffer) Result {
+func (t Gfx) FrameRecord(cb CommandBuffer, rp, fb uint64, w, h uint32, clear *[4]float32, secs []CommandBuffer,
+	copyImage uint64, copyBuf Buffer) Result {
 	var sp *C.VkCommandBuffer
 	if len(secs) > 0 {
 		sp = (*C.VkCommandBuffer)(unsafe.Pointer(&secs[0]))
 	}
-	return Result(C.vkj_frame_record(t.p, gfxCB(cb), C.uint64_t(rp), C.uint64_t(fb), C.uint32_t(w), C.uint32_t(h),
-		(*C.float)(unsafe.Pointer(&clear[0])), sp, C.uint32_t(len(secs)), C.uint64_t(copyImage), hBuffer(copyBuf)))
+	return Result(C.vkj_frame_record(t.p, cmdBuf(cb), C.uint64_t(rp), C.uint64_t(fb), C.uint32_t(w), C.uint32_t(h),
+		(*C.float)(unsafe.Pointer(&clear[0])), sp, C.uint32_t(len(secs)), C.uint64_t(copyImage), C.uint64_t(copyBuf)))
 }
 
-func (t Gfx) FrameSubmit(q vk.Queue, cb vk.CommandBuffer, waitSem, signalSem, fence uint64) Result {
-	return Result(C.vkj_frame_submit(t.p, C.VkQueue(unsafe.Pointer(q)), gfxCB(cb), C.uint64_t(waitSem), C.uint64_t(signalSem), C.uint64_t(fence)))
+func (t Gfx) FrameSubmit(q Queue, cb CommandBuffer, waitSem, signalSem, fence uint64) Result {
+	return Result(C.vkj_frame_submit(t.p, cQueue(q), cmdBuf(cb), C.uint64_t(waitSem), C.uint64_t(signalSem), C.uint64_t(fence)))
 }
 
-func (t Gfx) QueueWaitIdle(q vk.Queue) Result {
-	return Result(C.vkj_queue_wait_idle(t.p, C.VkQueue(unsafe.Pointer(q))))
+func (t Gfx) QueueWaitIdle(q Queue) Result {
+	return Result(C.vkj_queue_wait_idle(t.p, cQueue(q)))
 }
 
 // SurfaceCaps is VkSurfaceCapabilitiesKHR, flattened.
@@ -367,6 +359,6 @@ func (t Gfx) Acquire(sc uint64, timeoutNS uint64, sem uint64, index *uint32) Res
 	return Result(C.vkj_acquire(t.p, C.uint64_t(sc), C.uint64_t(timeoutNS), C.uint64_t(sem), (*C.uint32_t)(unsafe.Pointer(index))))
 }
 
-func (t Gfx) Present(q vk.Queue, sc uint64, index uint32, waitSem uint64) Result {
-	return Result(C.vkj_present(t.p, C.VkQueue(unsafe.Pointer(q)), C.uint64_t(sc), C.uint32_t(index), C.uint64_t(waitSem)))
+func (t Gfx) Present(q Queue, sc uint64, index uint32, waitSem uint64) Result {
+	return Result(C.vkj_present(t.p, cQueue(q), C.uint64_t(sc), C.uint32_t(index), C.uint64_t(waitSem)))
 }

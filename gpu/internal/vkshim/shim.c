@@ -167,19 +167,13 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL vkj_debug_cb(VkDebugReportFlagsEXT flags, 
 	return VK_FALSE;
 }
 
-void *vkj_debug_chain_info(uint32_t flags, uintptr_t user) {
-	VkDebugReportCallbackCreateInfoEXT *ci = calloc(1, sizeof(*ci));
-	if (ci == NULL) {
-		return NULL;
-	}
+void vkj_debug_info(VkDebugReportCallbackCreateInfoEXT *ci, uint32_t flags, uintptr_t user) {
+	memset(ci, 0, sizeof(*ci));
 	ci->sType = VK_STRUCTURE_TYPE_DEBUG_REPORT_CALLBACK_CREATE_INFO_EXT;
 	ci->flags = flags;
 	ci->pfnCallback = vkj_debug_cb;
 	ci->pUserData = (void *)user;
-	return ci;
 }
-
-void vkj_free(void *p) { free(p); }
 
 VkResult vkj_debug_create(VkInstance inst, uint32_t flags, uintptr_t user, uint64_t *out) {
 	PFN_vkCreateDebugReportCallbackEXT f =
@@ -187,11 +181,8 @@ VkResult vkj_debug_create(VkInstance inst, uint32_t flags, uintptr_t user, uint6
 	if (f == NULL) {
 		return VK_ERROR_EXTENSION_NOT_PRESENT;
 	}
-	VkDebugReportCallbackCreateInfoEXT ci = {0};
-	ci.sType = VK_STRUCTURE_TYPE_DEBUG_REPORT_CALLBACK_CREATE_INFO_EXT;
-	ci.flags = flags;
-	ci.pfnCallback = vkj_debug_cb;
-	ci.pUserData = (void *)user;
+	VkDebugReportCallbackCreateInfoEXT ci;
+	vkj_debug_info(&ci, flags, user);
 	VkDebugReportCallbackEXT cb = VK_NULL_HANDLE;
 	VkResult r = f(inst, &ci, NULL, &cb);
 	*out = (uint64_t)(uintptr_t)cb;
@@ -242,6 +233,39 @@ const char *vkj_dev_init(vkj_dev *d, VkInstance inst, VkDevice dev) {
 	LOAD(GetQueryPoolResults)
 	LOAD(CreateComputePipelines)
 	LOAD(CmdWaitEvents)
+	LOAD(DestroyDevice)
+	LOAD(GetDeviceQueue)
+	LOAD(CreateBuffer)
+	LOAD(DestroyBuffer)
+	LOAD(GetBufferMemoryRequirements)
+	LOAD(AllocateMemory)
+	LOAD(FreeMemory)
+	LOAD(BindBufferMemory)
+	LOAD(MapMemory)
+	LOAD(UnmapMemory)
+	LOAD(CreateCommandPool)
+	LOAD(DestroyCommandPool)
+	LOAD(AllocateCommandBuffers)
+	LOAD(CreateFence)
+	LOAD(DestroyFence)
+	LOAD(CreateEvent)
+	LOAD(DestroyEvent)
+	LOAD(SetEvent)
+	LOAD(ResetEvent)
+	LOAD(CreateDescriptorPool)
+	LOAD(DestroyDescriptorPool)
+	LOAD(CreateQueryPool)
+	LOAD(DestroyQueryPool)
+	LOAD(CreateShaderModule)
+	LOAD(DestroyShaderModule)
+	LOAD(CreateDescriptorSetLayout)
+	LOAD(DestroyDescriptorSetLayout)
+	LOAD(CreatePipelineLayout)
+	LOAD(DestroyPipelineLayout)
+	LOAD(DestroyPipeline)
+	LOAD(CreatePipelineCache)
+	LOAD(DestroyPipelineCache)
+	LOAD(GetPipelineCacheData)
 #undef LOAD
 	return NULL;
 }

@@ -1,5 +1,5 @@
-// shim.h: the loader and the compute table of package vkshim, used by
-// package gpu (see vkshim.go for why it exists).
+// shim.h: the loader, the instance, and the compute table of package
+// vkshim, used by package gpu (see vkshim.go for why it exists).
 //
 // Every function here takes plain values, handles, and pointers to plain
 // arrays owned by the caller. Vulkan create-info structs are built on the C
@@ -17,7 +17,7 @@
 // Loader.
 int vkj_load(void);            // dlopen libvulkan.so.1; 0 on success
 const char *vkj_load_error(void);
-void *vkj_gipa(void);          // vkGetInstanceProcAddr, for vk.SetGetInstanceProcAddr
+void *vkj_gipa(void);          // vkGetInstanceProcAddr: the process's one function loader
 
 int vkj_has_instance_layer(const char *name);
 int vkj_has_instance_extension(const char *name);
@@ -34,10 +34,33 @@ uint32_t vkj_queue_families(VkInstance inst, VkPhysicalDevice pd, vkj_qfam *out,
 
 // Debug report (VK_EXT_debug_report). Messages go to the exported Go
 // function vkjGoDebugReport with the user value given here.
-void *vkj_debug_chain_info(uint32_t flags, uintptr_t user); // malloc'd; free with vkj_free
-void vkj_free(void *p);
+// vkj_debug_info fills *ci for the C callback that reports to Go.
+void vkj_debug_info(VkDebugReportCallbackCreateInfoEXT *ci, uint32_t flags, uintptr_t user);
 VkResult vkj_debug_create(VkInstance inst, uint32_t flags, uintptr_t user, uint64_t *out);
 void vkj_debug_destroy(VkInstance inst, uint64_t cb);
+
+// Instance and physical devices (obj.c). Names (layers, extensions) come
+// as n NUL-terminated strings one after another in names; at most
+// VKJ_MAX_NAMES. The pointer arrays Vulkan reads are built on the C stack.
+#define VKJ_MAX_NAMES 64
+// vkj_create_instance creates an instance; debug_flags != 0 chains a
+// VkDebugReportCallbackCreateInfoEXT (so that vkCreateInstance's and
+// vkDestroyInstance's messages are reported too) with user as its value.
+VkResult vkj_create_instance(const char *app, const char *engine, uint32_t api_version, uint32_t flags,
+	const char *layers, uint32_t nlayers, const char *exts, uint32_t nexts,
+	uint32_t debug_flags, uintptr_t user, VkInstance *out);
+void vkj_destroy_instance(VkInstance inst);
+// vkj_physical_devices writes up to max devices into out and their number
+// into *n (VK_INCOMPLETE when there were more).
+VkResult vkj_physical_devices(VkInstance inst, VkPhysicalDevice *out, uint32_t max, uint32_t *n);
+void vkj_physical_device_properties(VkInstance inst, VkPhysicalDevice pd, VkPhysicalDeviceProperties *out);
+void vkj_memory_properties(VkInstance inst, VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties *out);
+int vkj_robust_buffer_access(VkInstance inst, VkPhysicalDevice pd); // the feature robustBufferAccess
+// vkj_create_device creates a device with one queue of family qfam
+// (priority 1), the layers and extensions given as for the instance, and
+// robustBufferAccess when robust != 0.
+VkResult vkj_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t qfam,
+	const char *layers, uint32_t nlayers, const char *exts, uint32_t nexts, int robust, VkDevice *out);
 
 // Capture of error messages per OS thread: the debug callback counts the
 // error messages reported on the calling thread and keeps the first one.
@@ -73,6 +96,41 @@ typedef struct vkj_dev {
 	PFN_vkGetQueryPoolResults GetQueryPoolResults;
 	PFN_vkCreateComputePipelines CreateComputePipelines;
 	PFN_vkCmdWaitEvents CmdWaitEvents;
+
+	// Objects (obj.c).
+	PFN_vkDestroyDevice DestroyDevice;
+	PFN_vkGetDeviceQueue GetDeviceQueue;
+	PFN_vkCreateBuffer CreateBuffer;
+	PFN_vkDestroyBuffer DestroyBuffer;
+	PFN_vkGetBufferMemoryRequirements GetBufferMemoryRequirements;
+	PFN_vkAllocateMemory AllocateMemory;
+	PFN_vkFreeMemory FreeMemory;
+	PFN_vkBindBufferMemory BindBufferMemory;
+	PFN_vkMapMemory MapMemory;
+	PFN_vkUnmapMemory UnmapMemory;
+	PFN_vkCreateCommandPool CreateCommandPool;
+	PFN_vkDestroyCommandPool DestroyCommandPool;
+	PFN_vkAllocateCommandBuffers AllocateCommandBuffers;
+	PFN_vkCreateFence CreateFence;
+	PFN_vkDestroyFence DestroyFence;
+	PFN_vkCreateEvent CreateEvent;
+	PFN_vkDestroyEvent DestroyEvent;
+	PFN_vkSetEvent SetEvent;
+	PFN_vkResetEvent ResetEvent;
+	PFN_vkCreateDescriptorPool CreateDescriptorPool;
+	PFN_vkDestroyDescriptorPool DestroyDescriptorPool;
+	PFN_vkCreateQueryPool CreateQueryPool;
+	PFN_vkDestroyQueryPool DestroyQueryPool;
+	PFN_vkCreateShaderModule CreateShaderModule;
+	PFN_vkDestroyShaderModule DestroyShaderModule;
+	PFN_vkCreateDescriptorSetLayout CreateDescriptorSetLayout;
+	PFN_vkDestroyDescriptorSetLayout DestroyDescriptorSetLayout;
+	PFN_vkCreatePipelineLayout CreatePipelineLayout;
+	PFN_vkDestroyPipelineLayout DestroyPipelineLayout;
+	PFN_vkDestroyPipeline DestroyPipeline;
+	PFN_vkCreatePipelineCache CreatePipelineCache;
+	PFN_vkDestroyPipelineCache DestroyPipelineCache;
+	PFN_vkGetPipelineCacheData GetPipelineCacheData;
 } vkj_dev;
 
 // vkj_dev_init fills d; it returns NULL or the name of a missing function.
@@ -116,5 +174,59 @@ void vkj_dispatch(const vkj_dev *d, VkCommandBuffer cb, uint64_t pipeline, uint6
 // its later transfer and compute work (FaultStall).
 void vkj_wait_event(const vkj_dev *d, VkCommandBuffer cb, uint64_t event);
 VkResult vkj_queries(const vkj_dev *d, uint64_t pool, uint32_t first, uint32_t n, uint64_t *out);
+
+// Object creation and destruction of the compute backend (obj.c). Each
+// creates one object into *out (0 on failure).
+enum {
+	VKJ_DEV_BUFFER = 1,
+	VKJ_DEV_MEMORY,
+	VKJ_DEV_COMMAND_POOL,
+	VKJ_DEV_FENCE,
+	VKJ_DEV_EVENT,
+	VKJ_DEV_DESC_POOL,
+	VKJ_DEV_QUERY_POOL,
+	VKJ_DEV_SHADER_MODULE,
+	VKJ_DEV_SET_LAYOUT,
+	VKJ_DEV_PIPE_LAYOUT,
+	VKJ_DEV_PIPELINE,
+	VKJ_DEV_PIPE_CACHE,
+};
+// vkj_dev_destroy destroys (or frees) handle h of the given kind; 0 is ignored.
+void vkj_dev_destroy(const vkj_dev *d, int kind, uint64_t h);
+void vkj_destroy_device(const vkj_dev *d); // the device itself, after every object
+VkQueue vkj_device_queue(const vkj_dev *d, uint32_t qfam, uint32_t index);
+// vkj_buffer creates an exclusive buffer and returns its memory
+// requirements (size, memoryTypeBits).
+VkResult vkj_buffer(const vkj_dev *d, uint64_t size, uint32_t usage, uint64_t *out, uint64_t *req_size, uint32_t *type_bits);
+VkResult vkj_memory(const vkj_dev *d, uint64_t size, uint32_t type_index, uint64_t *out);
+VkResult vkj_bind_buffer(const vkj_dev *d, uint64_t buf, uint64_t mem, uint64_t offset);
+// vkj_map maps size bytes of mem at offset; NULL with *r set on failure.
+void *vkj_map(const vkj_dev *d, uint64_t mem, uint64_t offset, uint64_t size, VkResult *r);
+void vkj_unmap(const vkj_dev *d, uint64_t mem);
+VkResult vkj_dev_command_pool(const vkj_dev *d, uint32_t qfam, uint32_t flags, uint64_t *out);
+VkResult vkj_primary_cb(const vkj_dev *d, uint64_t pool, VkCommandBuffer *out); // one primary command buffer
+VkResult vkj_dev_fence(const vkj_dev *d, int signaled, uint64_t *out);
+VkResult vkj_event(const vkj_dev *d, uint64_t *out);
+VkResult vkj_event_set(const vkj_dev *d, uint64_t ev, int set); // vkSetEvent, or vkResetEvent when set == 0
+// vkj_desc_pool: a pool of max_sets sets with the n (type, count) pairs in
+// sizes (layout of VkDescriptorPoolSize).
+VkResult vkj_desc_pool(const vkj_dev *d, uint32_t max_sets, const VkDescriptorPoolSize *sizes, uint32_t n, uint64_t *out);
+VkResult vkj_timestamp_pool(const vkj_dev *d, uint32_t count, uint64_t *out);
+VkResult vkj_dev_shader_module(const vkj_dev *d, const uint32_t *code, size_t size, uint64_t *out);
+// One binding of a descriptor set layout (VkDescriptorSetLayoutBinding
+// without pImmutableSamplers); at most VKJ_MAX_BINDINGS.
+#define VKJ_MAX_BINDINGS 32
+typedef struct vkj_binding {
+	uint32_t binding;
+	uint32_t type;
+	uint32_t count;
+	uint32_t stages;
+} vkj_binding;
+VkResult vkj_set_layout(const vkj_dev *d, const vkj_binding *b, uint32_t n, uint64_t *out);
+// vkj_pipe_layout: one set layout and one push-constant range [0, pc_size) for pc_stages.
+VkResult vkj_pipe_layout(const vkj_dev *d, uint64_t set_layout, uint32_t pc_stages, uint32_t pc_size, uint64_t *out);
+VkResult vkj_pipe_cache(const vkj_dev *d, const void *data, size_t size, uint64_t *out);
+// vkj_pipe_cache_data: vkGetPipelineCacheData (data NULL: *size is set to the size).
+VkResult vkj_pipe_cache_data(const vkj_dev *d, uint64_t cache, size_t *size, void *data);
 
 #endif
