@@ -1,10 +1,11 @@
 // Package gpu is the project's Vulkan compute backend: device selection,
 // memory, compute pipelines, and the Executor that runs tasks with GPU
-// affinity as compute dispatches. No vulkan-go type appears in its API,
-// and every failed call becomes an error that names the call and its
-// VkResult (*VkError). It owns the process's Vulkan loader (libvulkan.so.1,
-// dlopened once by gpu/internal/vkshim; its vkGetInstanceProcAddr is the
-// one function loader, for vulkan-go and both C function tables).
+// affinity as compute dispatches. No type of the Vulkan binding appears in
+// its API, and every failed call becomes an error that names the call and
+// its VkResult (*VkError). It owns the process's Vulkan loader
+// (libvulkan.so.1, dlopened once by gpu/internal/vkshim; its
+// vkGetInstanceProcAddr is the one function loader, through which every
+// Vulkan function of the process is reached).
 //
 // Graphics lives in package gpu/gfx (render pass, graphics pipelines,
 // offscreen and swapchain targets, secondary command buffers recorded in
@@ -50,23 +51,24 @@
 // (it is off in production, and it reports such a pipeline but then
 // crashes in vkCmdDispatch).
 //
-// # The binding and the shim
+// # The binding
 //
-// vulkan-go (pinned) is used for object creation and destruction, with
-// these rules: vk.InitInstance after vk.CreateInstance, a NUL after every
-// string, output handles into locals, Deref of returned structs and of
-// their nested structs, and Free of every info struct right after the
-// call (the binding copies it into C memory that leaks until then). Two of its behaviours are avoided altogether by a small
-// C shim (shim.c, in package gpu/internal/vkshim, the one package of the
-// project that uses cgo; it also holds the graphics table of package
-// gpu/gfx): (1) slices of structs (QueueSubmit, UpdateDescriptorSets,
-// CmdPipelineBarrier, CmdCopyBuffer, CreateComputePipelines, queue family
-// properties) are copied into C memory freed by a finalizer that is attached
-// to a temporary, so it may run while Vulkan still reads the array, and it
-// is C allocation per call on the hot path; (2) it cannot call a C function
-// pointer (debug-report callbacks). The shim builds those structs on the C
-// stack and calls device functions fetched once with vkGetDeviceProcAddr.
-// It also dlopens the runtime loader libvulkan.so.1 itself, so a machine
+// Every Vulkan call goes through package gpu/internal/vkshim, the one
+// package of the project that uses cgo (TestOneCgoPackage) and the one
+// binding (TestNoVulkanGo: no package imports the generated vulkan-go
+// binding, which the project used for object creation before). It holds
+// small C functions that build each create-info struct and each array
+// Vulkan reads on the C stack and call the functions loaded once: the
+// instance's through vkGetInstanceProcAddr, the device's into a table
+// through vkGetDeviceProcAddr (compute: shim.c and obj.c; graphics, for
+// package gpu/gfx: gfx_shim.c). Go passes handles as integers and
+// pointers to Go arrays that hold no Go pointers, so no struct a Vulkan
+// call reads lives in C heap memory and nothing must be freed after a
+// call. vkshim's package doc says
+// why a generated binding was rejected (C memory per call, freed by
+// finalizers that may run while Vulkan reads it; no C function pointer
+// for the debug callback; a loader name that needs the -dev package).
+// vkshim dlopens the runtime loader libvulkan.so.1 itself, so a machine
 // without the -dev package still runs, and a machine without any loader
 // gets ErrNoDevice with the Debian packages to install instead of a crash.
 // The hot path (record, submit, complete) allocates neither C nor Go memory

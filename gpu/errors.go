@@ -50,7 +50,8 @@ var (
 )
 
 // Result is a VkResult value. It is this package's own type so that no
-// vulkan-go type leaks out of the package.
+// type of the internal binding (gpu/internal/vkshim) leaks out of the
+// package.
 type Result int32
 
 // VkResult values used by the package.

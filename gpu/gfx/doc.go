@@ -23,9 +23,9 @@
 // gpu/internal/devhook, which package gpu fills in its init; nothing of it
 // is public API. Every Vulkan function gfx calls through C is loaded into
 // its own table (gfx_shim.c in gpu/internal/vkshim, the one package that
-// uses cgo) through package gpu's vkGetInstanceProcAddr, so the process has
-// one Vulkan loader; gfx calls no vulkan-go function (it uses the binding's
-// types and constants only). Failed calls become *gpu.VkError naming
+// uses cgo) through package gpu's vkGetInstanceProcAddr and the device's
+// vkGetDeviceProcAddr, so the process has one Vulkan loader and one
+// binding; gfx takes its handle types and constants from vkshim too. Failed calls become *gpu.VkError naming
 // the call and its VkResult, as in package gpu; the errors this package
 // defines keep the "gpu:" prefix they had when graphics lived in gpu.
 //

@@ -7,8 +7,7 @@ package vkshim
 // through cgo, so none can drift from the specification.
 
 /*
-#define VK_NO_PROTOTYPES 1
-#include <vulkan/vulkan.h>
+#include "shim.h"
 */
 import "C"
 

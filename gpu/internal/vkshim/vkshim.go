@@ -14,8 +14,11 @@
 // Every C function takes plain values, handles, and pointers to plain
 // arrays owned by the caller (Go arrays that hold no Go pointers); the
 // create-info structs and the arrays Vulkan reads are built on the C
-// stack. So no call allocates C memory, nothing must be freed after a
-// call, and the hot paths (record, submit, wait) allocate nothing at all.
+// stack. So no struct a Vulkan call reads lives in C heap memory, nothing
+// must be freed after a call, and the hot paths (record, submit, wait)
+// allocate nothing at all. (C heap memory is used only for the function
+// tables, freed by Free, and briefly at set-up by the layer and extension
+// queries.)
 // Handles cross as integers: dispatchable ones as uintptr, the others as
 // uint64 (their ABI on every 64-bit platform).
 //
