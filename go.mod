@@ -7,7 +7,6 @@ require (
 	github.com/go-gl/mathgl v1.1.0
 	github.com/qmuntal/gltf v0.28.0
 	github.com/schollz/progressbar/v3 v3.18.0
-	github.com/vulkan-go/vulkan v0.0.0-20221209234627-c0a353ae26c8
 	golang.org/x/sync v0.23.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/term v0.28.0

@@ -42,7 +42,7 @@ mkdir -p "$P/bin" "$P/pkg" "$P/lib" "$P/share"
 # 1. The packages whose test binary links the Vulkan backend (package gpu
 # or the Vulkan binding): every one with GPU tests, found rather than
 # listed so that a new package is carried without editing this script.
-mapfile -t PKGS < <($GO list -test -f '{{if .ForTest}}{{.ForTest}}{{range .Deps}}{{if or (eq . "'$MODULE'/gpu") (eq . "github.com/vulkan-go/vulkan")}} uses-vulkan{{end}}{{end}}{{end}}' ./... |
+mapfile -t PKGS < <($GO list -test -f '{{if .ForTest}}{{.ForTest}}{{range .Deps}}{{if or (eq . "'$MODULE'/gpu") (eq . "'$MODULE'/gpu/internal/vkshim")}} uses-vulkan{{end}}{{end}}{{end}}' ./... |
 	awk '/uses-vulkan/ {print $1}' | sort -u)
 [ ${#PKGS[@]} -gt 0 ] || die "found no package with GPU tests (go list failed?)"
 say "packages with GPU tests: ${PKGS[*]#$MODULE/}"
