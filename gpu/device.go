@@ -588,6 +588,8 @@ func (d *Device) createDevice() error {
 	d.dev = dev
 	s, err := newShimDev(d.inst, dev)
 	if err != nil {
+		vk.DestroyDeviceWithoutTable(d.inst, dev) // destroy has no table to do it with
+		d.dev = 0
 		return err
 	}
 	d.shim = s

@@ -144,6 +144,13 @@ VkResult vkj_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t qfam,
 	return f(pd, &ci, NULL, out);
 }
 
+void vkj_destroy_device_gipa(VkInstance inst, VkDevice dev) {
+	PFN_vkDestroyDevice f = (PFN_vkDestroyDevice)instance_fn(inst, "vkDestroyDevice");
+	if (f != NULL && dev != VK_NULL_HANDLE) {
+		f(dev, NULL);
+	}
+}
+
 void vkj_dev_destroy(const vkj_dev *d, int kind, uint64_t h) {
 	if (h == 0) {
 		return;

@@ -193,6 +193,15 @@ func CreateDevice(inst Instance, pd PhysicalDevice, qfam uint32, layers, exts []
 	return Device(uintptr(unsafe.Pointer(out))), Result(r)
 }
 
+// DestroyDeviceWithoutTable calls vkDestroyDevice through
+// vkGetInstanceProcAddr, for a device whose table NewDev could not load
+// (otherwise use Dev.DestroyDevice). 0 is ignored.
+func DestroyDeviceWithoutTable(inst Instance, dev Device) {
+	if dev != 0 {
+		C.vkj_destroy_device_gipa(cInstance(inst), cDevice(dev))
+	}
+}
+
 // The device's objects, through its table.
 
 // DestroyDevice calls vkDestroyDevice on the table's device; Free the

@@ -61,6 +61,9 @@ int vkj_robust_buffer_access(VkInstance inst, VkPhysicalDevice pd); // the featu
 // robustBufferAccess when robust != 0.
 VkResult vkj_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t qfam,
 	const char *layers, uint32_t nlayers, const char *exts, uint32_t nexts, int robust, VkDevice *out);
+// vkj_destroy_device_gipa destroys a device whose table could not be
+// loaded (vkDestroyDevice through vkGetInstanceProcAddr).
+void vkj_destroy_device_gipa(VkInstance inst, VkDevice dev);
 
 // Capture of error messages per OS thread: the debug callback counts the
 // error messages reported on the calling thread and keeps the first one.
