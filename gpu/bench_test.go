@@ -12,7 +12,6 @@ import (
 	"time"
 
 	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
-
 	"github.com/vkjobs/vkjobs/sched"
 )
 

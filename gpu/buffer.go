@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
-
 	"github.com/vkjobs/vkjobs/sched"
 )
 

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 
 	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
-
 	"github.com/vkjobs/vkjobs/sched"
 )
 

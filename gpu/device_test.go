@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
-
 	"github.com/vkjobs/vkjobs/sched"
 )
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
-
 	"github.com/vkjobs/vkjobs/sched"
 )
 

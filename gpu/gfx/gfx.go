@@ -10,10 +10,9 @@ import (
 	"time"
 	"unsafe"
 
-	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
-
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/internal/devhook"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/render"
 )
 

@@ -6,9 +6,8 @@ import (
 	"math"
 	"unsafe"
 
-	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
-
 	"github.com/vkjobs/vkjobs/gpu"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/render"
 )
 

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"unsafe"
 
-	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
-
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/gpu/internal/devhook"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/render"
 )
 

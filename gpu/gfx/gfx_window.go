@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
-
 	"github.com/vkjobs/vkjobs/gpu"
+	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 )
 
 // swapchain is a window target: the surface, its swapchain, a framebuffer
