@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"math/rand"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/internal/format"
 )
 
 // benchCrowd builds a crowd: n characters, each on one of the CMU clips
@@ -69,7 +71,8 @@ func BenchmarkSample(b *testing.B) {
 		codec anim.Codec
 	}
 	configs := []config{{"cm=0.01", "0.01", 0, anim.CodecCurve}, {"cm=0.1", "0.1", 0, anim.CodecCurve}, {"cm=1", "1", 0, anim.CodecCurve}, {"cm=0.1/src=30Hz", "0.1", 30, anim.CodecCurve},
-		{"uniform-cm=0.01", "0.01", 0, anim.CodecUniform}, {"uniform-cm=0.1", "0.1", 0, anim.CodecUniform}}
+		{"uniform-cm=0.01", "0.01", 0, anim.CodecUniform}, {"uniform-cm=0.1", "0.1", 0, anim.CodecUniform},
+		{"uniform-purego-cm=0.01", "0.01", 0, anim.CodecUniform}}
 	const n = 64
 	for _, cf := range configs {
 		var bl *anim.Blob
@@ -86,6 +89,10 @@ func BenchmarkSample(b *testing.B) {
 					name = fmt.Sprintf("%s/seek/goroutines=%d", cf.name, par)
 				}
 				b.Run(name, func(b *testing.B) {
+					if strings.Contains(cf.name, "purego") {
+						format.PureGo = true
+						defer func() { format.PureGo = false }()
+					}
 					if bl == nil {
 						if cf.cm == "0.01" && cf.hz == 0 && cf.codec == anim.CodecCurve {
 							bl = cmuBlob(b)
