@@ -360,15 +360,21 @@ func (c *Ctx) waitCycleLocked(id TaskID, what string) error {
 		return nil
 	}
 	s := c.s
-	// The walk's scratch, kept under idleMu: one bit per slot (visited)
-	// and the log of tasks reached, which is also the walk's queue.
-	if words := (len(s.slots) + 63) / 64; len(s.cycSeen) != words {
-		s.cycSeen = make([]uint64, words)
-	} else {
-		clear(s.cycSeen)
+	// The walk's scratch, kept under idleMu: one bit per slot (visited,
+	// all clear between walks: each walk clears the bits it set, so its
+	// cost follows what it visits, not the pool's size) and the log of
+	// tasks reached, which is also the walk's queue.
+	if s.cycSeen == nil {
+		s.cycSeen = make([]uint64, (len(s.slots)+63)/64)
 	}
 	log := s.cycLog[:0]
-	defer func() { s.cycLog = log[:0] }()
+	defer func() {
+		for _, v := range log {
+			i := v.id.index()
+			s.cycSeen[i/64] &^= 1 << (i % 64)
+		}
+		s.cycLog = log[:0]
+	}()
 	visit := func(x TaskID, from int32) {
 		i := x.index()
 		if x == NoTask || int(i) >= len(s.slots) || s.cycSeen[i/64]&(1<<(i%64)) != 0 {
