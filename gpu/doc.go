@@ -40,8 +40,10 @@
 // kernel's In and Out streams: one buffer per stream at the contract's
 // binding (input i at i, output j at 4+j), storage or uniform as
 // UniformIn says, outputs not readonly, an element size that divides or is
-// divided by the stream's stride where the shader's array states one, a
-// push-constant block of at most 40 bytes, and a workgroup size whose X is
+// divided by the stream's stride where the shader's array states one (an
+// array alone in its block, not padded apart further than the stream), a
+// push-constant block of 40 bytes whose begin and end the shader reads,
+// and a workgroup size whose X is
 // specialization constant 0 and whose Y and Z are 1. A mismatch is refused
 // with an error naming the binding and the stream, so a shader that would
 // read or write the wrong buffer (and leave an output at zero) never runs.

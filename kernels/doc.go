@@ -46,11 +46,14 @@
 // OpEntryPoint, DescriptorSet/Binding decorations, uniform versus storage
 // blocks, array strides, NonWritable, push-constant size, the workgroup
 // size). It refuses a wrong entry point or
-// execution model, a fixed workgroup size, an oversized push-constant block,
+// execution model, a fixed workgroup size, a push-constant block other
+// than the contract's 40 bytes or one whose begin and end are never read,
 // a set other than 0, a binding outside 0-7 or declared twice, a binding the
 // kernel does not declare, a declared stream without a binding, a
 // uniform/storage mismatch with Binding.UniformIn, a readonly output, an
 // element size that neither divides nor is divided by the stream's stride,
+// an array after other members of its block or padded apart further than
+// the stream's elements (std140),
 // and a workgroup that is not X x 1 x 1, each with an error naming the
 // kernel, the binding and the stream. shaders/check.sh (run by the shaders package's
 // test and by the Makefile) recompiles every source, fails on stale .spv

@@ -53,7 +53,7 @@ func TestSPIRVShippedShaders(t *testing.T) {
 			if r.Binding >= bind.FirstOutBinding && r.ReadOnly {
 				t.Errorf("%s: output binding %d is readonly", k.Name, r.Binding)
 			}
-			r.Name, r.Block, r.ElemStride, r.ReadOnly = "", "", 0, false
+			r.Name, r.Block, r.ElemStride, r.ElemOffset, r.ElemSize, r.ReadOnly = "", "", 0, 0, 0, false
 			if r != want[i] {
 				t.Fatalf("%s: resource %d is %+v, want %+v", k.Name, i, m.Resources[i], want[i])
 			}

@@ -164,7 +164,11 @@ func (m *SPIRVModule) checkEntry(entry string) error {
 //   - the module (structure, SPIR-V 1.0, a GLCompute entry point named
 //     Entry, workgroup size X = specialization constant 0 and Y = Z = 1),
 //     and LocalSize <= MaxLocalSize;
-//   - the push-constant block: at most PushConstantSize bytes;
+//   - the push-constant block: at most PushConstantSize bytes, at least
+//     the 40 that reach begin and end, and both begin and end read by
+//     the shader (a shader that never reads them computes the wrong items
+//     whenever a task is split into ranges, and one whose block is
+//     shorter or in another order reads params as its range);
 //   - the descriptors: exactly one buffer per declared stream, all in set
 //     0, input i at binding i (a uniform block when UniformIn[i], else a
 //     storage buffer), output j at binding 4+j (a storage buffer that is
@@ -172,7 +176,18 @@ func (m *SPIRVModule) checkEntry(entry string) error {
 //   - element types where SPIR-V states them: a buffer whose block ends in
 //     an array of elements of ElemStride bytes is bound to a stream of
 //     Stride bytes only if one divides the other (a vec3 array under
-//     std430 has a stride of 16, not the 12 of a packed stream).
+//     std430 has a stride of 16, not the 12 of a packed stream), if the
+//     array is the block's only member (at byte 0, where the stream's
+//     element 0 is), and if its elements are not padded apart further
+//     than the stream's (a float array in a std140 uniform block has a
+//     stride of 16).
+//
+// What Check cannot see: which items a shader indexes (a vec4 array bound
+// to a float stream passes, since a shader may read four items at once),
+// element types of the same size (float for uint), and shared arrays
+// smaller than the workgroup (size them with gl_WorkGroupSize.x: an
+// access past their end is undefined behaviour, which on lavapipe
+// corrupts the process's heap).
 //
 // Errors wrap ErrBadBinding.
 func (b *Binding) Check(in, out []Stream) error {
@@ -195,6 +210,9 @@ func (b *Binding) Check(in, out []Stream) error {
 		return fmt.Errorf("%w: push-constant block is %d bytes, the contract's is %d: layout(push_constant, std430) uniform { uint params[8]; uint begin; uint end; }", ErrBadBinding, m.PushConstantBytes, PushConstantSize)
 	}
 	var errs []string
+	if e := pushConstantMismatch(m); e != "" {
+		errs = append(errs, e)
+	}
 	var seen [FirstOutBinding + MaxStreams]bool
 	for _, r := range m.Resources {
 		if r.Set != 0 {
@@ -279,13 +297,60 @@ func names(ss []Stream) string {
 	return " (" + strings.Join(q, ", ") + ")"
 }
 
-// elemMismatch compares the element size the shader indexes with the
-// stream's stride; it returns "" when they are compatible or unknown.
-func elemMismatch(r SPIRVResource, dir string, i int, s Stream) string {
-	if r.ElemStride == 0 || s.Stride == 0 || s.Stride%r.ElemStride == 0 || r.ElemStride%s.Stride == 0 {
+// Words of the push-constant block that hold begin and end.
+const (
+	beginWord = 8
+	endWord   = 9
+)
+
+// pushConstantMismatch checks that the shader can know its range: a
+// push-constant block that reaches begin and end (bytes 32-39) and reads
+// both. A shader that never reads them runs every dispatch as if it began
+// at item 0, and the scheduler splits tasks into ranges (and the executor
+// splits large ranges into chunks), so most of its work would land on the
+// wrong items, silently; one whose block is shorter reads params as begin
+// and end and returns at once, leaving its outputs at zero.
+func pushConstantMismatch(m *SPIRVModule) string {
+	const decl = "declare layout(push_constant) uniform PC { uint params[8]; uint begin; uint end; } pc; and handle item pc.begin + gl_GlobalInvocationID.x when it is below pc.end"
+	switch {
+	case m.PushConstantBytes == 0:
+		return "the shader has no push-constant block, so it cannot know the range of items [begin, end) a dispatch covers (tasks are split into ranges that rarely start at item 0): " + decl
+	case m.PushConstantBytes < PushConstantSize:
+		return fmt.Sprintf("push-constant block is %d bytes, so it has no begin and end (bytes 32-39 of the contract's block; what it reads as begin and end are params): %s", m.PushConstantBytes, decl)
+	}
+	var miss []string
+	if m.PushConstantRead&(1<<beginWord) == 0 {
+		miss = append(miss, "32-35 (begin)")
+	}
+	if m.PushConstantRead&(1<<endWord) == 0 {
+		miss = append(miss, "36-39 (end)")
+	}
+	if len(miss) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("binding %d (%s stream %d %q) indexes elements of %d bytes, but the stream's stride is %d bytes (a vec3 array has a stride of 16 under std430: use float[] or a packed struct)", r.Binding, dir, i, s.Name, r.ElemStride, s.Stride)
+	return fmt.Sprintf("the shader never reads push-constant bytes %s: its block's members are not in the contract's order, or it ignores the range it is given; %s", strings.Join(miss, " and "), decl)
+}
+
+// elemMismatch compares the element the shader indexes with the stream's
+// stride; it returns "" when they are compatible or unknown.
+func elemMismatch(r SPIRVResource, dir string, i int, s Stream) string {
+	if r.ElemStride == 0 || s.Stride == 0 {
+		return ""
+	}
+	if r.ElemOffset != 0 {
+		// Stream element k is at byte k*Stride of the binding; the
+		// shader's array element k at ElemOffset + k*ElemStride.
+		return fmt.Sprintf("binding %d (%s stream %d %q): the block's array starts at byte %d, after other members, but the stream's element 0 is the binding's byte 0, so the shader's element k is not the stream's element k (make the array the block's only member, or declare the stream with stride 0 if its bytes really are a header and an array)", r.Binding, dir, i, s.Name, r.ElemOffset)
+	}
+	if s.Stride%r.ElemStride != 0 && r.ElemStride%s.Stride != 0 {
+		return fmt.Sprintf("binding %d (%s stream %d %q) indexes elements of %d bytes, but the stream's stride is %d bytes (a vec3 array has a stride of 16 under std430: use float[] or a packed struct)", r.Binding, dir, i, s.Name, r.ElemStride, s.Stride)
+	}
+	if s.Stride < r.ElemStride && r.ElemSize != 0 && r.ElemSize < r.ElemStride {
+		// A padded array (std140 scalars and vec2s, vec3 under std430)
+		// never matches a stream packed tighter than its stride.
+		return fmt.Sprintf("binding %d (%s stream %d %q) is an array of %d-byte elements padded to a stride of %d bytes, but the stream's elements are %d bytes apart (a uniform block is std140, where float and vec2 arrays have a stride of 16, and a vec3 array has a stride of 16 under std430: use a storage buffer, vec4 elements or a packed struct)", r.Binding, dir, i, s.Name, r.ElemSize, r.ElemStride, s.Stride)
+	}
+	return ""
 }
 
 // spvMaxVersion is SPIR-V 1.0, what a Vulkan 1.0 instance accepts.

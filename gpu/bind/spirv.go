@@ -30,6 +30,13 @@ const (
 	opConstant              = 43
 	opFunction              = 54
 	opFunctionEnd           = 56
+	opFunctionCall          = 57
+	opLoad                  = 61
+	opCopyMemory            = 63
+	opCopyMemorySized       = 64
+	opAccessChain           = 65
+	opInBoundsAccessChain   = 66
+	opPtrAccessChain        = 67
 	opConstantComposite     = 44
 	opSpecConstant          = 50
 	opSpecConstantComposite = 51
@@ -107,6 +114,14 @@ type SPIRVResource struct {
 	// size of the element the shader indexes. 0 when the block ends in no
 	// array.
 	ElemStride uint32
+	// ElemOffset is the Offset of that array in the block: 0 when the
+	// array is the block's only member, more when other members precede
+	// it (then the shader's element 0 is not the binding's first byte).
+	ElemOffset uint32
+	// ElemSize is the byte size of the array's element type without the
+	// padding that ArrayStride adds (float x[] in a std140 uniform block:
+	// 4, for an ElemStride of 16). 0 when unknown.
+	ElemSize uint32
 	// ReadOnly: every member of the block is NonWritable (GLSL readonly).
 	ReadOnly bool
 }
@@ -144,6 +159,11 @@ type SPIRVModule struct {
 	// PushConstantBytes is the byte size of the push-constant block (0
 	// when there is none).
 	PushConstantBytes uint32
+	// PushConstantRead has bit w set when the module reads bytes 4w to
+	// 4w+3 of the push-constant block (w < 64; a load through a pointer
+	// whose place is not known to the reader sets the bits of every word
+	// it may reach): Check requires the words of begin and end (8 and 9).
+	PushConstantRead uint64
 	// LocalSizeXSpecID is the SpecId of the workgroup size's X component
 	// (0 for layout(local_size_x_id = 0)), or -1 when it is not a
 	// specialization constant.
@@ -185,6 +205,19 @@ type spvParser struct {
 	names     map[uint32]string
 	sizes     map[uint32]uint64 // memoised type sizes
 	vars      []spvVar
+	// pcVar is the push-constant variable's id (0: none yet); pcPtrs
+	// maps it and every pointer derived from it by access chains to the
+	// byte range of the block it may point into and the pointee type.
+	pcVar  uint32
+	pcPtrs map[uint32]pcPtr
+	pcRead uint64
+}
+
+// pcPtr is a pointer into the push-constant block: bytes [lo, hi) and the
+// type it points to (0 when the reader lost track of it).
+type pcPtr struct {
+	lo, hi uint64
+	typ    uint32
 }
 
 func (p *spvParser) dec(id uint32) *spvDecor {
@@ -237,6 +270,7 @@ func ParseSPIRV(b []byte) (*SPIRVModule, error) {
 		readonly:  map[uint32]int{},
 		names:     map[uint32]string{},
 		sizes:     map[uint32]uint64{},
+		pcPtrs:    map[uint32]pcPtr{},
 	}
 	// inFunc is where the open OpFunction began (0: none). A module cut
 	// at an instruction boundary would otherwise pass as whole, and the
@@ -346,6 +380,25 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 			return err
 		}
 		p.vars = append(p.vars, spvVar{typ: in[0], id: in[1], class: in[2]})
+		if in[2] == scPushConstant && p.pcVar == 0 {
+			p.pcVar = in[1]
+			t, _, err := p.pointee(in[0])
+			if err != nil {
+				t = 0
+			}
+			p.pcPtrs[in[1]] = pcPtr{lo: 0, hi: 1 << 32, typ: t}
+		}
+	case opAccessChain, opInBoundsAccessChain, opPtrAccessChain:
+		if err := need(op, in, 3); err != nil {
+			return err
+		}
+		if base, ok := p.pcPtrs[in[2]]; ok {
+			idx := in[3:]
+			if op == opPtrAccessChain && len(idx) > 0 {
+				idx = idx[1:] // the element operand steps over whole blocks
+			}
+			p.pcPtrs[in[1]] = p.pcChain(base, idx)
+		}
 	case opDecorate:
 		if err := need(op, in, 2); err != nil {
 			return err
@@ -395,8 +448,85 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 			}
 			p.offsets[[2]uint32{in[0], in[1]}] = in[3]
 		}
+	default:
+		// Any other use of a pointer into the push-constant block (a
+		// load, a copy, a function call) reads the bytes it may reach.
+		if len(p.pcPtrs) > 0 {
+			for _, w := range in {
+				if r, ok := p.pcPtrs[w]; ok {
+					p.pcMark(r)
+				}
+			}
+		}
 	}
 	return nil
+}
+
+// pcChain follows an access chain's indexes from base through the
+// push-constant block's types (struct members by their Offset, array
+// elements by their ArrayStride, vector and matrix components by their
+// size). An index that is not a constant, or a type the reader does not
+// follow, leaves the whole of the current place as the range.
+func (p *spvParser) pcChain(base pcPtr, idx []uint32) pcPtr {
+	r := base
+	if r.typ == 0 {
+		return r
+	}
+	if r.hi == 1<<32 { // the variable itself: its block's size
+		if n, err := p.size(r.typ, 0); err == nil {
+			r.hi = r.lo + n
+		}
+	}
+	for _, ix := range idx {
+		t, ok := p.types[r.typ]
+		if !ok {
+			return pcPtr{lo: r.lo, hi: r.hi}
+		}
+		c, isConst := p.consts[ix]
+		switch t.op {
+		case opTypeStruct:
+			if !isConst || int(c) >= len(t.args) {
+				return pcPtr{lo: r.lo, hi: r.hi}
+			}
+			off, ok := p.offsets[[2]uint32{r.typ, c}]
+			if !ok {
+				return pcPtr{lo: r.lo, hi: r.hi}
+			}
+			mt := t.args[c]
+			n, err := p.size(mt, 0)
+			if err != nil {
+				return pcPtr{lo: r.lo + uint64(off), hi: r.hi}
+			}
+			r = pcPtr{lo: r.lo + uint64(off), hi: r.lo + uint64(off) + n, typ: mt}
+		case opTypeArray, opTypeRuntimeArray, opTypeVector, opTypeMatrix:
+			et := t.args[0]
+			var stride uint64
+			if d := p.decor[r.typ]; d != nil && d.hasArrayStride {
+				stride = uint64(d.arrayStride)
+			} else if n, err := p.size(et, 0); err == nil {
+				stride = n
+			}
+			if !isConst || stride == 0 {
+				return pcPtr{lo: r.lo, hi: r.hi}
+			}
+			lo := r.lo + uint64(c)*stride
+			n, err := p.size(et, 0)
+			if err != nil || lo+n > r.hi {
+				return pcPtr{lo: r.lo, hi: r.hi}
+			}
+			r = pcPtr{lo: lo, hi: lo + n, typ: et}
+		default:
+			return pcPtr{lo: r.lo, hi: r.hi}
+		}
+	}
+	return r
+}
+
+// pcMark records the words of r as read.
+func (p *spvParser) pcMark(r pcPtr) {
+	for w := r.lo / 4; w < 64 && 4*w < r.hi; w++ {
+		p.pcRead |= 1 << w
+	}
 }
 
 // maxTypeDepth bounds type nesting, which also stops cyclic (malformed)
@@ -500,6 +630,7 @@ func (p *spvParser) finish(m *SPIRVModule) error {
 				return fmt.Errorf("spirv: push constants: %w", err)
 			}
 			m.PushConstantBytes = uint32(n)
+			m.PushConstantRead = p.pcRead
 		case scUniform, scStorageBuffer, scUniformConstant:
 			d := p.decor[v.id]
 			if d == nil || !d.hasSet || !d.hasBinding {
@@ -521,6 +652,10 @@ func (p *spvParser) finish(m *SPIRVModule) error {
 					if at, ok := p.types[tt.args[n-1]]; ok && (at.op == opTypeArray || at.op == opTypeRuntimeArray) {
 						if ad := p.decor[tt.args[n-1]]; ad != nil && ad.hasArrayStride {
 							r.ElemStride = ad.arrayStride
+						}
+						r.ElemOffset = p.offsets[[2]uint32{t, uint32(n - 1)}]
+						if es, err := p.size(at.args[0], 0); err == nil {
+							r.ElemSize = uint32(es)
 						}
 					}
 				}

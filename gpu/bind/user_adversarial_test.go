@@ -1,0 +1,144 @@
+package bind_test
+
+// Shapes of user shaders that passed registration and then gave silently
+// wrong answers on lavapipe (every item wrong or zero, exit status 0): a
+// push-constant block without begin and end, or with its members in
+// another order, or none at all; an array after a header member in a
+// stream's block; a std140 uniform float array bound to a packed float
+// stream. Each must now be refused at Register, naming what is wrong, and
+// the README's shape (and the same with params read, the range read in a
+// helper function or through a longer array) must still be accepted.
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/vkjobs/vkjobs/gpu/bind"
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+const scaleMain = `
+void main() {
+    uint i = pc.begin + gl_GlobalInvocationID.x;
+    if (i >= pc.end) { return; }
+    y[i] = 2.0 * x[i];
+}
+`
+
+const ioBlocks = `#version 450
+layout(local_size_x_id = 0) in;
+layout(set = 0, binding = 0) readonly buffer In0 { float x[]; };
+layout(set = 0, binding = 4) writeonly buffer Out0 { float y[]; };
+`
+
+func TestUserShaderRangeAndLayoutRefused(t *testing.T) {
+	cases := []struct {
+		name    string
+		src     string
+		binding bind.Binding
+		want    []string // each must appear in the error (case-insensitive)
+	}{
+		{"push constants without params", ioBlocks +
+			"layout(push_constant) uniform PC { uint begin; uint end; } pc;\n" + scaleMain,
+			bind.Binding{}, []string{"push-constant block is 8 bytes", "bytes 32-39", "uint params[8]; uint begin; uint end;"}},
+		{"push constants in another order", ioBlocks +
+			"layout(push_constant) uniform PC { uint begin; uint end; uint params[8]; } pc;\n" + scaleMain,
+			bind.Binding{}, []string{"never reads push-constant bytes 32-35 (begin) and 36-39 (end)", "order"}},
+		{"push constants, end ignored", ioBlocks + pcBlock + `
+void main() {
+    uint i = pc.begin + gl_GlobalInvocationID.x;
+    y[i] = 2.0 * x[i];
+}
+`, bind.Binding{}, []string{"36-39 (end)"}},
+		{"no push constants", ioBlocks + `
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    y[i] = 2.0 * x[i];
+}
+`, bind.Binding{}, []string{"no push-constant block", "[begin, end)"}},
+		{"header member before the output array", `#version 450
+layout(local_size_x_id = 0) in;
+layout(set = 0, binding = 0) readonly buffer In0 { float x[]; };
+layout(set = 0, binding = 4) writeonly buffer Out0 { uint n; float y[]; };
+` + pcBlock + scaleMain, bind.Binding{}, []string{`binding 4 (output stream 0 "y")`, "starts at byte 4"}},
+		{"std140 float array for a packed float stream", `#version 450
+layout(local_size_x_id = 0) in;
+layout(set = 0, binding = 0) uniform In0 { float x[256]; };
+layout(set = 0, binding = 4) writeonly buffer Out0 { float y[]; };
+` + pcBlock + scaleMain, bind.Binding{UniformIn: [4]bool{true}},
+			[]string{`binding 0 (input stream 0 "x")`, "4-byte elements padded to a stride of 16", "std140"}},
+	}
+	for _, c := range cases {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			b := c.binding
+			b.SPIRV = compileGLSL(t, c.src)
+			err := register(sched.Kernel{}, &b)
+			if err == nil {
+				t.Fatalf("accepted (on a device every item of y comes out wrong or zero)")
+			}
+			if !errors.Is(err, bind.ErrBadBinding) {
+				t.Errorf("error does not wrap ErrBadBinding: %v", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(w)) {
+					t.Errorf("error does not say %q: %v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestUserShaderRangeReadsAccepted(t *testing.T) {
+	for _, c := range []struct{ name, src string }{
+		{"params used", ioBlocks + pcBlock + `
+void main() {
+    uint i = pc.begin + gl_GlobalInvocationID.x;
+    if (i >= pc.end) { return; }
+    y[i] = uintBitsToFloat(pc.params[0]) * x[i] + float(pc.params[gl_LocalInvocationID.x % 8u]);
+}
+`},
+		{"range read in a helper", ioBlocks + pcBlock + `
+bool workItem(out uint item) {
+    uint g = gl_GlobalInvocationID.x;
+    item = pc.begin + g;
+    return g < pc.end - pc.begin;
+}
+void main() {
+    uint i;
+    if (!workItem(i)) { return; }
+    y[i] = 2.0 * x[i];
+}
+`},
+		{"params as a longer array", ioBlocks + "layout(push_constant) uniform PC { uint w[10]; } pc;\n" + `
+void main() {
+    uint i = pc.w[8] + gl_GlobalInvocationID.x;
+    if (i >= pc.w[9]) { return; }
+    y[i] = 2.0 * x[i];
+}
+`},
+		{"std140 vec4 array for a 16-byte stream", `#version 450
+layout(local_size_x_id = 0) in;
+layout(set = 0, binding = 0) uniform In0 { vec4 x[256]; };
+layout(set = 0, binding = 4) writeonly buffer Out0 { float y[]; };
+` + pcBlock + `
+void main() {
+    uint i = pc.begin + gl_GlobalInvocationID.x;
+    if (i >= pc.end) { return; }
+    y[i] = 2.0 * x[i % 256u].x;
+}
+`},
+	} {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			b := &bind.Binding{SPIRV: compileGLSL(t, c.src)}
+			k := sched.Kernel{}
+			if strings.Contains(c.name, "std140") {
+				b.UniformIn[0] = true
+				k.In = []sched.StreamSpec{{Name: "x", Stride: 16, Rate: sched.Whole}}
+			}
+			if err := register(k, b); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+		})
+	}
+}
