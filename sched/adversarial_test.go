@@ -3,6 +3,8 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -379,5 +381,76 @@ func TestAdversarialCloseFromKernel(t *testing.T) {
 			must(t, s.Wait(id))
 			must(t, s.Close())
 		})
+	}
+}
+
+// A kernel that calls runtime.Goexit (testing's t.Fatal in a kernel does)
+// used to end its thread's goroutine with the task unfinished: every Wait
+// on it, its dependents and Close hung. Now the task fails with
+// ErrKernelPanic saying Goexit, kernels suspended under it on that
+// goroutine fail too, a worker is replaced, and the scheduler goes on.
+func TestKernelGoexit(t *testing.T) {
+	const kExit, kOuter, kOK KernelID = 109, 110, 111
+	var ran atomic.Int64
+	reg := NewRegistry()
+	must(t, reg.Register(kExit, Kernel{Name: "exit", CPU: func(*Ctx, *TaskData) error { runtime.Goexit(); return nil }}))
+	must(t, reg.Register(kOK, Kernel{Name: "ok", CPU: func(*Ctx, *TaskData) error { ran.Add(1); return nil }}))
+	must(t, reg.Register(kOuter, Kernel{Name: "outer", CPU: func(c *Ctx, _ *TaskData) error {
+		id, err := c.Add(&Task{Kernel: kExit, Parent: c.Current()})
+		if err != nil {
+			return err
+		}
+		return c.Wait(id) // runs it here (one worker): the goroutine exits under this kernel
+	}}))
+	isGoexit := func(err error) bool {
+		return errors.Is(err, ErrKernelPanic) && strings.Contains(err.Error(), "Goexit")
+	}
+	s, err := New(Config{Kernels: reg, Workers: 1, MainThreads: 1})
+	must(t, err)
+	within(t, 20*time.Second, "Goexit in kernels", func() {
+		for round := range 3 {
+			x, err := s.Add(&Task{Kernel: kExit})
+			must(t, err)
+			dep, err := s.Add(&Task{Kernel: kOK, Dependency: x})
+			must(t, err)
+			if err := s.Wait(x); !isGoexit(err) {
+				t.Errorf("round %d: a kernel that called Goexit: %v, want ErrKernelPanic naming Goexit", round, err)
+			}
+			if err := s.Wait(dep); !errors.Is(err, ErrDepFailed) {
+				t.Errorf("round %d: its dependent: %v, want ErrDepFailed", round, err)
+			}
+			o, err := s.Add(&Task{Kernel: kOuter})
+			must(t, err)
+			if err := s.Wait(o); !isGoexit(err) {
+				t.Errorf("round %d: a kernel suspended under the Goexit: %v, want ErrKernelPanic naming Goexit", round, err)
+			}
+			// The replaced worker runs what comes next.
+			ok, err := s.Add(&Task{Kernel: kOK})
+			must(t, err)
+			must(t, s.Wait(ok))
+		}
+		// A registered thread whose goroutine runs such a kernel in Wait:
+		// that goroutine ends, the task fails, others see it.
+		p, err := s.Add(&Task{Kernel: kExit, Affinity: OnThread(0)}) // the first thread to register
+		must(t, err)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c, err := s.RegisterThread("doomed")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			c.Wait(p)
+			t.Error("Wait returned on a goroutine that should have exited")
+		}()
+		<-done
+		if err := s.Wait(p); !isGoexit(err) {
+			t.Errorf("pinned kernel that called Goexit: %v", err)
+		}
+		must(t, s.Close())
+	})
+	if ran.Load() != 3 {
+		t.Errorf("%d tasks ran after the Goexits, want 3", ran.Load())
 	}
 }

@@ -749,7 +749,18 @@ func (c *Ctx) signal() {
 
 func (c *Ctx) workerLoop() {
 	s := c.s
-	defer s.workersWG.Done()
+	exited := true // until the loop ends normally: a kernel called runtime.Goexit
+	defer func() {
+		if exited {
+			// The kernel's task has failed (see call); this goroutine
+			// ends, and a new one serves the thread: its deque, cache
+			// and debt are the thread's, not the goroutine's.
+			c.flushDec()
+			s.workersWG.Add(1)
+			go c.workerLoop()
+		}
+		s.workersWG.Done()
+	}()
 	c.goid.Store(goid())
 	if f := s.cfg.OnWorkerStart; f != nil {
 		f(c.index)
@@ -767,6 +778,7 @@ func (c *Ctx) workerLoop() {
 		spins = 0
 		c.sleep(NoTask, nil)
 	}
+	exited = false
 }
 
 // run executes task idx on this thread: splits a large streaming task into
@@ -927,6 +939,16 @@ func (c *Ctx) splitRoot(idx uint32, g uint32) bool {
 }
 
 // call runs the kernel, turning a panic into an error.
+//
+// A kernel that calls runtime.Goexit (testing's FailNow and Fatal do, on
+// whatever goroutine calls them) unwinds its thread's goroutine, which
+// nothing can stop: the caller would never finish the task, and its
+// waiters, dependents and Close would wait for ever. So the deferred
+// function, seeing neither a return nor a panic, fails the task itself
+// (ErrKernelPanic, saying Goexit) before the goroutine goes on unwinding;
+// kernels suspended under it on the same goroutine fail the same way, and
+// a worker's loop starts a goroutine to take the thread over
+// (workerLoop). TestKernelGoexit.
 func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 	s := c.s
 	sl := &s.slots[idx]
@@ -938,9 +960,14 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 	if obs != nil {
 		start = Nanotime()
 	}
+	returned := false
 	defer func() {
+		exiting := false
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", ErrKernelPanic, r)
+		} else if !returned {
+			exiting = true
+			err = fmt.Errorf("%w: runtime.Goexit on the kernel's goroutine (testing's FailNow or Fatal called in a kernel?): the goroutine exited before the kernel returned", ErrKernelPanic)
 		}
 		c.running--
 		if obs != nil {
@@ -950,8 +977,13 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 			obs.TaskRan(&c.ev)
 		}
 		c.current = prev
+		if exiting {
+			s.finish(idx, err, c)
+		}
 	}()
-	return k.CPU(c, d)
+	err = k.CPU(c, d)
+	returned = true
+	return err
 }
 
 // Event is a flag that threads can work while waiting for (WaitEvent). The

@@ -58,7 +58,10 @@
 //   - Each task runs exactly once, or fails without running: a failed task's
 //     dependents fail in turn (ErrDepFailed) without running, and its parent
 //     fails with ErrChildFailed. Kernel panics become errors (ErrKernelPanic)
-//     that name the task and kernel; the worker survives.
+//     that name the task and kernel; the worker survives. So does a
+//     runtime.Goexit in a kernel (testing's FailNow or Fatal): it cannot
+//     be stopped, but the task fails (ErrKernelPanic) as the goroutine
+//     unwinds, and a worker's goroutine is replaced.
 //   - Close finishes or fails every task: nothing is lost, and no goroutine
 //     is left behind. Tasks made with Create and never Run, and tasks pinned
 //     to a registered thread that no longer serves them, fail with ErrClosed.
