@@ -251,7 +251,7 @@ func (b *Buffer) Read(off uint64, p []byte) error {
 
 func (b *Buffer) usable(off, n uint64) error {
 	if b.closed.Load() || b.gone.Load() {
-		return fmt.Errorf("gpu: buffer %d: %w", b.id, ErrClosed)
+		return fmt.Errorf("%w: buffer %d was closed (Buffer.Close or Device.Close)", ErrClosed, b.id)
 	}
 	if err := b.d.usable(); err != nil {
 		return err
@@ -457,12 +457,13 @@ func (d *Device) NewArena(size uint64) (*Arena, error) {
 	}
 	if a.dev.mapped != nil {
 		a.host = a.dev
-		return a, nil
-	}
-	if a.host, err = d.newBlock(size, memStaging); err != nil {
+	} else if a.host, err = d.newBlock(size, memStaging); err != nil {
 		d.freeBlock(&a.dev)
 		return nil, err
 	}
+	d.bmu.Lock()
+	d.arenas[a] = struct{}{}
+	d.bmu.Unlock()
 	return a, nil
 }
 
@@ -475,8 +476,12 @@ func (a *Arena) Used() uint64 { return a.used }
 func (a *Arena) Staged() bool { return a.host.buf != a.dev.buf }
 
 // Alloc allocates n bytes aligned for buffer bindings. It fails with
-// ErrArenaFull when the arena has no room left (it never grows).
+// ErrArenaFull when the arena has no room left (it never grows), and with
+// ErrClosed after Close (or the device's Close).
 func (a *Arena) Alloc(n uint64) (Span, error) {
+	if a.host.mapped == nil {
+		return Span{}, fmt.Errorf("%w: Alloc on an arena that was closed (Arena.Close or Device.Close)", ErrClosed)
+	}
 	off := alignUp(a.used, a.align)
 	if off > a.dev.size || n > a.dev.size-off {
 		return Span{}, fmt.Errorf("%w: %d bytes requested, %d of %d used", ErrArenaFull, n, a.used, a.dev.size)
@@ -507,13 +512,22 @@ func (a *Arena) window(lo, hi uint64) (base uint64, ok bool) {
 // Reset frees every span.
 func (a *Arena) Reset() { a.used = 0 }
 
-// Close frees the arena's memory.
+// Close frees the arena's memory. It is idempotent, and Device.Close
+// frees the arenas left open (Close after it does nothing).
 func (a *Arena) Close() {
-	if a.host.buf != a.dev.buf {
-		a.d.freeBlock(&a.host)
+	d := a.d
+	d.bmu.Lock()
+	_, open := d.arenas[a]
+	delete(d.arenas, a)
+	d.bmu.Unlock()
+	if !open {
+		return
 	}
-	a.d.freeBlock(&a.dev)
-	a.host = memBlock{}
+	if a.host.buf != a.dev.buf {
+		d.freeBlock(&a.host)
+	}
+	d.freeBlock(&a.dev)
+	a.host, a.dev = memBlock{}, memBlock{}
 }
 
 func alignUp(x, a uint64) uint64 { return (x + a - 1) / a * a }

@@ -243,6 +243,7 @@ type Device struct {
 
 	bmu     sync.RWMutex
 	bufs    map[sched.BufferID]*Buffer
+	arenas  map[*Arena]struct{} // open arenas (under bmu), freed by Close
 	nextBuf uint32
 	dummy   *Buffer
 
@@ -303,6 +304,7 @@ func openDevice(opts Options) (*Device, error) {
 		log:    &messageLog{on: opts.OnMessage},
 		pipes:  map[pipeKey]*pipeline{},
 		bufs:   map[sched.BufferID]*Buffer{},
+		arenas: map[*Arena]struct{}{},
 		lostCh: make(chan struct{}),
 		execs:  map[*Executor]struct{}{},
 	}
@@ -732,8 +734,12 @@ func (d *Device) ValidationErr() error {
 }
 
 // InjectFault makes the device simulate f once (see Fault). For tests.
-// It fails only when FaultStall's event cannot be created.
+// It fails after Close (ErrClosed), for a Fault it does not know, and when
+// FaultStall's event cannot be created.
 func (d *Device) InjectFault(f Fault) error {
+	if err := d.usable(); err != nil && !errors.Is(err, ErrDeviceLost) {
+		return err
+	}
 	switch f {
 	case FaultSubmitDeviceLost:
 		d.faultSubmit.Add(1)
@@ -742,6 +748,9 @@ func (d *Device) InjectFault(f Fault) error {
 	case FaultStall:
 		d.stallMu.Lock()
 		defer d.stallMu.Unlock()
+		if d.closing.Load() || d.dev == 0 {
+			return fmt.Errorf("%w: the device was closed (Device.Close)", ErrClosed)
+		}
 		if d.stallEv == 0 {
 			ev, r := d.shim.CreateEvent()
 			if err := check("vkCreateEvent", Result(r)); err != nil {
@@ -752,6 +761,8 @@ func (d *Device) InjectFault(f Fault) error {
 			return err
 		}
 		d.faultStall.Add(1)
+	default:
+		return fmt.Errorf("gpu: InjectFault: unknown fault %d", int(f))
 	}
 	return nil
 }
@@ -793,7 +804,7 @@ func takeFault(c *atomic.Int32) bool {
 // usable returns ErrClosed after Close began, the loss after a device loss.
 func (d *Device) usable() error {
 	if d.closing.Load() {
-		return fmt.Errorf("gpu: device %w", ErrClosed)
+		return fmt.Errorf("%w: the device was closed (Device.Close)", ErrClosed)
 	}
 	return d.Lost()
 }
@@ -903,10 +914,12 @@ func (d *Device) Close() error {
 
 // destroy frees whatever exists, in reverse order of creation.
 func (d *Device) destroy() {
+	d.stallMu.Lock()
 	if d.dev != 0 && d.stallEv != 0 {
 		d.shim.DestroyEvent(d.stallEv)
 		d.stallEv = 0
 	}
+	d.stallMu.Unlock()
 	if d.dev != 0 {
 		d.bmu.Lock()
 		bufs := make([]*Buffer, 0, len(d.bufs))
@@ -916,6 +929,15 @@ func (d *Device) destroy() {
 		d.bmu.Unlock()
 		for _, b := range bufs {
 			b.destroy()
+		}
+		d.bmu.Lock()
+		arenas := make([]*Arena, 0, len(d.arenas))
+		for a := range d.arenas {
+			arenas = append(arenas, a)
+		}
+		d.bmu.Unlock()
+		for _, a := range arenas {
+			a.Close()
 		}
 		if d.dummy != nil {
 			d.dummy.destroy()

@@ -199,7 +199,10 @@
 // Executor.Close submits what was enqueued, waits for every command buffer,
 // finishes or fails every job, and stops both goroutines; Enqueue after
 // Close fails the job at once. Device.Close closes the executors still
-// open and frees everything; with validation enabled, the layer reports
+// open and frees everything, buffers and arenas left open included; every
+// call after it (a buffer's Write, an arena's Alloc, NewExecutor, a GPU
+// task) fails with ErrClosed, and Close again does nothing. With
+// validation enabled, the layer reports
 // any leaked object then (the tests fail on it).
 //
 // # Costs on lavapipe

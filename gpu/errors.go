@@ -27,9 +27,11 @@ var (
 	ErrOutOfMemory = errors.New("gpu: out of memory")
 	// ErrTimeout: a fence did not signal within ExecutorOptions.FenceTimeout.
 	ErrTimeout = errors.New("gpu: fence time-out")
-	// ErrClosed: the device, executor or buffer was closed. It wraps
-	// sched.ErrClosed, so errors.Is(err, sched.ErrClosed) holds too.
-	ErrClosed = fmt.Errorf("gpu: closed: %w", sched.ErrClosed)
+	// ErrClosed: the device, executor, buffer or arena was closed.
+	// errors.Is(err, sched.ErrClosed) holds too, but its text names no
+	// scheduler (an error about a closed device must not say
+	// "scheduler closed").
+	ErrClosed error = closedError{}
 	// ErrDeviceOverride: Options.Device or the VKJOBS_DEVICE variable
 	// names no usable device (or there is no Vulkan to look in). It does
 	// not wrap ErrNoDevice, so code that goes on without a GPU when there
@@ -157,3 +159,9 @@ func check(call string, r Result) error {
 	}
 	return &VkError{Call: call, Result: r}
 }
+
+// closedError is ErrClosed: its own text, and Is(sched.ErrClosed).
+type closedError struct{}
+
+func (closedError) Error() string        { return "gpu: closed" }
+func (closedError) Is(target error) bool { return target == sched.ErrClosed }

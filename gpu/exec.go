@@ -184,7 +184,7 @@ func NewExecutor(d *Device, opts ExecutorOptions) (*Executor, error) {
 	d.emu.Lock()
 	if d.closed {
 		d.emu.Unlock()
-		return nil, fmt.Errorf("gpu: NewExecutor: device %w", ErrClosed)
+		return nil, fmt.Errorf("%w: NewExecutor on a device that was closed (Device.Close)", ErrClosed)
 	}
 	d.execs[e] = struct{}{}
 	d.emu.Unlock()
@@ -289,7 +289,7 @@ func (e *Executor) Enqueue(j sched.Job) {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		e.finishEarly(&pj, fmt.Errorf("gpu: Enqueue after Close: %w", ErrClosed))
+		e.finishEarly(&pj, fmt.Errorf("%w: Enqueue after the executor's Close", ErrClosed))
 		return
 	}
 	if !e.noInline && !e.subBusy && !e.inlineBusy && len(e.pending) == 0 && e.inlineable(j) {

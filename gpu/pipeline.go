@@ -60,7 +60,7 @@ func (d *Device) pipelineFor(k *sched.Kernel) (*pipeline, error) {
 	d.pmu.Lock()
 	if d.dev == 0 {
 		d.pmu.Unlock()
-		return nil, fmt.Errorf("gpu: device %w", ErrClosed)
+		return nil, fmt.Errorf("%w: the device was closed (Device.Close)", ErrClosed)
 	}
 	if p := d.pipes[key]; p != nil {
 		d.pmu.Unlock()
