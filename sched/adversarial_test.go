@@ -454,3 +454,44 @@ func TestKernelGoexit(t *testing.T) {
 		t.Errorf("%d tasks ran after the Goexits, want 3", ran.Load())
 	}
 }
+
+// Close while a kernel and a registered thread wait for an Event that
+// nobody signals: Close used to wait for ever for that kernel (whose
+// thread spun, its sleep returning at once once the workers stopped).
+// WaitEvent now returns once Close has run everything that can run.
+func TestCloseWithUnsignalledEvent(t *testing.T) {
+	const kEv KernelID = 112
+	var e *Event
+	started := make(chan struct{}, 1)
+	reg := NewRegistry()
+	must(t, reg.Register(kEv, Kernel{Name: "waits for an event", CPU: func(c *Ctx, _ *TaskData) error {
+		started <- struct{}{}
+		c.WaitEvent(e)
+		if e.IsSet() {
+			return errors.New("event set")
+		}
+		return nil
+	}}))
+	for _, workers := range []int{1, 2} {
+		s, err := New(Config{Kernels: reg, Workers: workers})
+		must(t, err)
+		e = s.NewEvent()
+		id, err := s.Add(&Task{Kernel: kEv})
+		must(t, err)
+		<-started
+		mainDone := make(chan struct{})
+		go func() {
+			defer close(mainDone)
+			m, err := s.RegisterThread("main")
+			if err != nil {
+				return // Close came first
+			}
+			m.WaitEvent(e)
+		}()
+		within(t, 20*time.Second, fmt.Sprintf("Close with an unsignalled event (%d workers)", workers), func() {
+			must(t, s.Close())
+			<-mainDone
+			must(t, s.Wait(id))
+		})
+	}
+}

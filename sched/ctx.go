@@ -218,7 +218,10 @@ func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 }
 
 // WaitEvent runs tasks until e is signalled (frame synchronisation: work
-// while waiting for vsync, a GPU fence or another system).
+// while waiting for vsync, a GPU fence or another system). It also returns
+// once Close has run everything that can run (the scheduler is stopping),
+// signalled or not: check e.IsSet. A kernel waiting for an event nobody
+// signals used to keep Close from returning, and its thread spun.
 func (c *Ctx) WaitEvent(e *Event) {
 	s := c.s
 	c.enterBusy()
@@ -232,6 +235,9 @@ func (c *Ctx) WaitEvent(e *Event) {
 		if c.runOne() {
 			spins = 0
 			continue
+		}
+		if s.stopping.Load() {
+			return // Close found nothing left to run: e would be all
 		}
 		if spins++; spins < s.cfg.SpinRounds {
 			spinPause(spins)

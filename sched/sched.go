@@ -1465,7 +1465,8 @@ func (s *Scheduler) wakeAll() {
 // the error counts them.
 // Close returns when no goroutine of the scheduler is left. A kernel that
 // never returns blocks Close (Abandon fails its task, but its goroutine
-// cannot be stopped). Call Close after the last Add: an Add racing with
+// cannot be stopped); one waiting in WaitEvent returns, signalled or not,
+// once nothing else can run. Call Close after the last Add: an Add racing with
 // Close may be refused (ErrClosed), or accepted and its task then failed
 // with ErrClosed, never lost (see lateAdd). Calling Close again returns the
 // first call's result.
