@@ -961,21 +961,27 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 	prev := c.current
 	c.current = makeID(s.id, sl.genLoad(), idx)
 	c.running++
+	depth := c.running
 	obs := s.cfg.Observer
 	var start int64
 	if obs != nil {
 		start = Nanotime()
 	}
-	returned := false
 	defer func() {
+		// The body lowers running when the kernel returns; if it is
+		// still depth, the kernel panicked or called runtime.Goexit
+		// (kernels nested above it restored running in their own
+		// defers). The normal path then costs no call to recover.
 		exiting := false
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v", ErrKernelPanic, r)
-		} else if !returned {
-			exiting = true
-			err = fmt.Errorf("%w: runtime.Goexit on the kernel's goroutine (testing's FailNow or Fatal called in a kernel?): the goroutine exited before the kernel returned", ErrKernelPanic)
+		if c.running == depth {
+			c.running--
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%w: %v", ErrKernelPanic, r)
+			} else {
+				exiting = true
+				err = fmt.Errorf("%w: runtime.Goexit on the kernel's goroutine (testing's FailNow or Fatal called in a kernel?): the goroutine exited before the kernel returned", ErrKernelPanic)
+			}
 		}
-		c.running--
 		if obs != nil {
 			c.ev = RunEvent{Thread: c.index, Where: AnyWorker, Task: c.current, Dependency: sl.task.Dependency,
 				Parent: sl.task.Parent, Kernel: sl.task.Kernel, Begin: d.Begin, End: d.End,
@@ -988,7 +994,7 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 		}
 	}()
 	err = k.CPU(c, d)
-	returned = true
+	c.running--
 	return err
 }
 
