@@ -172,7 +172,6 @@ func TestWaitForTimeoutHolds(t *testing.T) {
 	}}))
 	// Load: the time-out must hold on a busy machine too.
 	stop := make(chan struct{})
-	defer close(stop)
 	var sink atomic.Uint32
 	for range 4 {
 		go func() {
@@ -223,6 +222,7 @@ func TestWaitForTimeoutHolds(t *testing.T) {
 			t.Errorf("a kernel's WaitFor(50ms) for its hung child: %v, want ErrTimeout within 5s", err)
 		}
 	})
+	close(stop)  // the load ends
 	close(stuck) // the hung kernels return
 	within(t, 20*time.Second, "Close", func() {
 		must(t, s.Close())
