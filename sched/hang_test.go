@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -172,6 +173,9 @@ func TestWaitForTimeoutHolds(t *testing.T) {
 	}}))
 	// Load: the time-out must hold on a busy machine too.
 	stop := make(chan struct{})
+	var stopOnce sync.Once
+	stopLoad := func() { stopOnce.Do(func() { close(stop) }) }
+	t.Cleanup(stopLoad) // also when the test fails early
 	var sink atomic.Uint32
 	for range 4 {
 		go func() {
@@ -222,7 +226,7 @@ func TestWaitForTimeoutHolds(t *testing.T) {
 			t.Errorf("a kernel's WaitFor(50ms) for its hung child: %v, want ErrTimeout within 5s", err)
 		}
 	})
-	close(stop)  // the load ends
+	stopLoad()   // the load ends
 	close(stuck) // the hung kernels return
 	within(t, 20*time.Second, "Close", func() {
 		must(t, s.Close())
