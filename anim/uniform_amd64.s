@@ -10,9 +10,15 @@ DATA uniformConst<>+12(SB)/4, $2
 DATA uniformConst<>+16(SB)/4, $3
 GLOBL uniformConst<>(SB), RODATA|NOPTR, $20
 
+// The store mask of a lane, ORed with its rot word: x, y, z always.
+DATA uniformXYZ<>+0(SB)/4, $-1
+DATA uniformXYZ<>+4(SB)/4, $-1
+DATA uniformXYZ<>+8(SB)/4, $-1
+DATA uniformXYZ<>+12(SB)/4, $0
+GLOBL uniformXYZ<>(SB), RODATA|NOPTR, $16
+
 // uniformBuf's layout (bytes): q[f][c][k] at 384f + 128c + 4k, drop[f][k]
-// at 768 + 128f + 4k, rot[k] at 1024 + 4k, off[k] at 1152 + 4k,
-// mask[k] at 1280 + 16k.
+// at 768 + 128f + 4k, rot[k] at 1024 + 4k, off[k] at 1152 + 4k.
 
 // PLACE rebuilds each lane's rotation from its stored components A, B, C
 // (in stored order) and the dropped component (int32 at memory DROP),
@@ -49,25 +55,28 @@ GLOBL uniformConst<>(SB), RODATA|NOPTR, $20
 	VMULPS Y15, A, A \
 	VADDPS A, A0, A
 
-// STORE4 stores the low 128 bits of V at pose + 4*off[J] under mask[J]
-// (lane J of the group: off at 1152+4J(BX), mask at 1280+16J(DX)).
+// STORE4 stores the low 128 bits of V at pose + 4*off[J] (x, y, z, and w
+// for a rotation) if lane J of the group holds a track (R12: the tracks
+// left, this group's included).
 #define STORE4(V, J) \
+	CMPQ R12, $J \
+	JLE gnext \
 	MOVLQSX (1152+4*J)(BX), AX \
-	VMOVDQU (1280+16*J)(DX), X8 \
+	VPBROADCASTD (1024+4*J)(BX), X8 \
+	VPOR uniformXYZ<>(SB), X8, X8 \
 	VMASKMOVPS V, X8, (SI)(AX*4)
 
-// func uniformFinishAVX2(b *uniformBuf, groups int, alpha float32, pose []float32)
+// func uniformFinishAVX2(b *uniformBuf, n int, alpha float32, pose []float32)
 TEXT ·uniformFinishAVX2(SB), NOSPLIT, $0-48
 	MOVQ b+0(FP), BX
-	MOVQ b+0(FP), DX
-	MOVQ groups+8(FP), CX
+	MOVQ n+8(FP), R12
 	VBROADCASTSS alpha+16(FP), Y15
 	MOVQ pose_base+24(FP), SI
 	VXORPS Y14, Y14, Y14
 	VPBROADCASTD uniformConst<>+8(SB), Y11
 	VPBROADCASTD uniformConst<>+12(SB), Y12
 	VPBROADCASTD uniformConst<>+16(SB), Y13
-	TESTQ CX, CX
+	TESTQ R12, R12
 	JLE done
 
 loop:
@@ -154,11 +163,167 @@ loop:
 	STORE4(X2, 6)
 	STORE4(X3, 7)
 
+gnext:
 	ADDQ $32, BX
-	ADDQ $128, DX
-	DECQ CX
-	JNZ loop
+	SUBQ $8, R12
+	JGT loop
 
 done:
+	VZEROUPPER
+	RET
+
+// Decoding, uniformDecodeSameAVX2: one track per iteration, its three
+// components in the lanes of an xmm register. uniformConsts's layout
+// (bytes): ladder 0, inv 64, u255 128, u65535 132, perm 144, shift 208,
+// mask 720.
+
+// VPERMD index taking the low dword of each qword.
+DATA uniformEven<>+0(SB)/4, $0
+DATA uniformEven<>+4(SB)/4, $2
+DATA uniformEven<>+8(SB)/4, $4
+DATA uniformEven<>+12(SB)/4, $6
+DATA uniformEven<>+16(SB)/4, $0
+DATA uniformEven<>+20(SB)/4, $2
+DATA uniformEven<>+24(SB)/4, $4
+DATA uniformEven<>+28(SB)/4, $6
+GLOBL uniformEven<>(SB), RODATA|NOPTR, $32
+
+// FRAME decodes a frame's three components from the stream bits at bit
+// position POS (a GPR): the 64 bits there, shifted by 0, n and 2n and
+// masked (tables by code*32, in AX), then OUT = a + b*q with a in X3, b
+// in X4. Clobbers DX, R13, Y6.
+#define FRAME(POS, OUT) \
+	MOVL POS, DX \
+	SHRL $3, DX \
+	MOVQ (SI)(DX*1), R13 \
+	MOVL POS, DX \
+	ANDL $7, DX \
+	SHRXQ DX, R13, R13 \
+	VMOVQ R13, X6 \
+	VPBROADCASTQ X6, Y6 \
+	VPSRLVQ 208(R14)(AX*1), Y6, Y6 \
+	VPAND 720(R14)(AX*1), Y6, Y6 \
+	VPERMD Y6, Y13, Y6 \
+	VCVTDQ2PS X6, X6 \
+	VMULPS X6, X4, X6 \
+	VADDPS X6, X3, OUT
+
+// STORE3 stores lanes 0-2 of X at OFF, OFF+128, OFF+256 from BX (a
+// frame's components of this track in the buffer).
+#define STORE3(X, OFF) \
+	VMOVSS X, OFF(BX) \
+	VEXTRACTPS $1, X, (OFF+128)(BX) \
+	VEXTRACTPS $2, X, (OFF+256)(BX)
+
+// func uniformDecodeSameAVX2(sb []byte, rng []uint32, rateAt, rngAt, bit0, bit1 uint32, n int, buf *uniformBuf, k *uniformConsts, tracks []uint32, kindOff *[4]int, poseLen int) (uint32, uint32)
+TEXT ·uniformDecodeSameAVX2(SB), NOSPLIT, $16-136
+	MOVQ sb_base+0(FP), SI
+	MOVQ rng_base+24(FP), DI
+	MOVL rateAt+48(FP), R8
+	MOVL rngAt+52(FP), R9
+	ADDQ SI, R9
+	MOVL bit0+56(FP), R10
+	MOVL bit1+60(FP), R11
+	MOVQ n+64(FP), CX
+	TESTQ CX, CX
+	JLE dret
+	ADDQ R8, CX
+	MOVQ CX, 0(SP) // rateAt of the end
+	MOVQ poseLen+120(FP), CX
+	SUBQ $4, CX
+	MOVQ CX, 8(SP) // the largest pose offset
+	MOVQ buf+72(FP), BX
+	MOVQ k+80(FP), R14
+	MOVQ tracks_base+88(FP), CX
+	VBROADCASTSS 128(R14), X15
+	VBROADCASTSS 132(R14), X14
+	VMOVDQU uniformEven<>(SB), Y13
+
+dloop:
+	// The track's pose offset and whether it is a rotation, from its
+	// descriptor (bone | kind<<16; validated: the offset is within the
+	// pose, but an offset beyond it becomes 0).
+	MOVL (CX), DX
+	MOVL DX, R13
+	ANDL $0xffff, R13
+	SHRL $16, DX
+	ANDL $3, DX
+	LEAQ (R13)(R13*2), R13
+	SHLQ $2, R13
+	MOVQ kindOff+112(FP), AX
+	ADDQ (AX)(DX*8), R13
+	CMPQ R13, 8(SP)
+	JLS doff
+	XORL R13, R13
+
+doff:
+	MOVL R13, 1152(BX)
+	XORL AX, AX
+	CMPL DX, $1
+	SETEQ AL
+	NEGL AX
+	MOVL AX, 1024(BX)
+
+	// Rate byte: code (AX), drop (DX); n (R12).
+	MOVBLZX (SI)(R8*1), AX
+	MOVL AX, DX
+	ANDL $15, AX
+	SHRL $4, DX
+	ANDL $3, DX
+	MOVL DX, 768(BX)
+	MOVL DX, 896(BX)
+	MOVL (R14)(AX*4), R12
+	SHLQ $4, DX
+	// The clip range's minimum and extent of the stored components.
+	VMOVUPS (DI), X1
+	VPERMILPS 144(R14)(DX*1), X1, X1
+	VMOVUPS 16(DI), X2
+	VPERMILPS 144(R14)(DX*1), X2, X2
+	TESTL R12, R12
+	JZ dzero
+	// a = min + ext*(rm/255), b = ext*(re/255)*inv.
+	VPMOVZXBD (R9), X3
+	VCVTDQ2PS X3, X3
+	VMULPS X15, X3, X3
+	VMULPS X3, X2, X3
+	VADDPS X3, X1, X3
+	VPMOVZXBD 3(R9), X4
+	VCVTDQ2PS X4, X4
+	VMULPS X15, X4, X4
+	VMULPS X4, X2, X4
+	VBROADCASTSS 64(R14)(AX*4), X5
+	VMULPS X5, X4, X4
+	SHLQ $5, AX
+	FRAME(R10, X7)
+	STORE3(X7, 0)
+	FRAME(R11, X8)
+	STORE3(X8, 384)
+	LEAL (R12)(R12*2), DX
+	ADDL DX, R10
+	ADDL DX, R11
+	JMP dnext
+
+dzero:
+	// The constant code: min + ext*(u/65535), both frames.
+	VPMOVZXWD (R9), X5
+	VCVTDQ2PS X5, X5
+	VMULPS X14, X5, X5
+	VMULPS X5, X2, X5
+	VADDPS X5, X1, X5
+	STORE3(X5, 0)
+	STORE3(X5, 384)
+
+dnext:
+	INCQ R8
+	ADDQ $6, R9
+	ADDQ $32, DI
+	ADDQ $4, BX
+	ADDQ $16, CX
+	CMPQ R8, 0(SP)
+	JLT dloop
+
+dret:
+	MOVL R10, ret+128(FP)
+	MOVL R11, ret1+132(FP)
 	VZEROUPPER
 	RET

@@ -1,3 +1,5 @@
+//go:build amd64 && !purego
+
 package anim
 
 import (
@@ -9,11 +11,13 @@ import (
 )
 
 // TestUniformFinishAsm checks that the assembly finish of uniform clips
-// writes the pure-Go finish's poses bit for bit: random decoded frames
+// (uniformFinishAVX2) writes the pure-Go finish's (uniformFinish's) poses
+// bit for bit: random decoded frames
 // (rotations near and far from unit length, every dropped component,
 // pairs in opposite hemispheres, zero quaternions whose lerp vanishes,
 // huge values), every chunk length, translations, rotations and scales
-// at their pose offsets, and the floats no track owns left alone.
+// at their pose offsets, and the floats no track owns left alone (also
+// where lanes after the chunk's tracks hold offsets).
 func TestUniformFinishAsm(t *testing.T) {
 	if !uniformHasAsm {
 		t.Skip("no AVX2 on this CPU (or a purego build)")
@@ -67,13 +71,23 @@ func TestUniformFinishAsm(t *testing.T) {
 			alpha = 1
 		}
 		b.place(tracks, &kindOff, bones*PoseFloats)
+		for k := n; k < uniformChunk; k++ { // must not be stored
+			b.off[k], b.rot[k] = int32(rng.Intn(bones*PoseFloats-4)), -int32(rng.Intn(2))
+		}
 		want := make([]float32, bones*PoseFloats)
 		for i := range want {
 			want[i] = float32(rng.NormFloat64())
 		}
 		got := append([]float32(nil), want...)
-		uniformFinishGo(&b, n, alpha, want)
-		uniformFinishAVX2(&b, (n+7)/8, alpha, got)
+		var dec [uniformChunk]uniformDecoded
+		for k := range n {
+			for c := range 3 {
+				dec[k].v[c], dec[k].v[3+c] = b.q[0][c][k], b.q[1][c][k]
+			}
+			dec[k].drops = b.drop[0][k] | b.drop[1][k]<<8
+		}
+		uniformFinish(dec[:n], tracks, &kindOff, alpha, want)
+		uniformFinishAVX2(&b, n, alpha, got)
 		for i := range want {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("iteration %d (%d tracks, alpha %v): pose float %d (bone %d, float %d): assembly %v (%#x), Go %v (%#x)",

@@ -5,6 +5,6 @@ package anim
 // No assembly on this platform (or in a purego build).
 const uniformHasAsm, uniformFast = false, false
 
-func uniformFinishAVX2(b *uniformBuf, groups int, alpha float32, pose []float32) {
-	panic("anim: uniformFinishAVX2 without assembly")
+func sampleUniformFast(words []uint32, clip uint32, h []uint32, f float32, pose []float32, kindOff *[4]int) {
+	panic("anim: sampleUniformFast without assembly")
 }

@@ -57,7 +57,15 @@ func load64(sb []byte, k uint32) uint64 {
 // interpolation, whose rotations are long dependent chains (two square
 // roots to rebuild, the hemisphere test, the norm's square root and
 // division): kept short, consecutive tracks' chains overlap in the CPU.
+//
+// This is the pure-Go path and the reference; on amd64 CPUs with AVX2
+// and BMI2 sampleUniformFast (uniform_amd64.go) computes the same poses,
+// bit for bit, in assembly.
 func sampleUniform(words []uint32, clip uint32, h []uint32, f float32, pose []float32, kindOff *[4]int) {
+	if uniformFast && !format.PureGo {
+		sampleUniformFast(words, clip, h, f, pose, kindOff)
+		return
+	}
 	nt := int(h[format.ChSlots])
 	frames := h[format.ChFrames]
 	base := clip / 4
@@ -80,7 +88,7 @@ func sampleUniform(words []uint32, clip uint32, h []uint32, f float32, pose []fl
 	data := uint32(format.UniformHeaderBytes(nt)) * 8
 	bit0 := seg0 + data + (f0&mask)*stream[seg0>>5]
 	bit1 := seg1 + data + (f1&mask)*stream[seg1>>5]
-	var buf uniformBuf
+	var buf [uniformChunk]uniformDecoded
 	for i0 := 0; i0 < nt; i0 += uniformChunk {
 		i1 := min(i0+uniformChunk, nt)
 		rng := ranges[8*i0 : 8*i1]
@@ -88,69 +96,31 @@ func sampleUniform(words []uint32, clip uint32, h []uint32, f float32, pose []fl
 			bit0, bit1 = uniformDecodeSame(sb, rng, seg0, nt, i0, bit0, bit1, &buf)
 		} else {
 			bit0 = uniformDecodeFrame(sb, rng, seg0, nt, i0, bit0, &buf, 0)
-			bit1 = uniformDecodeFrame(sb, rng, seg1, nt, i0, bit1, &buf, 1)
+			bit1 = uniformDecodeFrame(sb, rng, seg1, nt, i0, bit1, &buf, 3)
 		}
-		buf.place(tracks[format.TrackDescWords*i0:format.TrackDescWords*i1], kindOff, len(pose))
-		uniformFinish(&buf, i1-i0, alpha, pose)
+		uniformFinish(buf[:i1-i0], tracks[format.TrackDescWords*i0:format.TrackDescWords*i1], kindOff, alpha, pose)
 	}
 }
 
 // uniformChunk is how many tracks sampleUniform decodes per pass.
 const uniformChunk = 32
 
-// uniformBuf holds a chunk of tracks' two decoded frames, structure of
-// arrays (the finish works on eight tracks at a time in its assembly
-// version): stored component c (in stored order, format.UniformKeep) of
-// track k's frame f is q[f][c][k]; drop[f][k] is the dropped component
-// (translations and scales: 3, w); off[k] is the
-// track's offset in the pose and mask[k] which of its four floats the
-// finish writes (all ones: written; x, y, z for translations and scales,
-// all four for rotations; none for tracks past the chunk's end).
-type uniformBuf struct {
-	q    [2][3][uniformChunk]float32
-	drop [2][uniformChunk]uint32
-	rot  [uniformChunk]int32 // -1: a rotation
-	off  [uniformChunk]int32
-	mask [uniformChunk][4]int32
-}
-
-// place fills off, rot and mask for the chunk's tracks (descriptors
-// tracks; a pose of poseLen floats; validated: every offset + 4 is within
-// it) and clears the lanes after them up to a multiple of eight.
-func (b *uniformBuf) place(tracks []uint32, kindOff *[4]int, poseLen int) {
-	n := len(tracks) / format.TrackDescWords
-	for k := range n {
-		d := tracks[format.TrackDescWords*k]
-		kind := d >> 16
-		o := int(d&0xffff)*PoseFloats + kindOff[kind&3]
-		if o+4 > poseLen {
-			o = 0 // not reached: validated clips fit the pose
-		}
-		r := -int32(b2u(kind == uint32(format.TrackRotation)))
-		b.off[k&(uniformChunk-1)] = int32(o)
-		b.rot[k&(uniformChunk-1)] = r
-		b.mask[k&(uniformChunk-1)] = [4]int32{-1, -1, -1, r}
-	}
-	for k := n; k < uniformChunk && k&7 != 0; k++ {
-		b.off[k], b.rot[k], b.mask[k] = 0, 0, [4]int32{}
-	}
-}
-
-func b2u(x bool) uint32 {
-	if x {
-		return 1
-	}
-	return 0
+// uniformDecoded is one track's two decoded frames: the three stored
+// components of each (in stored order) and the dropped component of
+// frame 0 | that of frame 1 << 8.
+type uniformDecoded struct {
+	v     [6]float32
+	drops uint32
+	_     uint32
 }
 
 // uniformDecodeSame decodes tracks [i0, i0+len(rng)/8) of two frames of
 // the segment at stream bit seg, whose data for track i0 start at bits
 // bit0 and bit1: each track's rate byte, ranges and dequantisation
 // constants serve both. It returns the bit positions after the last.
-func uniformDecodeSame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit0, bit1 uint32, buf *uniformBuf) (uint32, uint32) {
+func uniformDecodeSame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit0, bit1 uint32, buf *[uniformChunk]uniformDecoded) (uint32, uint32) {
 	rateAt := seg>>3 + 4 + uint32(i0)
 	rngAt := seg>>3 + 4 + uint32(nt) + 6*uint32(i0)
-	q0, q1 := &buf.q[0], &buf.q[1]
 	for k := 0; 8*k+8 <= len(rng); k++ {
 		rb := streamByte(sb, rateAt+uint32(k))
 		code := rb & 15
@@ -160,14 +130,14 @@ func uniformDecodeSame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit0, bi
 		cr := (*[8]uint32)(rng[8*k : 8*k+8])
 		// The stored components (format.UniformKeep[drop]), without a load.
 		j0, j1, j2 := (drop-1)>>31, 1+(drop-2)>>31, 2+(drop-3)>>31
-		kk := k & (uniformChunk - 1)
-		buf.drop[0][kk], buf.drop[1][kk] = drop, drop
+		e := &buf[k&(uniformChunk-1)]
+		e.drops = drop | drop<<8
+		v := &e.v
 		if n == 0 {
 			x := format.UniformDQ0(format.F32(cr[j0]), format.F32(cr[4|j0]), uint32(rg)&0xffff)
 			y := format.UniformDQ0(format.F32(cr[j1]), format.F32(cr[4|j1]), uint32(rg>>16)&0xffff)
 			z := format.UniformDQ0(format.F32(cr[j2]), format.F32(cr[4|j2]), uint32(rg>>32)&0xffff)
-			q0[0][kk], q0[1][kk], q0[2][kk] = x, y, z
-			q1[0][kk], q1[1][kk], q1[2][kk] = x, y, z
+			v[0], v[1], v[2], v[3], v[4], v[5] = x, y, z, x, y, z
 			continue
 		}
 		inv := format.UniformInv[code]
@@ -183,24 +153,26 @@ func uniformDecodeSame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit0, bi
 		w1 := load64(sb, bit1>>3) >> (bit1 & 7)
 		bit0 += 3 * n
 		bit1 += 3 * n
-		q0[0][kk] = ax + float32(bx*float32(uint32(w0&m)))
-		q0[1][kk] = ay + float32(by*float32(uint32(w0>>n&m)))
-		q0[2][kk] = az + float32(bz*float32(uint32(w0>>(2*n)&m)))
-		q1[0][kk] = ax + float32(bx*float32(uint32(w1&m)))
-		q1[1][kk] = ay + float32(by*float32(uint32(w1>>n&m)))
-		q1[2][kk] = az + float32(bz*float32(uint32(w1>>(2*n)&m)))
+		// (element by element: a composite literal goes through a
+		// temporary on the stack)
+		v[0] = ax + float32(bx*float32(uint32(w0&m)))
+		v[1] = ay + float32(by*float32(uint32(w0>>n&m)))
+		v[2] = az + float32(bz*float32(uint32(w0>>(2*n)&m)))
+		v[3] = ax + float32(bx*float32(uint32(w1&m)))
+		v[4] = ay + float32(by*float32(uint32(w1>>n&m)))
+		v[5] = az + float32(bz*float32(uint32(w1>>(2*n)&m)))
 	}
 	return bit0, bit1
 }
 
 // uniformDecodeFrame decodes tracks [i0, i0+len(rng)/8) of one frame of
-// the segment at stream bit seg (track i0's data at bit) into buf's frame
-// fr (0 or 1). It returns the bit position after the last.
-func uniformDecodeFrame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit uint32, buf *uniformBuf, fr int) uint32 {
+// the segment at stream bit seg (track i0's data at bit) into buf's
+// components at+0..2 (at 0: frame 0; at 3: frame 1). It returns the bit
+// position after the last.
+func uniformDecodeFrame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit uint32, buf *[uniformChunk]uniformDecoded, at int) uint32 {
 	rateAt := seg>>3 + 4 + uint32(i0)
 	rngAt := seg>>3 + 4 + uint32(nt) + 6*uint32(i0)
-	q := &buf.q[fr&1]
-	drops := &buf.drop[fr&1]
+	at &= 3
 	for k := 0; 8*k+8 <= len(rng); k++ {
 		rb := streamByte(sb, rateAt+uint32(k))
 		code := rb & 15
@@ -209,13 +181,18 @@ func uniformDecodeFrame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit uin
 		rg := load64(sb, rngAt+6*uint32(k))
 		cr := (*[8]uint32)(rng[8*k : 8*k+8])
 		j0, j1, j2 := (drop-1)>>31, 1+(drop-2)>>31, 2+(drop-3)>>31
-		kk := k & (uniformChunk - 1)
-		drops[kk] = drop
+		e := &buf[k&(uniformChunk-1)]
+		if at == 0 {
+			e.drops = drop
+		} else {
+			e.drops |= drop << 8
+		}
+		v := (*[3]float32)(e.v[at : at+3])
 		e0, e1, e2 := format.F32(cr[4|j0]), format.F32(cr[4|j1]), format.F32(cr[4|j2])
 		if n == 0 {
-			q[0][kk] = format.F32(cr[j0]) + float32(e0*float32(float32(uint32(rg)&0xffff)*format.U65535))
-			q[1][kk] = format.F32(cr[j1]) + float32(e1*float32(float32(uint32(rg>>16)&0xffff)*format.U65535))
-			q[2][kk] = format.F32(cr[j2]) + float32(e2*float32(float32(uint32(rg>>32)&0xffff)*format.U65535))
+			v[0] = format.F32(cr[j0]) + float32(e0*float32(float32(uint32(rg)&0xffff)*format.U65535))
+			v[1] = format.F32(cr[j1]) + float32(e1*float32(float32(uint32(rg>>16)&0xffff)*format.U65535))
+			v[2] = format.F32(cr[j2]) + float32(e2*float32(float32(uint32(rg>>32)&0xffff)*format.U65535))
 			continue
 		}
 		inv := format.UniformInv[code]
@@ -228,32 +205,33 @@ func uniformDecodeFrame(sb []byte, rng []uint32, seg uint32, nt, i0 int, bit uin
 		bx := float32(float32(e0*format.UniformByte[uint8(rg>>24)]) * inv)
 		by := float32(float32(e1*format.UniformByte[uint8(rg>>32)]) * inv)
 		bz := float32(float32(e2*format.UniformByte[uint8(rg>>40)]) * inv)
-		q[0][kk] = ax + float32(bx*float32(uint32(w&m)))
-		q[1][kk] = ay + float32(by*float32(uint32(w>>n&m)))
-		q[2][kk] = az + float32(bz*float32(uint32(w>>(2*n)&m)))
+		v[0] = ax + float32(bx*float32(uint32(w&m)))
+		v[1] = ay + float32(by*float32(uint32(w>>n&m)))
+		v[2] = az + float32(bz*float32(uint32(w>>(2*n)&m)))
 	}
 	return bit
 }
 
-// uniformFinishGo interpolates the chunk's first n decoded tracks into
+// uniformFinish interpolates the decoded tracks (descriptors tracks) into
 // the pose: translations and scales linearly; rotations get their dropped
-// component rebuilt and put in place (x, y, z, w: the order of the spec's
-// sums), then the lerp of the pair aligned to one hemisphere, normalised
-// (nlerp). uniformFinishAVX2 is the same, eight tracks at a time.
-func uniformFinishGo(b *uniformBuf, n int, alpha float32, pose []float32) {
-	for k := range min(n, uniformChunk) {
-		o := int(b.off[k])
+// components rebuilt and put in place (x, y, z, w: the order of the
+// spec's sums), then the lerp of the aligned pair, normalised.
+func uniformFinish(buf []uniformDecoded, tracks []uint32, kindOff *[4]int, alpha float32, pose []float32) {
+	for k := range buf {
+		e := &buf[k]
+		d := tracks[format.TrackDescWords*k]
+		kind := d >> 16
+		o := int(d&0xffff)*PoseFloats + kindOff[kind&3]
 		p := pose[o : o+4 : o+4]
-		a0, b0, c0 := b.q[0][0][k], b.q[0][1][k], b.q[0][2][k]
-		a1, b1, c1 := b.q[1][0][k], b.q[1][1][k], b.q[1][2][k]
-		if b.rot[k] == 0 {
-			p[0] = a0 + float32((a1-a0)*alpha)
-			p[1] = b0 + float32((b1-b0)*alpha)
-			p[2] = c0 + float32((c1-c0)*alpha)
+		v := &e.v
+		if kind != uint32(format.TrackRotation) {
+			p[0] = v[0] + float32((v[3]-v[0])*alpha)
+			p[1] = v[1] + float32((v[4]-v[1])*alpha)
+			p[2] = v[2] + float32((v[5]-v[2])*alpha)
 			continue
 		}
-		qx0, qy0, qz0, qw0 := uniformPlace(b.drop[0][k], a0, b0, c0)
-		qx1, qy1, qz1, qw1 := uniformPlace(b.drop[1][k], a1, b1, c1)
+		qx0, qy0, qz0, qw0 := uniformPlace(e.drops&3, v[0], v[1], v[2])
+		qx1, qy1, qz1, qw1 := uniformPlace(e.drops>>8&3, v[3], v[4], v[5])
 		if float32(qx0*qx1)+float32(qy0*qy1)+float32(qz0*qz1)+float32(qw0*qw1) < 0 {
 			qx1, qy1, qz1, qw1 = -qx1, -qy1, -qz1, -qw1
 		}
@@ -283,14 +261,4 @@ func uniformPlace(drop uint32, a, b, c float32) (x, y, z, w float32) {
 		return a, b, r, c
 	}
 	return a, b, c, r
-}
-
-// uniformFinish is uniformFinishAVX2 where the CPU has it (unless a test
-// sets format.PureGo), else uniformFinishGo.
-func uniformFinish(b *uniformBuf, n int, alpha float32, pose []float32) {
-	if uniformFast && !format.PureGo {
-		uniformFinishAVX2(b, (n+7)/8, alpha, pose)
-		return
-	}
-	uniformFinishGo(b, n, alpha, pose)
 }
