@@ -495,3 +495,51 @@ func TestCloseWithUnsignalledEvent(t *testing.T) {
 		})
 	}
 }
+
+// A simple kernel gets no streams (Add copies only its header, Params and
+// Data), so Add refuses a simple task that names any: memory, a count or
+// a device buffer in any of the eight streams. Stride and Offset alone
+// name nothing and pass. (Add checks the three words of every stream at
+// once, and looks at each only when one is set.)
+func TestSimpleTaskRefusesStreams(t *testing.T) {
+	const kSimple KernelID = 113
+	reg := NewRegistry()
+	must(t, reg.Register(kSimple, Kernel{Name: "simple", CPU: func(*Ctx, *TaskData) error { return nil }}))
+	s, err := New(Config{Kernels: reg, Workers: 1})
+	must(t, err)
+	defer s.Close()
+	buf := make([]byte, 16)
+	for i := range 2 * MaxStreams {
+		for field := range 5 {
+			tk := Task{Kernel: kSimple}
+			st := &tk.Data.In[i%MaxStreams]
+			if i >= MaxStreams {
+				st = &tk.Data.Out[i%MaxStreams]
+			}
+			switch field {
+			case 0:
+				st.Bytes = buf
+			case 1:
+				st.Bytes = buf[:0] // empty but not nil: still memory given
+			case 2:
+				st.Count = 1
+			case 3:
+				st.Buffer = 7
+			case 4:
+				st.Stride, st.Offset = 4, 64 // names nothing
+			}
+			id, err := s.Add(&tk)
+			if field == 4 {
+				if err != nil {
+					t.Errorf("stream %d with only Stride and Offset: %v", i, err)
+				} else {
+					must(t, s.Wait(id))
+				}
+				continue
+			}
+			if err == nil || !strings.Contains(err.Error(), "simple kernels take no streams") {
+				t.Errorf("stream %d, field %d given to a simple kernel: %v, want an error", i, field, err)
+			}
+		}
+	}
+}

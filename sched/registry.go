@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/vkjobs/vkjobs/gpu/bind"
 )
@@ -190,6 +191,19 @@ func (k *Kernel) Validate(id KernelID, d *TaskData) error {
 		}
 	}
 	return nil
+}
+
+// noStreams reports whether d names no stream (no count, memory or
+// buffer in any of them), as Validate's loop for a simple kernel does,
+// without a branch per field. Small enough to inline into Add.
+func noStreams(d *TaskData) bool {
+	var x uintptr
+	for i := range MaxStreams {
+		in, out := &d.In[i], &d.Out[i]
+		x |= uintptr(unsafe.Pointer(unsafe.SliceData(in.Bytes))) | uintptr(in.Count) | uintptr(in.Buffer)
+		x |= uintptr(unsafe.Pointer(unsafe.SliceData(out.Bytes))) | uintptr(out.Count) | uintptr(out.Buffer)
+	}
+	return x == 0
 }
 
 func (k *Kernel) checkStream(dir string, i int, specs []StreamSpec, s *Stream, n uint32, scaled bool) error {

@@ -635,8 +635,13 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	if k == nil {
 		return NoTask, fmt.Errorf("sched: Add: kernel %d: %w", t.Kernel, ErrUnknownKernel)
 	}
-	if err := k.Validate(t.Kernel, &t.Data); err != nil {
-		return NoTask, err
+	// A simple task naming no stream needs no Validate: the streams'
+	// words ORed inline, one branch, where the call and its field-by-field
+	// loop cost 3-4% of a task (BENCHMARKS.md, section sched-peers).
+	if k.Kind != Simple || !noStreams(&t.Data) {
+		if err := k.Validate(t.Kernel, &t.Data); err != nil {
+			return NoTask, err
+		}
 	}
 	if uint8(t.Priority-PriorityLow) > uint8(PriorityHigh-PriorityLow) { // one compare
 		return NoTask, fmt.Errorf("sched: Add: kernel %q: %w %d", k.Name, ErrBadPriority, t.Priority)
