@@ -303,6 +303,25 @@
 // sampler decodes a chunk of tracks (range bytes through a table, one
 // unaligned 8-byte load per frame and track) and then interpolates them.
 //
+// On amd64 CPUs with AVX2 and BMI2 both steps run in assembly
+// (uniform_amd64.s; the build tag purego, or another architecture, keeps
+// the Go code, which is the reference). Decoding takes one track per
+// iteration with its three components in the lanes of a register: the
+// clip range's stored components picked by a permute whose control is
+// indexed by the dropped component, the six range bytes widened in two
+// loads, the 64 bits at a frame's position shifted by 0, n and 2n in one
+// variable shift and masked. The finish (rebuild, hemisphere, nlerp)
+// takes eight tracks at a time from a structure-of-arrays buffer, then
+// transposes them and stores each under a mask (x, y, z; and w for a
+// rotation). Both compute the Go code's float32 operations in its order,
+// with no fused multiply-add, and sqrt and division are correctly rounded
+// in both, so the poses are the same bit for bit (TestUniformFinishAsm,
+// TestUniformAsmMatchesGo) and the GPU port stays bit-exact with either.
+// Rejected: decoding eight tracks at a time with gathers (the per-lane
+// rate, ranges and bit positions gathered, 13 gathers per eight tracks):
+// on the development machine (a virtual Xeon) it took nearly twice the
+// Go loop's time.
+//
 // Uniform compression is slower than curve fitting (the rate search
 // evaluates every step over the segment's bones). Its maximum error is
 // close to its 99th percentile (the search bounds the worst vertex of
