@@ -959,43 +959,51 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 	s := c.s
 	sl := &s.slots[idx]
 	prev := c.current
-	c.current = makeID(s.id, sl.genLoad(), idx)
+	id := makeID(s.id, sl.genLoad(), idx)
+	c.current = id
 	c.running++
-	depth := c.running
 	obs := s.cfg.Observer
 	var start int64
 	if obs != nil {
 		start = Nanotime()
 	}
 	defer func() {
-		// The body lowers running when the kernel returns; if it is
-		// still depth, the kernel panicked or called runtime.Goexit
-		// (kernels nested above it restored running in their own
-		// defers). The normal path then costs no call to recover.
+		// The body restores current when the kernel returns; if it
+		// did not, the kernel panicked or called runtime.Goexit (and
+		// kernels nested above it restored current in their own
+		// defers). The normal path costs no call to recover.
 		exiting := false
-		if c.running == depth {
-			c.running--
-			if r := recover(); r != nil {
-				err = fmt.Errorf("%w: %v", ErrKernelPanic, r)
-			} else {
-				exiting = true
-				err = fmt.Errorf("%w: runtime.Goexit on the kernel's goroutine (testing's FailNow or Fatal called in a kernel?): the goroutine exited before the kernel returned", ErrKernelPanic)
-			}
+		if c.current != prev {
+			exiting = c.endAbnormal(recover(), &err, prev)
 		}
 		if obs != nil {
-			c.ev = RunEvent{Thread: c.index, Where: AnyWorker, Task: c.current, Dependency: sl.task.Dependency,
+			c.ev = RunEvent{Thread: c.index, Where: AnyWorker, Task: id, Dependency: sl.task.Dependency,
 				Parent: sl.task.Parent, Kernel: sl.task.Kernel, Begin: d.Begin, End: d.End,
 				Start: start, Stop: Nanotime(), Err: err}
 			obs.TaskRan(&c.ev)
 		}
-		c.current = prev
 		if exiting {
-			s.finish(idx, err, c)
+			c.s.finish(id.index(), err, c)
 		}
 	}()
 	err = k.CPU(c, d)
 	c.running--
+	c.current = prev
 	return err
+}
+
+// endAbnormal ends a kernel call that did not return: r is what recover
+// gave (nil for runtime.Goexit). It sets the call's error and reports
+// whether the goroutine is exiting, so the caller must fail the task.
+func (c *Ctx) endAbnormal(r any, err *error, prev TaskID) bool {
+	c.running--
+	c.current = prev
+	if r != nil {
+		*err = fmt.Errorf("%w: %v", ErrKernelPanic, r)
+		return false
+	}
+	*err = fmt.Errorf("%w: runtime.Goexit on the kernel's goroutine (testing's FailNow or Fatal called in a kernel?): the goroutine exited before the kernel returned", ErrKernelPanic)
+	return true
 }
 
 // Event is a flag that threads can work while waiting for (WaitEvent). The
