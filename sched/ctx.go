@@ -160,6 +160,9 @@ func (c *Ctx) Wait(id TaskID) error {
 			return err
 		}
 	}
+	if s.nFailed.Load() == 0 {
+		return nil // finished, and no task ever failed (Err's test, without its IsFinished)
+	}
 	return s.Err(id)
 }
 
