@@ -135,10 +135,12 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-clip-rate %v: want 0 (the source's) or a rate up to 1000 Hz", c.clipRate)
 	case !(c.tolerance > 0):
 		return nil, fmt.Errorf("-tolerance %v: want > 0", c.tolerance)
-	case c.dt < 0 || c.dt > 1:
+	case !(c.dt >= 0 && c.dt <= 1): // NaN fails both
 		return nil, fmt.Errorf("-dt %v: want 0..1 s", c.dt)
-	case c.workers < 0:
-		return nil, fmt.Errorf("-workers %d: want >= 0", c.workers)
+	case c.warmup < -1:
+		return nil, fmt.Errorf("-warmup %d: want -1 (automatic) or a number of frames", c.warmup)
+	case c.workers < 0 || c.workers > maxWorkers:
+		return nil, fmt.Errorf("-workers %d: want 0 (cores - 1) up to %d", c.workers, maxWorkers)
 	case c.spuGroup < 1:
 		return nil, fmt.Errorf("-spu-group %d: want >= 1", c.spuGroup)
 	}
@@ -150,6 +152,12 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	return c, nil
 }
+
+// maxWorkers bounds -workers: far more goroutines than any machine has
+// cores only slows every frame (each worker has its own deques and
+// per-frame buffers, and idle workers are woken and steal), and 100000
+// kept the setup busy for many minutes, deaf to Ctrl-C.
+const maxWorkers = 256
 
 func parseSize(s string) (int, int, error) {
 	a, b, ok := strings.Cut(strings.ToLower(s), "x")

@@ -507,9 +507,13 @@ func TestFlags(t *testing.T) {
 		{"-count", "0"}, {"-bones", "300"}, {"-pipeline", "0"}, {"-pipeline", "5"},
 		{"-offload", "tpu"}, {"-size", "12x12"}, {"-size", "big"}, {"extra"},
 		{"-clip-rate", "-30"}, {"-clip-rate", "NaN"}, {"-clip-rate", "5000"},
+		{"-dt", "NaN"}, {"-dt", "-0.1"}, {"-dt", "+Inf"}, {"-warmup", "-2"},
+		{"-workers", "-1"}, {"-workers", "100000"}, {"-tolerance", "NaN"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q: no error", args)
+		} else if !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("%q: the error does not name the flag: %v", args, err)
 		}
 	}
 	c, err := parseFlags([]string{"-size", "320x200", "-offload", "GPU"}, &bytes.Buffer{})

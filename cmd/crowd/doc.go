@@ -26,7 +26,8 @@
 // -timeline FILE.svg, -headless, -model FILE.gltf, -tolerance cm (the
 // clips' compression target, 0.1), -codec curve|uniform (the clips' codec,
 // curve; see anim.Codec), -clip-rate Hz (30), -seed, -validate (Vulkan validation
-// layer; any error message fails the run), -dt, -warmup, -workers,
+// layer; any error message fails the run), -dt (0-1 s), -warmup (-1 or
+// more), -workers (0-256),
 // -vsync, -q, -version. go run ./cmd/crowd -h lists them all.
 //
 // Output files (-out, -trace, -timeline) are checked before any work, and

@@ -452,13 +452,16 @@ func (r *Rig) loadOrCompress(opt Options, files []string, sk *offline.Skeleton, 
 		return err
 	}
 	if path != "" {
-		if err := os.MkdirAll(dir, 0o755); err == nil {
-			tmp := path + ".tmp"
-			if err := os.WriteFile(tmp, data, 0o644); err == nil {
-				if err := os.Rename(tmp, path); err != nil {
-					r.Notes = append(r.Notes, fmt.Sprintf("cache: %v", err))
-				}
-			}
+		// A cache that cannot be written costs the next run the
+		// compression again: say so (a note), but run.
+		tmp := path + ".tmp"
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("cache not written (the next run compresses again): %v", err))
+		} else if err := os.WriteFile(tmp, data, 0o644); err != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("cache not written (the next run compresses again): %v", err))
+		} else if err := os.Rename(tmp, path); err != nil {
+			os.Remove(tmp)
+			r.Notes = append(r.Notes, fmt.Sprintf("cache not written (the next run compresses again): %v", err))
 		}
 	}
 	return r.setBlob(bl)

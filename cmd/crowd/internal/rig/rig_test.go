@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vkjobs/vkjobs/kernels"
@@ -232,5 +233,22 @@ func TestBuildGLTF(t *testing.T) {
 	}
 	if hi-lo < 1.2 || hi-lo > 2 {
 		t.Errorf("cesium man spans %v m in y", hi-lo)
+	}
+}
+
+// TestBuildCacheUnwritable: a cache directory that cannot be created is
+// reported in Notes (the crowd prints them), not ignored.
+func TestBuildCacheUnwritable(t *testing.T) {
+	needCMU(t)
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(Options{Bones: 31, CacheDir: filepath.Join(file, "cache"), BVH: []string{filepath.Join(CMUDir, "01_01.bvh")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Notes) == 0 || !strings.Contains(strings.Join(r.Notes, "; "), "cache not written") {
+		t.Errorf("an unwritable cache directory left notes %q, want one saying the cache was not written", r.Notes)
 	}
 }
