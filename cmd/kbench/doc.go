@@ -23,7 +23,7 @@
 //	-best       report the fastest sample instead of the median (the copy bound is always the
 //	            fastest): on a machine shared with other work, the run least disturbed by it
 //	-quick      sizes 1e3,1e4,1e5, 3 samples of 5ms, unless given: well under 30 s on lavapipe
-//	-cpu-only   measure the CPU columns only; do not open a Vulkan device
+//	-cpu-only   measure the CPU columns only; do not open a Vulkan device (not with -device or -validate)
 //	-json       write the whole report (every sample) as JSON instead of the table
 //	-csv        write one row per kernel, size and device as CSV instead of the table
 //	-plot       also draw throughput against size, log axes, one panel per kernel

@@ -151,6 +151,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	if o.json && o.csv {
 		return bad("-json and -csv both write to standard output: choose one")
 	}
+	// -cpu-only opens no device: a device or validation asked for beside
+	// it would be ignored without a word.
+	if o.cpuOnly && o.device != "" {
+		return bad("-device %q and -cpu-only: -cpu-only opens no Vulkan device; drop one", o.device)
+	}
+	if o.cpuOnly && o.validate {
+		return bad("-validate and -cpu-only: -cpu-only opens no Vulkan device to validate; drop one")
+	}
 	if o.plot != "" {
 		if _, err := plotFormat(o.plot); err != nil {
 			return bad("%v", err)

@@ -287,6 +287,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"-spu-store", "100"}, "-spu-store 100: the local store needs at least 4096 bytes"},
 		{[]string{"-spu-chunk", "-1"}, "-spu-chunk -1: must not be negative"},
+		{[]string{"-cpu-only", "-device", "1"}, `-device "1" and -cpu-only`},
+		{[]string{"-cpu-only", "-validate"}, "-validate and -cpu-only"},
 	} {
 		code, out, errs := runKbench(c.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errs, c.msg) || !strings.Contains(errs, "usage: kbench") {
