@@ -249,10 +249,18 @@ func (r *Recorder) tid(e *Event) int {
 // where its slice nests (see the package documentation). newLane is
 // called for each extra lane with the track's tid, the lane's tid and the
 // lane's number on its track (1 for the second lane).
+//
+// Nesting is decided on the values a reader computes from the JSON: the
+// start ts and the end ts + dur, in float64 microseconds (chromeUs and
+// chromeEnd). Decided on the nanoseconds, a slice that begins where the
+// previous one ends stayed on its lane although, read back, the previous
+// one's ts + dur can come out one float step after that begin (1118504.866
+// + ... = 1118504.8660000002): a partial overlap to a reader that adds in
+// floats, as the trace viewers' importers do.
 func (r *Recorder) lanes(evs []Event, newLane func(track, tid, n int)) []int {
 	type lane struct {
 		tid  int
-		open []int64 // stop times of the open slices, innermost last
+		open []float64 // end times (chromeEnd) of the open slices, innermost last
 	}
 	byTrack := map[int][]*lane{}
 	next := len(r.threads) + 3
@@ -277,12 +285,13 @@ func (r *Recorder) lanes(evs []Event, newLane func(track, tid, n int)) []int {
 			continue
 		}
 		ls := byTrack[base]
+		start, end := chromeUs(e.Start), chromeEnd(e)
 		var l *lane
 		for _, c := range ls {
-			for len(c.open) > 0 && c.open[len(c.open)-1] <= e.Start {
+			for len(c.open) > 0 && c.open[len(c.open)-1] <= start {
 				c.open = c.open[:len(c.open)-1]
 			}
-			if len(c.open) == 0 || e.Stop <= c.open[len(c.open)-1] {
+			if len(c.open) == 0 || end <= c.open[len(c.open)-1] {
 				l = c
 				break
 			}
@@ -296,11 +305,18 @@ func (r *Recorder) lanes(evs []Event, newLane func(track, tid, n int)) []int {
 			}
 			byTrack[base] = append(ls, l)
 		}
-		l.open = append(l.open, e.Stop)
+		l.open = append(l.open, end)
 		tids[i] = l.tid
 	}
 	return tids
 }
+
+// chromeUs is a time as WriteChrome writes it: microseconds.
+func chromeUs(ns int64) float64 { return float64(ns) / 1000 }
+
+// chromeEnd is where a reader of the JSON puts an event's end: ts + dur,
+// added in float64.
+func chromeEnd(e *Event) float64 { return chromeUs(e.Start) + chromeUs(e.Stop-e.Start) }
 
 type chromeEvent struct {
 	Name string         `json:"name"`
@@ -355,7 +371,7 @@ func (r *Recorder) WriteChrome(w io.Writer) error {
 			}
 		}
 	}
-	us := func(ns int64) float64 { return float64(ns) / 1000 }
+	us := chromeUs
 	flow := 0
 	for i := range evs {
 		e := &evs[i]
