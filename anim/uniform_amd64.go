@@ -19,14 +19,13 @@ var uniformHasAsm = cpu.X86.HasAVX2 && cpu.X86.HasBMI2
 var uniformFast = uniformHasAsm
 
 // uniformFinishAVX2 is uniformFinish in AVX2 assembly (uniform_amd64.s)
-// over the buffer's first n tracks, eight at a time: the same
-// float32 operations in the same order, without fused multiply-adds (sqrt
-// and division are correctly rounded in both), so its poses are the Go
+// over the buffer's first n tracks, eight at a time (lanes), then
+// transposed to (x, y, z, w) per track and stored under a mask (x, y, z,
+// and w for a rotation; lanes past n store nothing): the same float32
+// operations in the same order, without fused multiply-adds (sqrt and
+// division are correctly rounded in both), so its poses are the Go
 // path's bit for bit (TestUniformFinishAsm). Every offset in off must
-// leave 4 floats in the pose (place's and uniformDecodeSameAVX2's do). Lanes are
-// structure of arrays; the results are transposed to (x, y, z, w) and
-// stored with a mask per lane (off and mask, filled by place, keep every
-// store within the pose).
+// leave 4 floats in the pose (place's and uniformDecodeSameAVX2's do).
 //
 //go:noescape
 func uniformFinishAVX2(b *uniformBuf, n int, alpha float32, pose []float32)
@@ -60,14 +59,18 @@ var uniformK = func() (k uniformConsts) {
 }()
 
 // uniformDecodeSameAVX2 is uniformDecodeSame's loop in AVX2 and BMI2
-// assembly (uniform_amd64.s), one track per iteration with its three
-// components in the lanes of a register, the same float32 operations in
-// the same order (TestUniformDecodeAsm). (A version that took eight
-// tracks at a time with gathers was nearly twice as slow as the Go loop
-// on the development machine's Xeon: see BENCHMARKS.md.) rateAt and
-// rngAt are the byte offsets in sb of the first track's rate byte and
-// range bytes, bit0 and bit1 the bit positions of its two frames' data;
-// the caller has checked that every read is within sb and rng.
+// assembly (uniform_amd64.s), into a uniformBuf: one track per iteration
+// with its three components in the lanes of a register, the same float32
+// operations in the same order (TestUniformAsmMatchesGo). It also fills
+// the buffer's off and rot from the tracks' descriptors, as place does
+// (an offset that would leave fewer than 4 of the pose's poseLen >= 4
+// floats becomes 0). rateAt and rngAt are the byte offsets in sb of the
+// first track's rate byte and range bytes, bit0 and bit1 the bit
+// positions of its two frames' data; the caller has checked that every
+// read is within sb (rng holds the n tracks' clip ranges). It returns the
+// bit positions after the last track. (A version that took eight tracks
+// at a time with gathers was slower than the Go loop on the development
+// machine: see BENCHMARKS.md.)
 //
 //go:noescape
 func uniformDecodeSameAVX2(sb []byte, rng []uint32, rateAt, rngAt, bit0, bit1 uint32, n int, buf *uniformBuf, k *uniformConsts, tracks []uint32, kindOff *[4]int, poseLen int) (uint32, uint32)
