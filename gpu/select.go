@@ -95,8 +95,10 @@ const EnvDevice = "VKJOBS_DEVICE"
 // a discrete GPU, then an integrated one, then a virtual one, then a CPU
 // implementation (lavapipe), then anything else, skipping devices without a
 // compute queue; ties go to the lowest index. A non-empty override is a
-// device index or a case-insensitive name substring (first match by index);
-// an override that matches no usable device is an error wrapping
+// device index or a case-insensitive name substring (first match by index,
+// and the reason then lists the other matches), with blanks around it
+// ignored; a blank override, or one that matches no usable device, is an
+// error wrapping
 // ErrDeviceOverride (not ErrNoDevice), never a silent fallback. source names the override's origin for the reason text (e.g.
 // "VKJOBS_DEVICE"). SelectDevice is pure: it is what Open uses, and tests
 // call it with stubbed device lists.
@@ -109,7 +111,13 @@ func SelectDevice(devs []DeviceInfo, override, source string) (Selection, error)
 		if source == "" {
 			source = "override"
 		}
-		if n, err := strconv.Atoi(override); err == nil {
+		// Blanks around an index or a name are a typing accident; a
+		// blank override would match every name with a space in it.
+		trimmed := strings.TrimSpace(override)
+		if trimmed == "" {
+			return sel, fmt.Errorf("%w: %s=%q is blank: name a device index or a name substring, or unset it for automatic selection", ErrDeviceOverride, source, override)
+		}
+		if n, err := strconv.Atoi(trimmed); err == nil {
 			for _, d := range devs {
 				if d.Index == n {
 					if !d.Compute {
@@ -125,13 +133,22 @@ func SelectDevice(devs []DeviceInfo, override, source string) (Selection, error)
 			}
 			return sel, fmt.Errorf("%w: %s=%q: no device with index %d among %s", ErrDeviceOverride, source, override, n, listDevices(devs))
 		}
-		want := strings.ToLower(override)
+		want := strings.ToLower(trimmed)
+		var matches []DeviceInfo
 		for _, d := range devs {
 			if d.usable() && strings.Contains(strings.ToLower(d.Name), want) {
-				sel.Chosen = d
-				sel.Reason = fmt.Sprintf("%s=%q matched the device name", source, override)
-				return sel, nil
+				matches = append(matches, d)
 			}
+		}
+		if len(matches) > 0 {
+			sel.Chosen = matches[0]
+			sel.Reason = fmt.Sprintf("%s=%q matched the device name", source, override)
+			if len(matches) > 1 {
+				// Two of a kind (two identical GPUs) are common: take the
+				// first, but say so, and how to pick another.
+				sel.Reason += fmt.Sprintf(" (the first of %d matches: %s; set it to an index to choose another)", len(matches), listDevices(matches))
+			}
+			return sel, nil
 		}
 		return sel, fmt.Errorf("%w: %s=%q matches no device name with a compute queue and the requested extensions among %s", ErrDeviceOverride, source, override, listDevices(devs))
 	}

@@ -34,6 +34,9 @@ func TestSelectDevice(t *testing.T) {
 		{"name matches only a device without compute", []DeviceInfo{cpu, noCompute}, "display", "matches no device"},
 		{"index of a device lacking an extension", []DeviceInfo{cpu, headless}, "7", "lacks the extensions VK_KHR_swapchain"},
 		{"only a device lacking an extension", []DeviceInfo{headless}, "", "lacking VK_KHR_swapchain"},
+		{"blank", []DeviceInfo{cpu, igpu}, " ", "is blank"},
+		{"negative index", []DeviceInfo{cpu, igpu}, "-1", "no device with index -1"},
+		{"garbage", []DeviceInfo{cpu, igpu}, "\x00?*", "matches no device"},
 	}
 	for _, c := range errCases {
 		_, err := SelectDevice(c.devs, c.override, EnvDevice)
@@ -68,6 +71,9 @@ func TestSelectDevice(t *testing.T) {
 		{"override by index", []DeviceInfo{cpu, igpu, dgpu}, "0", 0, "index 0"},
 		{"override by name, case-insensitive", []DeviceInfo{cpu, igpu, dgpu}, "LLVMPIPE", 0, "matched the device name"},
 		{"override by name substring", []DeviceInfo{cpu, igpu, dgpu}, "uhd", 1, "matched"},
+		{"override by index with blanks", []DeviceInfo{cpu, igpu, dgpu}, " 2 ", 2, "index 2"},
+		{"name matching two devices: the first, and the reason says so", []DeviceInfo{cpu, dgpu, headless, DeviceInfo{Index: 8, Name: "NVIDIA GeForce RTX 3070", Type: TypeDiscrete, Compute: true}}, "nvidia", 2,
+			`the first of 2 matches: [#2 "NVIDIA GeForce RTX 3070" (discrete GPU, Vulkan ), #8`},
 	}
 	for _, c := range cases {
 		sel, err := SelectDevice(c.devs, c.override, EnvDevice)
