@@ -65,6 +65,9 @@ test: deps fmt-check vet staticcheck shaders-check
 	$(GO) test -count=1 -timeout 30m ./...
 	# The kernels' pure-Go paths (the fallbacks of the AVX2 assembly): local-to-model, skinning, reduce, scan, expand, saxpy.
 	KERNELS_GO=1 $(GO) test -count=1 -run 'LocalToModel|Pose|Skin|LBS|DQS|CPURefuses|Alloc|Sum|MinMax|Avg32|Expand|Scan|Saxpy' ./kernels/
+	# anim's pure-Go build (-tags purego, and other architectures) must keep compiling: its tests run the Go path in-process (format.PureGo).
+	$(GO) vet -tags purego ./anim/...
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./anim/ ./anim/internal/... ./anim/vmath/
 	$(GO) test -count=1 -race -timeout 20m ./sched/... ./gpu/... ./stress/... ./affinity/... ./render/... ./evstream/...
 	# The scheduler's model-based randomized test under -race on 1, 2, 4 and 8 Ps (about 6 s each).
 	for p in 1 2 4 8; do GOMAXPROCS=$$p $(GO) test -count=1 -race -timeout 5m -run '^TestModel$$' ./sched/ || exit 1; done
