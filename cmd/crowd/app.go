@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -120,14 +121,37 @@ func (e *interrupted) exitCode() int {
 //
 // SIGINT and SIGTERM stop the run after the frames in flight: the PNG, the
 // trace and the summary are still written, and the error is an
-// *interrupted. A second signal, once the first was seen, ends the process
-// at once (the default action is restored).
+// *interrupted. A second signal ends the process at once: the default
+// action is restored as soon as the first arrives, not when the frame loop
+// next looks (with a large crowd the loop waits minutes for a frame, and a
+// second Ctrl-C was dropped meanwhile).
 func run(args []string, stdout io.Writer) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	_, err := runApp(args, stdout, runOptions{stop: sigs, onStop: func() { signal.Reset(syscall.SIGINT, syscall.SIGTERM) }})
+	stop, cancel := relaySignals(sigs, func() { signal.Reset(syscall.SIGINT, syscall.SIGTERM) })
+	defer cancel()
+	_, err := runApp(args, stdout, runOptions{stop: stop})
 	return err
+}
+
+// relaySignals passes the first signal from sigs on to the returned
+// channel (which the frame loop reads between frames) and calls reset at
+// once, so that the next signal takes its default action whatever the
+// loop is doing. cancel ends the relay.
+func relaySignals(sigs <-chan os.Signal, reset func()) (stop <-chan os.Signal, cancel func()) {
+	out := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			reset()
+			out <- sig // buffered: never blocks
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return out, func() { once.Do(func() { close(done) }) }
 }
 
 // runOptions are runApp's hooks beside the command line.

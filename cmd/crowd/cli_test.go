@@ -237,3 +237,32 @@ func TestSIGINT(t *testing.T) {
 	}
 	checkOutputFiles(t, out.String(), png, tr, svg)
 }
+
+// TestSecondSignalNotDropped: the first signal restores the default action
+// at once, even while the frame loop is not reading (it waits for a frame
+// that takes minutes with a large crowd), so a second Ctrl-C ends the
+// process instead of being dropped; the loop still gets the first signal.
+func TestSecondSignalNotDropped(t *testing.T) {
+	sigs := make(chan os.Signal, 1)
+	reset := make(chan struct{})
+	stop, cancel := relaySignals(sigs, func() { close(reset) })
+	defer cancel()
+	sigs <- syscall.SIGINT // nobody reads stop meanwhile
+	select {
+	case <-reset:
+	case <-time.After(time.Minute): // a hang watchdog
+		t.Fatal("the first signal did not restore the default action while the loop was busy")
+	}
+	select {
+	case sig := <-stop:
+		if sig != syscall.SIGINT {
+			t.Errorf("the loop got %v, want interrupt", sig)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the loop never got the first signal")
+	}
+	// cancel without a signal ends the relay without calling reset.
+	_, cancel2 := relaySignals(make(chan os.Signal), func() { t.Error("reset without a signal") })
+	cancel2()
+	cancel2()
+}
