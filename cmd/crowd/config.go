@@ -106,14 +106,21 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	outSet := false
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "frames":
 			c.framesSet = true
 		case "bones":
 			c.bonesSet = true
+		case "out":
+			outSet = true
 		}
 	})
+	if outSet && !c.render {
+		// The run would end without the image and without a word.
+		return nil, fmt.Errorf("-out %s with -render=false: nothing is drawn, so no image is written; drop one of them", c.out)
+	}
 	if !c.bonesSet && c.model == "" {
 		c.bones = defaultBones
 	}

@@ -509,6 +509,7 @@ func TestFlags(t *testing.T) {
 		{"-clip-rate", "-30"}, {"-clip-rate", "NaN"}, {"-clip-rate", "5000"},
 		{"-dt", "NaN"}, {"-dt", "-0.1"}, {"-dt", "+Inf"}, {"-warmup", "-2"},
 		{"-workers", "-1"}, {"-workers", "100000"}, {"-tolerance", "NaN"},
+		{"-out", "x.png", "-render=false"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q: no error", args)
