@@ -1,0 +1,294 @@
+package gpu_test
+
+// A user's own GPU kernel under abuse, through the public API only (GLSL
+// compiled with glslc, sched.Registry, gpu.NewExecutor, lavapipe with the
+// validation layer on), every result compared element by element with the
+// CPU kernel's: counts beyond maxComputeWorkGroupCount with odd workgroup
+// sizes and several items per invocation (the executor splits them), zero
+// and one element, thousands of tiny tasks of which some fail mid-batch,
+// a CPU -> GPU -> CPU -> GPU chain under a parent, and Close of the
+// scheduler or of the device while hundreds of GPU tasks are in flight.
+
+import (
+	"errors"
+	"math"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/bind"
+	"github.com/vkjobs/vkjobs/gpu/gputest"
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+// axpoGLSL computes y = a*x + 1 for ItemsPerInvocation (params[1]) items
+// per invocation, as the contract numbers them.
+const axpoGLSL = `#version 450
+layout(local_size_x_id = 0) in;
+layout(set = 0, binding = 0) readonly buffer In0 { float x[]; };
+layout(set = 0, binding = 4) writeonly buffer Out0 { float y[]; };
+layout(push_constant) uniform PC { uint params[8]; uint begin; uint end; } pc;
+void main() {
+    for (uint k = 0u; k < pc.params[1]; k++) {
+        uint i = pc.begin + gl_GlobalInvocationID.x * pc.params[1] + k;
+        if (i >= pc.end) { return; }
+        y[i] = uintBitsToFloat(pc.params[0]) * x[i] + 1.0;
+    }
+}
+`
+
+func axpoCPU(_ *sched.Ctx, d *sched.TaskData) error {
+	x, y := sched.View[float32](d.In[0]), sched.View[float32](d.Out[0])
+	a := math.Float32frombits(d.Params[0])
+	for i := d.Begin; i < d.End; i++ {
+		y[i] = a*x[i] + 1
+	}
+	return nil
+}
+
+func axpoRegistry(t *testing.T, spv []byte, local, ipi uint32, grain uint32) *sched.Registry {
+	t.Helper()
+	reg := sched.NewRegistry()
+	if err := reg.Register(1, sched.Kernel{Name: "axpo", Kind: sched.Streaming, Grain: grain,
+		In:  []sched.StreamSpec{{Name: "x", Stride: 4}},
+		Out: []sched.StreamSpec{{Name: "y", Stride: 4}},
+		CPU: axpoCPU, GPU: &bind.Binding{SPIRV: spv, LocalSize: local, ItemsPerInvocation: ipi}}); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func axpoTask(aff sched.Affinity, a float32, ipi uint32, x, y []float32) sched.Task {
+	tk := sched.Task{Kernel: 1, Affinity: aff}
+	tk.Data.Params[0], tk.Data.Params[1] = math.Float32bits(a), ipi
+	tk.Data.Elements = uint32(len(x))
+	tk.Data.In[0], tk.Data.Out[0] = sched.StreamOf(x), sched.StreamOf(y)
+	return tk
+}
+
+func waitMinute(t *testing.T, c *sched.Ctx, id sched.TaskID) error {
+	t.Helper()
+	err := c.WaitFor(id, time.Minute) // a hang watchdog, not a timing assertion
+	if errors.Is(err, sched.ErrTimeout) {
+		t.Fatalf("task %v did not finish in a minute", id)
+	}
+	return err
+}
+
+func checkAxpo(t *testing.T, what string, a float32, x, y []float32) {
+	t.Helper()
+	for i := range x {
+		if want := a*x[i] + 1; y[i] != want {
+			t.Fatalf("%s: y[%d] = %v, want %v", what, i, y[i], want)
+		}
+	}
+}
+
+// TestUserKernelBeyondGroupCount: more work items than
+// maxComputeWorkGroupCount[0] x LocalSize x ItemsPerInvocation in one
+// task, with workgroup sizes that are not powers of two, and the small
+// edges (0 and 1 element).
+func TestUserKernelBeyondGroupCount(t *testing.T) {
+	spv := userSPIRV(t, axpoGLSL)
+	dev, log := gputest.Open(t, gpu.Options{})
+	defer dev.Close()
+	maxGroups := uint64(dev.Limits().MaxComputeWorkGroupCount)
+	for _, c := range []struct {
+		local, ipi uint32
+		n          uint64
+	}{
+		{7, 3, 7*3*maxGroups + 5},
+		{1, 1, maxGroups + 3},
+		{3, 1, 3*2*maxGroups + 1},
+		{64, 1, 0},
+		{64, 1, 1},
+		{64, 4, 65},
+	} {
+		func() {
+			_, _, m := gputest.Sched(t, dev, log, sched.Config{Kernels: axpoRegistry(t, spv, c.local, c.ipi, 1<<31), Workers: 1}, gpu.ExecutorOptions{})
+			x, y := make([]float32, c.n), make([]float32, c.n)
+			for i := range x {
+				x[i], y[i] = float32(i%1000), -7
+			}
+			tk := axpoTask(sched.GPU, 2, c.ipi, x, y)
+			id, err := m.Add(&tk)
+			if err != nil {
+				t.Fatalf("%+v: Add: %v", c, err)
+			}
+			if err := waitMinute(t, m, id); err != nil {
+				t.Fatalf("%+v: %v", c, err)
+			}
+			checkAxpo(t, "beyond the group count", 2, x, y)
+		}()
+	}
+}
+
+// TestUserKernelManyTinyTasksSomeFailing: 3000 tasks of 1 to 40 elements,
+// a third on the CPU, every 97th naming a buffer that does not exist:
+// those fail with an error naming the stream and the buffer, the others
+// (batched with them) are right.
+func TestUserKernelManyTinyTasksSomeFailing(t *testing.T) {
+	spv := userSPIRV(t, axpoGLSL)
+	dev, log := gputest.Open(t, gpu.Options{})
+	defer dev.Close()
+	_, _, m := gputest.Sched(t, dev, log, sched.Config{Kernels: axpoRegistry(t, spv, 16, 1, 1<<31), Workers: 2}, gpu.ExecutorOptions{})
+	rng := rand.New(rand.NewSource(1))
+	type job struct {
+		id   sched.TaskID
+		x, y []float32
+		a    float32
+		bad  bool
+	}
+	var jobs []job
+	for k := range 3000 {
+		n := 1 + rng.Intn(40)
+		x, y := make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.Intn(100))
+		}
+		aff := sched.GPU
+		if k%3 == 1 {
+			aff = sched.AnyWorker
+		}
+		tk := axpoTask(aff, float32(k%7), 1, x, y)
+		bad := k%97 == 5
+		if bad {
+			tk.Affinity = sched.GPU
+			tk.Data.In[0] = sched.Stream{Stride: 4, Count: uint32(n), Buffer: 12345}
+		}
+		id, err := m.Add(&tk)
+		if err != nil {
+			t.Fatalf("task %d: Add: %v", k, err)
+		}
+		jobs = append(jobs, job{id, x, y, float32(k % 7), bad})
+	}
+	for k, j := range jobs {
+		err := waitMinute(t, m, j.id)
+		if j.bad {
+			if !errors.Is(err, gpu.ErrBadStream) {
+				t.Errorf("task %d names buffer 12345: err = %v, want ErrBadStream", k, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("task %d: %v", k, err)
+		}
+		checkAxpo(t, "tiny task", j.a, j.x, j.y)
+	}
+}
+
+// TestUserKernelMixedChain: CPU -> GPU -> CPU -> GPU, each stage split
+// into ranges of 700 and depending on the one before, all children of a
+// held parent.
+func TestUserKernelMixedChain(t *testing.T) {
+	spv := userSPIRV(t, axpoGLSL)
+	dev, log := gputest.Open(t, gpu.Options{})
+	defer dev.Close()
+	_, _, m := gputest.Sched(t, dev, log, sched.Config{Kernels: axpoRegistry(t, spv, 16, 1, 700), Workers: 2}, gpu.ExecutorOptions{})
+	const n = 5000
+	bufs := make([][]float32, 5)
+	for i := range bufs {
+		bufs[i] = make([]float32, n)
+	}
+	for i := range bufs[0] {
+		bufs[0][i] = float32(i % 100)
+	}
+	parent, err := m.Create(&sched.Task{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := sched.NoTask
+	for st := range 4 {
+		tk := axpoTask([]sched.Affinity{sched.AnyWorker, sched.GPU}[st%2], 2, 1, bufs[st], bufs[st+1])
+		tk.Parent, tk.Dependency = parent, prev
+		if prev, err = m.Add(&tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Run(parent); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitMinute(t, m, parent); err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range bufs[0] {
+		v := x
+		for range 4 {
+			v = 2*v + 1
+		}
+		if bufs[4][i] != v {
+			t.Fatalf("chain: [%d] = %v, want %v", i, bufs[4][i], v)
+		}
+	}
+}
+
+// TestUserCloseWithGPUWorkInFlight: 300 GPU tasks added, then the
+// scheduler (or the device) closed from another goroutine while they run:
+// every wait returns, and each task either succeeded with the right
+// answer or failed with an error; nothing hangs or crashes.
+func TestUserCloseWithGPUWorkInFlight(t *testing.T) {
+	spv := userSPIRV(t, axpoGLSL)
+	for _, closeDevice := range []bool{false, true} {
+		dev, _ := gputest.Open(t, gpu.Options{})
+		exec, err := gpu.NewExecutor(dev, gpu.ExecutorOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := sched.New(sched.Config{Kernels: axpoRegistry(t, spv, 16, 1, 1<<31), Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AttachExecutor(sched.ExecGPU, exec); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.RegisterThread("main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		type job struct {
+			id   sched.TaskID
+			x, y []float32
+		}
+		var jobs []job
+		for range 300 {
+			x, y := make([]float32, 5000), make([]float32, 5000)
+			for i := range x {
+				x[i] = float32(i % 10)
+			}
+			tk := axpoTask(sched.GPU, 3, 1, x, y)
+			id, err := m.Add(&tk)
+			if err != nil {
+				break // already closed: fine
+			}
+			jobs = append(jobs, job{id, x, y})
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if closeDevice {
+				if err := dev.Close(); err != nil {
+					t.Errorf("device Close: %v", err)
+				}
+			} else if err := s.Close(); err != nil {
+				t.Errorf("scheduler Close: %v", err)
+			}
+		}()
+		for _, j := range jobs {
+			if err := m.WaitFor(j.id, time.Minute); errors.Is(err, sched.ErrTimeout) {
+				t.Fatalf("closeDevice=%v: a task did not finish in a minute", closeDevice)
+			} else if err == nil {
+				checkAxpo(t, "in flight at Close", 3, j.x, j.y)
+			}
+		}
+		wg.Wait()
+		s.Close()
+		dev.Close()
+		if _, n := dev.Messages(); n > 0 {
+			msgs, _ := dev.Messages()
+			t.Errorf("closeDevice=%v: %d validation errors: %v", closeDevice, n, msgs)
+		}
+	}
+}
