@@ -292,3 +292,45 @@ func TestUserCloseWithGPUWorkInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestUserSameModuleTwoKernels: one SPIR-V slice registered as two
+// kernels with different workgroup sizes and items per invocation (the
+// executor caches pipelines by module and binding shape): each kernel gets
+// its own pipeline and the right answer; registering an ID twice is
+// refused.
+func TestUserSameModuleTwoKernels(t *testing.T) {
+	spv := userSPIRV(t, axpoGLSL)
+	reg := sched.NewRegistry()
+	for id, b := range map[sched.KernelID]*bind.Binding{1: {SPIRV: spv, LocalSize: 8, ItemsPerInvocation: 1}, 2: {SPIRV: spv, LocalSize: 32, ItemsPerInvocation: 5}} {
+		if err := reg.Register(id, sched.Kernel{Name: "axpo", Kind: sched.Streaming,
+			In:  []sched.StreamSpec{{Name: "x", Stride: 4}},
+			Out: []sched.StreamSpec{{Name: "y", Stride: 4}},
+			CPU: axpoCPU, GPU: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.Register(1, sched.Kernel{Name: "again", Kind: sched.Streaming, CPU: axpoCPU}); err == nil {
+		t.Error("kernel ID 1 registered twice")
+	}
+	dev, log := gputest.Open(t, gpu.Options{})
+	defer dev.Close()
+	_, _, m := gputest.Sched(t, dev, log, sched.Config{Kernels: reg, Workers: 1}, gpu.ExecutorOptions{})
+	for round := range 3 {
+		for id, ipi := range map[sched.KernelID]uint32{1: 1, 2: 5} {
+			x, y := make([]float32, 10007), make([]float32, 10007)
+			for i := range x {
+				x[i] = float32(i % 77)
+			}
+			tk := axpoTask(sched.GPU, float32(round+1), ipi, x, y)
+			tk.Kernel = id
+			id2, err := m.Add(&tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := waitMinute(t, m, id2); err != nil {
+				t.Fatal(err)
+			}
+			checkAxpo(t, "same module, two kernels", float32(round+1), x, y)
+		}
+	}
+}

@@ -11,6 +11,9 @@ package bind_test
 
 import (
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -140,5 +143,30 @@ void main() {
 				t.Fatalf("refused: %v", err)
 			}
 		})
+	}
+}
+
+// TestUserShaderOtherStage: a vertex shader given as the compute module is
+// refused at Register, naming the stage it is.
+func TestUserShaderOtherStage(t *testing.T) {
+	glslc, err := exec.LookPath("glslc")
+	if err != nil {
+		t.Skip("glslc not installed (make deps installs it)")
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "k.vert"), filepath.Join(dir, "k.spv")
+	if err := os.WriteFile(in, []byte("#version 450\nvoid main() { gl_Position = vec4(0.0); }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := exec.Command(glslc, "--target-env=vulkan1.0", "-o", out, in).CombinedOutput(); err != nil {
+		t.Fatalf("glslc: %v\n%s", err, msg)
+	}
+	spv, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = register(sched.Kernel{}, &bind.Binding{SPIRV: spv})
+	if !errors.Is(err, bind.ErrBadBinding) || !strings.Contains(err.Error(), `entry point "main" is a Vertex shader, want GLCompute`) {
+		t.Fatalf("a vertex shader as the kernel's module: %v", err)
 	}
 }
