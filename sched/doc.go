@@ -66,11 +66,12 @@
 //     is left behind. Tasks made with Create and never Run, and tasks pinned
 //     to a registered thread that no longer serves them, fail with ErrClosed.
 //   - A kernel that never returns cannot be stopped (Go cannot kill a
-//     goroutine), but it need not stall the frame: WaitFor gives up after a
-//     time-out (it runs no tasks meanwhile, so no kernel it picked up can
-//     hold it past the deadline), and Abandon fails the task at once — waiters, dependents and
-//     the parent see ErrAbandoned — while its slot stays reserved until the
-//     kernel returns, so no ID is ever reused under a running kernel.
+//     goroutine), but it need not stall the frame: WaitFor gives up after
+//     a time-out (it runs no tasks meanwhile, so no kernel it picked up
+//     can hold it past the deadline), and Abandon fails the task at once —
+//     waiters, dependents and the parent see ErrAbandoned — while its slot
+//     stays reserved until the kernel returns, so no ID is ever reused
+//     under a running kernel.
 //
 // # Threads
 //
@@ -134,9 +135,8 @@
 // parent one decrement of its open count per child, and pays the debt with
 // one atomic add when it turns to a task with another parent, finds no work
 // (before it sleeps), leaves Wait, WaitEvent, RunPinned or RunOne, begins
-// WaitFor,
-// or waits for that very parent; RunPinned pays it and runs what that
-// readied. The debt is never held while user code runs, except a kernel of
+// WaitFor, or waits for that very parent; RunPinned pays it and runs what
+// that readied. The debt is never held while user code runs, except a kernel of
 // another child of the same parent, which the parent must wait for anyway,
 // and an Observer's TaskRan (which must not block); so completion is never delayed, while the
 // parent's counter stops moving between cores once per task. A thread in
@@ -224,6 +224,10 @@
 //     would idle beside runnable work. Not seen: cycles through a thread
 //     in WaitFor (it is not asleep in the scheduler; its time-out is the
 //     way out) or through a wait from outside the scheduler's threads.
+//   - Close from a kernel would wait for that kernel for ever: it fails
+//     with ErrCloseInKernel and closes nothing. A kernel waiting in
+//     WaitEvent for an event nobody signals returns once Close has run
+//     everything that can run.
 //   - Calls without a Ctx. Scheduler.Wait and Scheduler.Add's
 //     back-pressure, called on a scheduler thread (a kernel that has no
 //     Ctx at hand), run tasks as Ctx.Wait does: blocking there could leave
