@@ -39,7 +39,8 @@
 // (bind.ParseSPIRV, the project's one reader) and compares it with the
 // kernel's In and Out streams: one buffer per stream at the contract's
 // binding (input i at i, output j at 4+j), storage or uniform as
-// UniformIn says, outputs not readonly, an element size that divides or is
+// UniformIn says, outputs not readonly, inputs not stored to (they are
+// never copied back), an element size that divides or is
 // divided by the stream's stride where the shader's array states one (an
 // array alone in its block, not padded apart further than the stream), a
 // push-constant block of 40 bytes whose begin and end the shader reads,

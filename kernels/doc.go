@@ -51,6 +51,7 @@
 // a set other than 0, a binding outside 0-7 or declared twice, a binding the
 // kernel does not declare, a declared stream without a binding, a
 // uniform/storage mismatch with Binding.UniformIn, a readonly output, an
+// input the shader stores to (inputs are never copied back), an
 // element size that neither divides nor is divided by the stream's stride,
 // an array after other members of its block or padded apart further than
 // the stream's elements (std140),

@@ -50,10 +50,13 @@ func TestSPIRVShippedShaders(t *testing.T) {
 		}
 		for i := range want {
 			r := m.Resources[i]
-			if r.Binding >= bind.FirstOutBinding && r.ReadOnly {
-				t.Errorf("%s: output binding %d is readonly", k.Name, r.Binding)
+			if r.Binding >= bind.FirstOutBinding && (r.ReadOnly || !r.Written) {
+				t.Errorf("%s: output binding %d is readonly or never written", k.Name, r.Binding)
 			}
-			r.Name, r.Block, r.ElemStride, r.ElemOffset, r.ElemSize, r.ReadOnly = "", "", 0, 0, 0, false
+			if r.Binding < bind.FirstOutBinding && r.Written {
+				t.Errorf("%s: input binding %d is written", k.Name, r.Binding)
+			}
+			r.Name, r.Block, r.ElemStride, r.ElemOffset, r.ElemSize, r.ReadOnly, r.Written = "", "", 0, 0, 0, false, false
 			if r != want[i] {
 				t.Fatalf("%s: resource %d is %+v, want %+v", k.Name, i, m.Resources[i], want[i])
 			}

@@ -171,8 +171,9 @@ func (m *SPIRVModule) checkEntry(entry string) error {
 //     shorter or in another order reads params as its range);
 //   - the descriptors: exactly one buffer per declared stream, all in set
 //     0, input i at binding i (a uniform block when UniformIn[i], else a
-//     storage buffer), output j at binding 4+j (a storage buffer that is
-//     not readonly), and nothing else;
+//     storage buffer, which the shader does not store to: inputs are not
+//     copied back), output j at binding 4+j (a storage buffer that is not
+//     readonly), and nothing else;
 //   - element types where SPIR-V states them: a buffer whose block ends in
 //     an array of elements of ElemStride bytes is bound to a stream of
 //     Stride bytes only if one divides the other (a vec3 array under
@@ -244,6 +245,12 @@ func (b *Binding) Check(in, out []Stream) error {
 			}
 			if r.Kind != want {
 				errs = append(errs, fmt.Sprintf("binding %d (input %q) is a %s in the shader, but Binding.UniformIn[%d] = %v says %s", r.Binding, in[i].Name, r.Kind, i, b.UniformIn[i], want))
+				continue
+			}
+			if r.Written {
+				// Inputs are uploaded, never read back: the stores are
+				// lost for host streams, silently.
+				errs = append(errs, fmt.Sprintf("shader binding %d (input stream %d %q) is written by the shader, but inputs are never copied back: what it stores there is lost; declare the stream as an output too and write that binding (a stream may be both, as saxpy's y)", r.Binding, i, in[i].Name))
 				continue
 			}
 			if e := elemMismatch(r, "input", i, in[i]); e != "" {

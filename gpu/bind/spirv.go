@@ -32,11 +32,15 @@ const (
 	opFunctionEnd           = 56
 	opFunctionCall          = 57
 	opLoad                  = 61
+	opStore                 = 62
 	opCopyMemory            = 63
 	opCopyMemorySized       = 64
 	opAccessChain           = 65
 	opInBoundsAccessChain   = 66
 	opPtrAccessChain        = 67
+	opAtomicStore           = 228
+	opAtomicFirstRMW        = 229 // OpAtomicExchange
+	opAtomicLastRMW         = 242 // OpAtomicXor
 	opConstantComposite     = 44
 	opSpecConstant          = 50
 	opSpecConstantComposite = 51
@@ -124,6 +128,10 @@ type SPIRVResource struct {
 	ElemSize uint32
 	// ReadOnly: every member of the block is NonWritable (GLSL readonly).
 	ReadOnly bool
+	// Written: the module stores to the buffer (OpStore, OpCopyMemory or
+	// an atomic through a pointer into it). Stores through pointers
+	// passed to functions are not followed (glslc -O inlines them).
+	Written bool
 }
 
 // Label is the resource's variable name, else its block's type name, else
@@ -211,6 +219,11 @@ type spvParser struct {
 	pcVar  uint32
 	pcPtrs map[uint32]pcPtr
 	pcRead uint64
+	// resPtrs maps each descriptor-bound variable and the pointers
+	// derived from it by access chains to the variable; written holds the
+	// variables stored to.
+	resPtrs map[uint32]uint32
+	written map[uint32]bool
 }
 
 // pcPtr is a pointer into the push-constant block: bytes [lo, hi) and the
@@ -271,6 +284,8 @@ func ParseSPIRV(b []byte) (*SPIRVModule, error) {
 		names:     map[uint32]string{},
 		sizes:     map[uint32]uint64{},
 		pcPtrs:    map[uint32]pcPtr{},
+		resPtrs:   map[uint32]uint32{},
+		written:   map[uint32]bool{},
 	}
 	// inFunc is where the open OpFunction began (0: none). A module cut
 	// at an instruction boundary would otherwise pass as whole, and the
@@ -388,6 +403,9 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 			}
 			p.pcPtrs[in[1]] = pcPtr{lo: 0, hi: 1 << 32, typ: t}
 		}
+		if in[2] == scUniform || in[2] == scStorageBuffer {
+			p.resPtrs[in[1]] = in[1]
+		}
 	case opAccessChain, opInBoundsAccessChain, opPtrAccessChain:
 		if err := need(op, in, 3); err != nil {
 			return err
@@ -398,6 +416,19 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 				idx = idx[1:] // the element operand steps over whole blocks
 			}
 			p.pcPtrs[in[1]] = p.pcChain(base, idx)
+		}
+		if v, ok := p.resPtrs[in[2]]; ok {
+			p.resPtrs[in[1]] = v
+		}
+	case opStore, opCopyMemory, opCopyMemorySized, opAtomicStore:
+		// The target pointer is the first operand.
+		if len(in) > 0 {
+			if v, ok := p.resPtrs[in[0]]; ok {
+				p.written[v] = true
+			}
+		}
+		if op == opCopyMemory || op == opCopyMemorySized {
+			p.pcUse(in[1:])
 		}
 	case opDecorate:
 		if err := need(op, in, 2); err != nil {
@@ -449,17 +480,30 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 			p.offsets[[2]uint32{in[0], in[1]}] = in[3]
 		}
 	default:
-		// Any other use of a pointer into the push-constant block (a
-		// load, a copy, a function call) reads the bytes it may reach.
-		if len(p.pcPtrs) > 0 {
-			for _, w := range in {
-				if r, ok := p.pcPtrs[w]; ok {
-					p.pcMark(r)
-				}
+		if op >= opAtomicFirstRMW && op <= opAtomicLastRMW && len(in) > 2 {
+			// Result type, result, pointer, ...: read-modify-write.
+			if v, ok := p.resPtrs[in[2]]; ok {
+				p.written[v] = true
 			}
 		}
+		// Any other use of a pointer into the push-constant block (a
+		// load, a function call) reads the bytes it may reach.
+		p.pcUse(in)
 	}
 	return nil
+}
+
+// pcUse marks the push-constant bytes that the pointers among operands
+// may reach as read.
+func (p *spvParser) pcUse(operands []uint32) {
+	if len(p.pcPtrs) == 0 {
+		return
+	}
+	for _, w := range operands {
+		if r, ok := p.pcPtrs[w]; ok {
+			p.pcMark(r)
+		}
+	}
 }
 
 // pcChain follows an access chain's indexes from base through the
@@ -636,7 +680,7 @@ func (p *spvParser) finish(m *SPIRVModule) error {
 			if d == nil || !d.hasSet || !d.hasBinding {
 				return fmt.Errorf("spirv: resource variable %d %q lacks DescriptorSet or Binding", v.id, p.names[v.id])
 			}
-			r := SPIRVResource{Set: d.set, Binding: d.binding, Kind: ResourceOther, Name: p.names[v.id]}
+			r := SPIRVResource{Set: d.set, Binding: d.binding, Kind: ResourceOther, Name: p.names[v.id], Written: p.written[v.id]}
 			t, _, err := p.pointee(v.typ)
 			if err != nil {
 				return fmt.Errorf("spirv: resource %d: %w", v.id, err)

@@ -5,7 +5,9 @@ package bind_test
 // push-constant block without begin and end, or with its members in
 // another order, or none at all; an array after a header member in a
 // stream's block; a std140 uniform float array bound to a packed float
-// stream. Each must now be refused at Register, naming what is wrong, and
+// stream; a shader that stores into an input (never copied back, so the
+// stores are lost). Each must now be refused at Register, naming what is
+// wrong, and
 // the README's shape (and the same with params read, the range read in a
 // helper function or through a longer array) must still be accepted.
 
@@ -71,6 +73,29 @@ layout(set = 0, binding = 0) uniform In0 { float x[256]; };
 layout(set = 0, binding = 4) writeonly buffer Out0 { float y[]; };
 ` + pcBlock + scaleMain, bind.Binding{UniformIn: [4]bool{true}},
 			[]string{`binding 0 (input stream 0 "x")`, "4-byte elements padded to a stride of 16", "std140"}},
+		{"input written in place", `#version 450
+layout(local_size_x_id = 0) in;
+layout(set = 0, binding = 0) buffer In0 { float x[]; };
+layout(set = 0, binding = 4) writeonly buffer Out0 { float y[]; };
+` + pcBlock + `
+void main() {
+    uint i = pc.begin + gl_GlobalInvocationID.x;
+    if (i >= pc.end) { return; }
+    x[i] = 2.0 * x[i];
+    y[i] = x[i];
+}
+`, bind.Binding{}, []string{`binding 0 (input stream 0 "x") is written by the shader`, "lost"}},
+		{"atomic on an input", `#version 450
+layout(local_size_x_id = 0) in;
+layout(set = 0, binding = 0) buffer In0 { uint x[]; };
+layout(set = 0, binding = 4) writeonly buffer Out0 { uint y[]; };
+` + pcBlock + `
+void main() {
+    uint i = pc.begin + gl_GlobalInvocationID.x;
+    if (i >= pc.end) { return; }
+    y[i] = atomicAdd(x[i % 4u], 1u);
+}
+`, bind.Binding{}, []string{`binding 0 (input stream 0 "x") is written`}},
 	}
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
@@ -113,6 +138,7 @@ void main() {
     y[i] = 2.0 * x[i];
 }
 `},
+		{"input not readonly but only read", strings.Replace(ioBlocks, "readonly buffer In0", "buffer In0", 1) + pcBlock + scaleMain},
 		{"params as a longer array", ioBlocks + "layout(push_constant) uniform PC { uint w[10]; } pc;\n" + `
 void main() {
     uint i = pc.w[8] + gl_GlobalInvocationID.x;
