@@ -173,7 +173,7 @@ func (m *SPIRVModule) checkEntry(entry string) error {
 //     0, input i at binding i (a uniform block when UniformIn[i], else a
 //     storage buffer, which the shader does not store to: inputs are not
 //     copied back), output j at binding 4+j (a storage buffer that is not
-//     readonly), and nothing else;
+//     readonly and that the shader stores to), and nothing else;
 //   - element types where SPIR-V states them: a buffer whose block ends in
 //     an array of elements of ElemStride bytes is bound to a stream of
 //     Stride bytes only if one divides the other (a vec3 array under
@@ -266,6 +266,8 @@ func (b *Binding) Check(in, out []Stream) error {
 			errs = append(errs, fmt.Sprintf("binding %d (output %q) is a %s; outputs must be storage buffers", r.Binding, out[j].Name, r.Kind))
 		case r.ReadOnly:
 			errs = append(errs, fmt.Sprintf("binding %d (output %q) is readonly in the shader, so the output is never written", r.Binding, out[j].Name))
+		case !r.Written:
+			errs = append(errs, fmt.Sprintf("binding %d (output stream %d %q) is never stored to by the shader, so the output would come back undefined (zeros on most devices)", r.Binding, j, out[j].Name))
 		default:
 			if e := elemMismatch(r, "output", j, out[j]); e != "" {
 				errs = append(errs, e)

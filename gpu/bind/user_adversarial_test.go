@@ -85,6 +85,18 @@ void main() {
     y[i] = x[i];
 }
 `, bind.Binding{}, []string{`binding 0 (input stream 0 "x") is written by the shader`, "lost"}},
+		{"output never stored to", `#version 450
+layout(local_size_x_id = 0) in;
+layout(set = 0, binding = 0) readonly buffer In0 { float x[]; };
+layout(set = 0, binding = 4) buffer Out0 { float y[]; };
+layout(set = 0, binding = 5) writeonly buffer Out1 { float z[]; };
+` + pcBlock + `
+void main() {
+    uint i = pc.begin + gl_GlobalInvocationID.x;
+    if (i >= pc.end) { return; }
+    z[i] = 2.0 * x[i] + y[i];
+}
+`, bind.Binding{}, []string{`binding 4 (output stream 0 "y") is never stored to`}},
 		{"atomic on an input", `#version 450
 layout(local_size_x_id = 0) in;
 layout(set = 0, binding = 0) buffer In0 { uint x[]; };
