@@ -334,3 +334,37 @@ func TestUserSameModuleTwoKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestUserWaitForTimesOutThenCompletes: a GPU task that provably cannot
+// finish yet (its command buffer waits for a host event: FaultStall) makes
+// WaitFor with a short time-out return ErrTimeout, not a result; once the
+// stall is released, Wait returns the task's right answer. No timing is
+// assumed: the stall holds however loaded the machine is.
+func TestUserWaitForTimesOutThenCompletes(t *testing.T) {
+	spv := userSPIRV(t, axpoGLSL)
+	dev, log := gputest.Open(t, gpu.Options{})
+	defer dev.Close()
+	_, _, m := gputest.Sched(t, dev, log, sched.Config{Kernels: axpoRegistry(t, spv, 16, 1, 1<<31), Workers: 1}, gpu.ExecutorOptions{FenceTimeout: time.Hour})
+	if err := dev.InjectFault(gpu.FaultStall); err != nil {
+		t.Fatal(err)
+	}
+	x, y := make([]float32, 1000), make([]float32, 1000)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	tk := axpoTask(sched.GPU, 4, 1, x, y)
+	id, err := m.Add(&tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WaitFor(id, 50*time.Millisecond); !errors.Is(err, sched.ErrTimeout) {
+		t.Fatalf("WaitFor on a stalled GPU task: %v, want sched.ErrTimeout", err)
+	}
+	if err := dev.ReleaseStall(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitMinute(t, m, id); err != nil {
+		t.Fatal(err)
+	}
+	checkAxpo(t, "after the stall", 4, x, y)
+}
