@@ -565,8 +565,25 @@ func (g *Graphics) failVk(call string, r vk.Result) error {
 	return err
 }
 
-// Wait waits until every submitted frame has completed.
+// usable returns an error wrapping gpu.ErrClosed when the Graphics or its
+// Device was closed: every Vulkan handle it holds is then freed, and a
+// call through one crashed the process.
+func (g *Graphics) usable(what string) error {
+	switch {
+	case g.closed || !g.t.Valid():
+		return fmt.Errorf("%w: Graphics.%s after Graphics.Close", gpu.ErrClosed, what)
+	case g.dh.Closed():
+		return fmt.Errorf("%w: Graphics.%s after gpu.Device.Close (close the Graphics first)", gpu.ErrClosed, what)
+	}
+	return nil
+}
+
+// Wait waits until every submitted frame has completed. It fails with
+// gpu.ErrClosed after Close or the Device's Close.
 func (g *Graphics) Wait() error {
+	if err := g.usable("Wait"); err != nil {
+		return err
+	}
 	for i := range g.frames {
 		f := &g.frames[i]
 		if f.fence == 0 {
@@ -588,6 +605,9 @@ func (g *Graphics) Wait() error {
 // 8 bits per channel, not premultiplied: the colour attachment's values as
 // the shaders wrote them). It allocates nothing.
 func (g *Graphics) ReadPixels(img *image.RGBA) error {
+	if err := g.usable("ReadPixels"); err != nil {
+		return err
+	}
 	if g.off == nil {
 		return errors.New("gpu: ReadPixels: the target is a window; read pixels from an offscreen Graphics")
 	}

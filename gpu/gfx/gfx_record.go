@@ -47,8 +47,8 @@ var errNotInFrame = errors.New("gpu: Graphics: recorder call outside BeginFrame/
 // window is minimised. In steady state it allocates nothing; a frame with
 // more workers or ranges than any before grows the per-worker state.
 func (g *Graphics) BeginFrame(fi render.FrameInfo) error {
-	if g.closed || !g.t.Valid() {
-		return fmt.Errorf("gpu: Graphics %w", gpu.ErrClosed)
+	if err := g.usable("BeginFrame"); err != nil {
+		return err
 	}
 	if g.broken != nil {
 		return g.broken

@@ -167,8 +167,8 @@ func checkSPIRV(code []byte, what string) error {
 // Graphics only, so that IDs agree. Creation compiles the shaders (tens of
 // milliseconds on lavapipe); do it before the frame loop.
 func (g *Graphics) AddPipeline(reg *render.Registry, p Pipeline) (render.PipelineID, error) {
-	if g.closed || !g.t.Valid() {
-		return 0, fmt.Errorf("gpu: AddPipeline: Graphics %w", gpu.ErrClosed)
+	if err := g.usable("AddPipeline"); err != nil {
+		return 0, err
 	}
 	vert, frag := p.VertexSPIRV, p.FragmentSPIRV
 	if vert == nil {
@@ -258,8 +258,8 @@ func bufRange(b *gpu.Buffer, off uint64, count uint32, size, align uint64, what 
 // reg when not nil (see AddPipeline for IDs). It takes a reference to
 // each buffer until Close.
 func (g *Graphics) AddMesh(reg *render.Registry, m Mesh) (render.MeshID, error) {
-	if g.closed || !g.t.Valid() {
-		return 0, fmt.Errorf("gpu: AddMesh: Graphics %w", gpu.ErrClosed)
+	if err := g.usable("AddMesh"); err != nil {
+		return 0, err
 	}
 	gm := &gfxMesh{name: m.Name, vcount: m.VertexCount}
 	if err := bufRange(m.Vertices, m.VertexOffset, m.VertexCount, VertexSize, 4, "vertices"); err != nil {
@@ -318,6 +318,9 @@ func (g *Graphics) AddMesh(reg *render.Registry, m Mesh) (render.MeshID, error) 
 // Graphics owns, and registers it (see AddMesh). indices (may be nil) must
 // be below len(verts); instances may be nil.
 func (g *Graphics) NewMesh(reg *render.Registry, name string, verts []Vertex, indices []uint32, instances []Instance) (render.MeshID, error) {
+	if err := g.usable("NewMesh"); err != nil {
+		return 0, err
+	}
 	if len(verts) == 0 || uint64(len(verts)) > 1<<32-1 || uint64(len(indices)) > 1<<32-1 || uint64(len(instances)) > 1<<32-1 {
 		return 0, fmt.Errorf("gpu: NewMesh %q: %d vertices, %d indices, %d instances", name, len(verts), len(indices), len(instances))
 	}

@@ -1,0 +1,60 @@
+package gfx_test
+
+// A Graphics used after its Device (or itself) was closed: every call
+// returns an error wrapping gpu.ErrClosed that says which Close came
+// first. Wait, ReadPixels and BeginFrame after gpu.Device.Close went
+// through freed Vulkan handles and crashed the process (SIGSEGV in
+// vkWaitForFences).
+
+import (
+	"errors"
+	"image"
+	"strings"
+	"testing"
+
+	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/gfx"
+	"github.com/vkjobs/vkjobs/gpu/gputest"
+	"github.com/vkjobs/vkjobs/render"
+)
+
+func TestGraphicsAfterClose(t *testing.T) {
+	for _, deviceFirst := range []bool{true, false} {
+		dev, _ := gputest.Open(t, gpu.Options{})
+		g, err := gfx.NewGraphics(dev, gfx.GraphicsOptions{Width: 64, Height: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "after Graphics.Close"
+		if deviceFirst {
+			want = "after gpu.Device.Close (close the Graphics first)"
+			if err := dev.Close(); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, imgErr := g.Image()
+		_, pipeErr := g.AddPipeline(render.NewRegistry(), gfx.Pipeline{Name: "p"})
+		_, meshErr := g.NewMesh(render.NewRegistry(), "m", []gfx.Vertex{{}}, nil, nil)
+		for what, err := range map[string]error{
+			"Wait":        g.Wait(),
+			"BeginFrame":  g.BeginFrame(render.FrameInfo{}),
+			"ReadPixels":  g.ReadPixels(image.NewRGBA(image.Rect(0, 0, 64, 64))),
+			"Image":       imgErr,
+			"AddPipeline": pipeErr,
+			"NewMesh":     meshErr,
+		} {
+			if !errors.Is(err, gpu.ErrClosed) || !strings.Contains(err.Error(), want) {
+				t.Errorf("deviceFirst=%v: %s: %v, want gpu.ErrClosed saying %q", deviceFirst, what, err, want)
+			}
+		}
+		if deviceFirst {
+			if err := g.Close(); err == nil || !strings.Contains(err.Error(), "leaked") {
+				t.Errorf("Graphics.Close after the device's: %v, want the leak reported", err)
+			}
+		} else if err := dev.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
