@@ -23,7 +23,8 @@ type Options struct {
 	Device string
 	// Validation enables VK_LAYER_KHRONOS_validation and VK_EXT_debug_report.
 	// Open fails when they are missing (Debian: vulkan-validationlayers).
-	// The environment variable VKJOBS_VALIDATION=1 enables it too.
+	// The environment variable VKJOBS_VALIDATION=1 enables it too (see
+	// EnvValidation).
 	Validation bool
 	// OnMessage, when set, receives every debug-report message (validation
 	// errors and warnings). It is called on whichever goroutine made the
@@ -50,7 +51,10 @@ type Options struct {
 	PipelineCacheFile string
 }
 
-// EnvValidation enables validation when set to "1" or "true".
+// EnvValidation enables validation when set to 1, true, yes or on (any
+// case); 0, false, no, off or empty leave it as Options.Validation says;
+// any other value makes Open fail, naming it (a misspelt "ture" would
+// otherwise run unvalidated without a word).
 const EnvValidation = "VKJOBS_VALIDATION"
 
 const validationLayer = "VK_LAYER_KHRONOS_validation"
@@ -293,8 +297,12 @@ func openDevice(opts Options) (*Device, error) {
 	if err := loadVulkan(); err != nil {
 		return nil, err
 	}
-	if v := os.Getenv(EnvValidation); v == "1" || strings.EqualFold(v, "true") {
+	switch v := strings.ToLower(strings.TrimSpace(os.Getenv(EnvValidation))); v {
+	case "1", "true", "yes", "on":
 		opts.Validation = true
+	case "", "0", "false", "no", "off":
+	default:
+		return nil, fmt.Errorf("gpu: %s=%q: want 1 (validation on) or 0", EnvValidation, os.Getenv(EnvValidation))
 	}
 	if opts.AppName == "" {
 		opts.AppName = "vkjobs"
