@@ -20,6 +20,7 @@ import (
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/gpu/gputest"
+	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -367,4 +368,41 @@ func TestUserWaitForTimesOutThenCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAxpo(t, "after the stall", 4, x, y)
+}
+
+// TestUserOutputAliasesInput: saxpy in place, y = a*x + y with y passed
+// as both input 1 and output 0 (the contract's way to read and write one
+// stream), split into ranges, on the GPU and on the CPU: the same answer.
+func TestUserOutputAliasesInput(t *testing.T) {
+	reg := sched.NewRegistry()
+	if err := kernels.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	dev, log := gputest.Open(t, gpu.Options{})
+	defer dev.Close()
+	_, _, m := gputest.Sched(t, dev, log, sched.Config{Kernels: reg, Workers: 1}, gpu.ExecutorOptions{})
+	const n = 100003
+	for _, aff := range []sched.Affinity{sched.GPU, sched.AnyWorker} {
+		x, y, want := make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i], y[i] = float32(i%100), float32(i%7)
+			want[i] = 3*x[i] + y[i]
+		}
+		tk := sched.Task{Kernel: kernels.Saxpy, Affinity: aff}
+		tk.Data.Params[0] = math.Float32bits(3)
+		tk.Data.Elements, tk.Data.Grain = n, 9999
+		tk.Data.In[0], tk.Data.In[1], tk.Data.Out[0] = sched.StreamOf(x), sched.StreamOf(y), sched.StreamOf(y)
+		id, err := m.Add(&tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := waitMinute(t, m, id); err != nil {
+			t.Fatal(err)
+		}
+		for i := range y {
+			if y[i] != want[i] {
+				t.Fatalf("%v: y[%d] = %v, want %v", aff, i, y[i], want[i])
+			}
+		}
+	}
 }
