@@ -63,7 +63,7 @@ func TestQuantEstimate(t *testing.T) {
 		"Boxing_Toes@0": 9.84, "Boxing_Toes@30": 8.75}
 	var out strings.Builder
 	fmt.Fprintf(&out, "%-16s %6s %6s %5s %3s | %s\n", "clip@Hz", "ACL", "curve", "steps", "L",
-		"x ACL: step-int seg / clip, step-frac seg / clip, p2 seg / clip, pred seg   (scale, p99 / max cm: step; p2 seg; p2 clip)")
+		"x ACL: step-int seg / clip, step-frac seg / clip, p2 seg / clip, pred seg, frac data only, frac coarse base 4/6/8 bits   (scale, p99 / max cm: step; p2 seg; p2 clip)")
 	for _, name := range []string{"01_01", "01_03", "Boxing_Toes"} {
 		if only := os.Getenv("VKJOBS_ANIM_ESTIMATE_CLIP"); only != "" && only != name {
 			continue
@@ -136,10 +136,10 @@ func TestQuantEstimate(t *testing.T) {
 					st, sS, pS := calibrateQuant(t, sk, c, cc, src.steps, L, false, opt.Tolerance, opt.VertexDistance)
 					p2s, p2S, p2P := calibrateQuant(t, sk, c, cc, src.steps, L, true, opt.Tolerance, opt.VertexDistance)
 					p2c, p2cS, p2cP := calibrateQuantClip(t, sk, c, cc, src.steps, L, opt.Tolerance, opt.VertexDistance)
-					fmt.Fprintf(&out, "%-16s %6.2f %6.2f %s %3d | %.2f / %.2f, %.2f / %.2f, %.2f / %.2f, %.2f   (%.2f, %.4f / %.4f; %.2f, %.4f / %.4f; %.2f, %.4f / %.4f)\n",
+					fmt.Fprintf(&out, "%-16s %6.2f %6.2f %s %3d | %.2f / %.2f, %.2f / %.2f, %.2f / %.2f, %.2f, %.2f, %.2f/%.2f/%.2f   (%.2f, %.4f / %.4f; %.2f, %.4f / %.4f; %.2f, %.4f / %.4f)\n",
 						fmt.Sprintf("%s@%g", name, c.Rate), a, cc.Stats.Ratio(), src.name, L,
 						ratio(st.intSeg), ratio(st.intClip), ratio(st.fracSeg), ratio(st.fracClip),
-						ratio(p2s.intSeg), ratio(p2c.intClip), ratio(st.predSeg), sS, 100*pS.WorstP99(), 100*pS.WorstMax(), p2S, 100*p2P.WorstP99(), 100*p2P.WorstMax(), p2cS, 100*p2cP.WorstP99(), 100*p2cP.WorstMax())
+						ratio(p2s.intSeg), ratio(p2c.intClip), ratio(st.predSeg), ratio(st.fracData), ratio(st.coarse[0]), ratio(st.coarse[1]), ratio(st.coarse[2]), sS, 100*pS.WorstP99(), 100*pS.WorstMax(), p2S, 100*p2P.WorstP99(), 100*p2P.WorstMax(), p2cS, 100*p2cP.WorstP99(), 100*p2cP.WorstMax())
 				}
 			}
 			t.Logf("%s@%g done", name, c.Rate)
@@ -151,7 +151,9 @@ func TestQuantEstimate(t *testing.T) {
 // quantBits is the stream size of one quantisation, in bits.
 type quantBits struct {
 	intSeg, intClip, fracSeg, fracClip float64
-	predSeg                            float64 // step-int seg with the interior frames predicted
+	predSeg                            float64    // step-int seg with the interior frames predicted
+	fracData                           float64    // step-frac's frame data alone: no minima, widths or modes (a bound)
+	coarse                             [3]float64 // step-frac with the segment's base on a coarse grid of 2^4, 2^6, 2^8 levels over the clip's range
 }
 
 // calibrateQuant searches the factor on the curve codec's steps that puts
@@ -315,6 +317,9 @@ func quantClip(sk *Skeleton, c *Clip, cc *CompressedClip, steps []float64, s flo
 					bits.intSeg += absBits
 					bits.fracSeg += absBits
 					bits.predSeg += absBits
+					for ci := range bits.coarse {
+						bits.coarse[ci] += absBits + 5
+					}
 				}
 			}
 			for sg := range nseg {
@@ -346,6 +351,16 @@ func quantClip(sk *Skeleton, c *Clip, cc *CompressedClip, steps []float64, s flo
 					}
 					bits.intSeg += float64((e - a) * wsum)
 					bits.fracSeg += float64(e-a) * math.Ceil(lsum-1e-9)
+					bits.fracData += float64(e-a) * math.Ceil(lsum-1e-9)
+					for ci, kb := range []int{4, 6, 8} {
+						cl := 0.0
+						for j := range nc {
+							g := max(1, (cimax[j]-cimin[j]+1)>>kb+1)
+							base := cimin[j] + (lo[j]-cimin[j])/g*g
+							cl += math.Log2(float64(hi[j] - base + 1))
+						}
+						bits.coarse[ci] += hdr + float64(nc*(kb+5)) + float64(e-a)*math.Ceil(cl-1e-9)
+					}
 					// pred: the segment's first and last frames at the
 					// range's width, the others as residuals against the
 					// rounded lerp of those two (a width and a minimum
