@@ -262,10 +262,16 @@ func (a *app) setup() error {
 		opts.InstanceExtensions, opts.DeviceExtensions = a.win.extensions()
 	}
 	a.dev, err = gpu.Open(opts)
-	if errors.Is(err, gpu.ErrDeviceOverride) {
-		// A named device (VKJOBS_DEVICE) that is not there is an error,
-		// not a reason to run on the CPU.
-		return err
+	if err != nil && !errors.Is(err, gpu.ErrNoDevice) {
+		// Only "no Vulkan here" (no loader, driver or usable device) is
+		// a reason to run on the CPU. A named device (VKJOBS_DEVICE) that
+		// is not there, a validation layer asked for (-validate) and
+		// missing, a bad VKJOBS_VALIDATION, a device that fails to open:
+		// errors, not a quiet CPU-only run.
+		return fmt.Errorf("opening the Vulkan device: %w", err)
+	}
+	if err != nil && cfg.validate {
+		return fmt.Errorf("-validate needs a Vulkan device to validate: %w", err)
 	}
 	if err != nil {
 		a.dev, a.devErr = nil, err

@@ -432,6 +432,29 @@ func TestDeviceOverrideMatchesNothing(t *testing.T) {
 	}
 }
 
+// TestVulkanErrorsAreNotNoDevice: an error opening Vulkan other than "no
+// device" (here a bad VKJOBS_VALIDATION) ends the run with it, and -validate
+// without any device is an error; both ran CPU-only and exited 0 (the
+// reason only in the summary's "device: none" line, or nowhere with -q).
+func TestVulkanErrorsAreNotNoDevice(t *testing.T) {
+	needCMU(t)
+	needVulkan(t)
+	t.Setenv(gpu.EnvValidation, "ture")
+	var buf bytes.Buffer
+	_, err := runApp([]string{"-cache", cacheDir, "-headless", "-q", "-count", "8", "-frames", "3"}, &buf)
+	if err == nil || !strings.Contains(err.Error(), `VKJOBS_VALIDATION="ture"`) {
+		t.Errorf("VKJOBS_VALIDATION=ture: err = %v, want it named", err)
+	}
+	t.Setenv(gpu.EnvValidation, "")
+	missing := filepath.Join(t.TempDir(), "no_icd.json") // hide every driver
+	t.Setenv("VK_ICD_FILENAMES", missing)
+	t.Setenv("VK_DRIVER_FILES", missing)
+	_, err = runApp([]string{"-cache", cacheDir, "-headless", "-q", "-count", "8", "-frames", "3", "-validate"}, &buf)
+	if err == nil || !strings.Contains(err.Error(), "-validate needs a Vulkan device") {
+		t.Errorf("-validate without a device: err = %v", err)
+	}
+}
+
 // TestTooLargeForDevice: a crowd that does not fit the device is refused
 // before the first frame, saying what does not fit (it used to run for
 // 86 s and end with a fence time-out). On lavapipe 100000 characters

@@ -25,10 +25,9 @@
 // cpu|gpu|auto|spu, -out FILE.png, -pipeline N (1-4), -trace FILE.json,
 // -timeline FILE.svg, -headless, -model FILE.gltf, -tolerance cm (the
 // clips' compression target, 0.1), -codec curve|uniform (the clips' codec,
-// curve; see anim.Codec), -clip-rate Hz (30), -seed, -validate (Vulkan validation
-// layer; any error message fails the run), -dt (0-1 s), -warmup (-1 or
-// more), -workers (0-256),
-// -vsync, -q, -version. go run ./cmd/crowd -h lists them all.
+// curve; see anim.Codec), -clip-rate Hz (30), -seed, -validate (Vulkan
+// validation layer; any error message fails the run), -dt (0-1 s),
+// -warmup (-1 or more), -workers (0-256), -vsync, -q, -version. go run ./cmd/crowd -h lists them all.
 //
 // Output files (-out, -trace, -timeline) are checked before any work, and
 // the messages give their absolute paths. Esc closes the window. SIGINT
@@ -234,5 +233,8 @@
 // it is closed. Without a display it renders offscreen and writes a PNG of
 // the last frame. Without any Vulkan device it simulates on the CPU, still
 // gathers, sorts and records the draw packets on the CPU, skips drawing,
-// and says so; -offload=gpu or auto then fail.
+// and says so; -offload=gpu or auto, and -validate, then fail. Only "no
+// device" (gpu.ErrNoDevice) leads there: any other failure to open
+// Vulkan (a device named by VKJOBS_DEVICE that is not there, a missing
+// validation layer, a bad VKJOBS_VALIDATION) ends the run with its error.
 package main
