@@ -19,8 +19,8 @@ type ExecutorOptions struct {
 	// (default 64).
 	MaxBatch int
 	// InFlight is how many command buffers may be submitted and not yet
-	// completed (default 2). While all are in flight, runnable GPU tasks
-	// accumulate and go out together in the next one.
+	// completed (default 2, at most MaxInFlight). While all are in flight,
+	// runnable GPU tasks accumulate and go out together in the next one.
 	InFlight int
 	// ArenaSize is the initial size in bytes of each command buffer's
 	// transient arena for host streams (default 1 MiB). An arena grows, when
@@ -43,6 +43,12 @@ type ExecutorOptions struct {
 	// Without them, per-task times come from submission and completion.
 	CPUTimestamps bool
 }
+
+// MaxInFlight bounds ExecutorOptions.InFlight: each command buffer in
+// flight has its own pool, fence, descriptor and query pools and arena,
+// and beyond a few the GPU gains nothing (batching comes from
+// back-pressure).
+const MaxInFlight = 64
 
 // Executor runs tasks with GPU affinity as Vulkan compute dispatches. It
 // implements sched.Executor: attach it with
@@ -155,6 +161,18 @@ type access struct {
 // NewExecutor creates an executor on d with its submission and completion
 // goroutines. Close it (Scheduler.Close does) before closing the device.
 func NewExecutor(d *Device, opts ExecutorOptions) (*Executor, error) {
+	// Zero means the default; a negative value is a mistake, not a
+	// request for the default.
+	switch {
+	case opts.MaxBatch < 0:
+		return nil, fmt.Errorf("gpu: ExecutorOptions.MaxBatch %d: want 0 (default 64) or more", opts.MaxBatch)
+	case opts.InFlight < 0 || opts.InFlight > MaxInFlight:
+		return nil, fmt.Errorf("gpu: ExecutorOptions.InFlight %d: want 0 (default 2) up to %d", opts.InFlight, MaxInFlight)
+	case opts.FenceTimeout < 0:
+		return nil, fmt.Errorf("gpu: ExecutorOptions.FenceTimeout %v: want 0 (default 10 s) or more", opts.FenceTimeout)
+	case opts.HungAfter < 0:
+		return nil, fmt.Errorf("gpu: ExecutorOptions.HungAfter %d: want 0 (default 3) or more", opts.HungAfter)
+	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 64
 	}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/gpu/gputest"
 )
 
 // TestValidationEnvValues: VKJOBS_VALIDATION accepts the usual spellings
@@ -40,5 +42,35 @@ func TestValidationEnvValues(t *testing.T) {
 		if err := d.Close(); err != nil {
 			t.Errorf("%s=%q: Close: %v", gpu.EnvValidation, v, err)
 		}
+	}
+}
+
+// TestExecutorOptionsRefused: negative options (and an absurd InFlight)
+// are errors naming the field; they were replaced by the defaults without
+// a word.
+func TestExecutorOptionsRefused(t *testing.T) {
+	dev, _ := gputest.Open(t, gpu.Options{})
+	defer dev.Close()
+	for field, o := range map[string]gpu.ExecutorOptions{
+		"MaxBatch -1":      {MaxBatch: -1},
+		"InFlight -1":      {InFlight: -1},
+		"InFlight 1000000": {InFlight: 1000000},
+		"FenceTimeout -1s": {FenceTimeout: -time.Second},
+		"HungAfter -3":     {HungAfter: -3},
+	} {
+		e, err := gpu.NewExecutor(dev, o)
+		if err == nil {
+			e.Close()
+			t.Errorf("%s accepted", field)
+		} else if !strings.Contains(err.Error(), "ExecutorOptions."+field) {
+			t.Errorf("%s: %v does not name the field and value", field, err)
+		}
+	}
+	e, err := gpu.NewExecutor(dev, gpu.ExecutorOptions{InFlight: gpu.MaxInFlight})
+	if err != nil {
+		t.Fatalf("InFlight %d: %v", gpu.MaxInFlight, err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
