@@ -77,8 +77,8 @@ type GraphicsOptions struct {
 	// FIFO, the only mode every driver has. See Graphics.PresentMode.
 	VSync bool
 	// FramesInFlight is how many frames may be recorded or executing at
-	// once (default 2): BeginFrame waits for the frame that used the same
-	// resources FramesInFlight frames ago.
+	// once (default 2, at most MaxFramesInFlight): BeginFrame waits for the
+	// frame that used the same resources FramesInFlight frames ago.
 	FramesInFlight int
 	// FenceTimeout bounds each wait for an earlier frame and for a
 	// swapchain image (default 10 s); an expired wait fails BeginFrame
@@ -319,6 +319,11 @@ func (w *gfxWorker) fail(err error) {
 	}
 }
 
+// MaxFramesInFlight bounds GraphicsOptions.FramesInFlight: each frame in
+// flight holds its own command buffers, uniform buffer and read-back
+// memory, and more than a few only add latency.
+const MaxFramesInFlight = 16
+
 // NewGraphics creates a Graphics on d drawing into an offscreen image of
 // opts.Width × opts.Height, or into opts.Surface's swapchain. It creates
 // the render pass, the shared pipeline layout, the target and the frames
@@ -329,7 +334,14 @@ func NewGraphics(d *gpu.Device, opts GraphicsOptions) (*Graphics, error) {
 	if err := dh.Usable(); err != nil {
 		return nil, err
 	}
-	if opts.FramesInFlight <= 0 {
+	// Zero means the default; negative values are mistakes.
+	if opts.FramesInFlight < 0 || opts.FramesInFlight > MaxFramesInFlight {
+		return nil, fmt.Errorf("gpu: NewGraphics: GraphicsOptions.FramesInFlight %d: want 0 (default 2) up to %d", opts.FramesInFlight, MaxFramesInFlight)
+	}
+	if opts.FenceTimeout < 0 {
+		return nil, fmt.Errorf("gpu: NewGraphics: GraphicsOptions.FenceTimeout %v: want 0 (default 10 s) or more", opts.FenceTimeout)
+	}
+	if opts.FramesInFlight == 0 {
 		opts.FramesInFlight = 2
 	}
 	if opts.FenceTimeout <= 0 {

@@ -11,6 +11,7 @@ import (
 	"image"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/gfx"
@@ -55,6 +56,26 @@ func TestGraphicsAfterClose(t *testing.T) {
 			}
 		} else if err := dev.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestGraphicsOptionsRefused: negative or absurd options are errors naming
+// the field (negative ones were replaced by the defaults without a word).
+func TestGraphicsOptionsRefused(t *testing.T) {
+	dev, _ := gputest.Open(t, gpu.Options{})
+	defer dev.Close()
+	for field, o := range map[string]gfx.GraphicsOptions{
+		"FramesInFlight -1":      {Width: 16, Height: 16, FramesInFlight: -1},
+		"FramesInFlight 1000000": {Width: 16, Height: 16, FramesInFlight: 1000000},
+		"FenceTimeout -1s":       {Width: 16, Height: 16, FenceTimeout: -time.Second},
+	} {
+		g, err := gfx.NewGraphics(dev, o)
+		if err == nil {
+			g.Close()
+			t.Errorf("%s accepted", field)
+		} else if !strings.Contains(err.Error(), "GraphicsOptions."+field) {
+			t.Errorf("%s: %v does not name the field and value", field, err)
 		}
 	}
 }
