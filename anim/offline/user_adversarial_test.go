@@ -347,11 +347,10 @@ func TestUserCompressOptionsExtreme(t *testing.T) {
 // with an error naming the clip.
 func TestUserClipShapes(t *testing.T) {
 	type shape struct {
-		name     string
-		nb, fr   int
-		mutate   func(c *offline.Clip)
-		wantErr  string
-		denseTol float64
+		name    string
+		nb, fr  int
+		mutate  func(c *offline.Clip)
+		wantErr string
 	}
 	shapes := []shape{
 		{name: "1 frame", nb: 3, fr: 1},
@@ -471,7 +470,7 @@ func TestUserSampleTimes(t *testing.T) {
 			ref float64
 		}{
 			{-1, 0}, {nan, 0}, {-inf, 0}, {0, 0}, {dur, c.Duration()}, {dur + 1, c.Duration()}, {inf, c.Duration()},
-			{math.Nextafter32(dur, 0), c.Duration()}, {dur * 1e6, c.Duration()}, {0.5, 0.5}, {-0.0, 0},
+			{math.Nextafter32(dur, 0), c.Duration()}, {dur * 1e6, c.Duration()}, {0.5, 0.5}, {float32(math.Copysign(0, -1)), 0},
 		}
 		// forward through one cursor, then each alone with a fresh cursor
 		times := make([]float32, len(cases))
