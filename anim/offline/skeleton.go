@@ -29,7 +29,7 @@ type Skeleton struct {
 func (s *Skeleton) NumBones() int { return len(s.Parents) }
 
 // Validate checks the hierarchy order (which excludes cycles), array sizes
-// and that the rest pose is finite.
+// and that the rest pose is finite (translations and scales within ±1e18).
 func (s *Skeleton) Validate() error {
 	n := len(s.Parents)
 	if n == 0 {
@@ -55,8 +55,27 @@ func (s *Skeleton) Validate() error {
 		if !finite3(r.T) || !finite4(r.R) || !finite3(r.S) {
 			return fmt.Errorf("skeleton: bone %d (%q) rest pose is not finite", i, s.Names[i])
 		}
+		if !within(r.T[:]) || !within(r.S[:]) {
+			return fmt.Errorf("skeleton: bone %d (%q) rest pose beyond ±1e18 (float32 poses cannot hold it)", i, s.Names[i])
+		}
 	}
 	return nil
+}
+
+// maxValue bounds every translation and scale component of a skeleton or
+// clip (metres): beyond it a float32 pose keeps no useful precision (its
+// step there is more than 1e10 m) and a blob cannot store it (the uniform
+// codec's ranges and the loader's range checks stop at the same ±1e18).
+const maxValue = 1e18
+
+// within reports whether every component of v is within ±maxValue.
+func within(v []float64) bool {
+	for _, x := range v {
+		if math.Abs(x) > maxValue {
+			return false
+		}
+	}
+	return true
 }
 
 // Track is one sampled component of a bone's local transform. Frames is
@@ -167,8 +186,8 @@ func (c *Clip) Duration() float64 {
 }
 
 // Validate checks the clip's shape against a skeleton: track count, frame
-// coverage and order, discontinuity pairs, finite values, unit quaternions,
-// event order.
+// coverage and order, discontinuity pairs, finite values (translations and
+// scales within ±1e18), unit quaternions, event order.
 func (c *Clip) Validate(s *Skeleton) error {
 	if !(c.Rate > 0) || !format.Finite(c.Rate) || c.Rate > 1e4 {
 		return fmt.Errorf("clip %q: rate %v", c.Name, c.Rate)
@@ -201,6 +220,9 @@ func (c *Clip) Validate(s *Skeleton) error {
 			v := t.Values[j]
 			if !finite4(Quat(v)) {
 				return fmt.Errorf("clip %q bone %d %v: frame %d is not finite", c.Name, bone, kind, f)
+			}
+			if !within(v[:3]) {
+				return fmt.Errorf("clip %q bone %d %v: frame %d value %v is beyond ±1e18 (float32 poses cannot hold it)", c.Name, bone, kind, f, v[:3])
 			}
 			if kind == TrackRotation {
 				if n := Quat(v).Norm(); math.Abs(n-1) > 1e-3 {
