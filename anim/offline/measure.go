@@ -63,6 +63,12 @@ func (e ErrorStats) String() string {
 // samples: src.ValueAt, the source's own interpolation), at each of the
 // given vertex distances.
 func Measure(sk *Skeleton, src *Clip, c anim.ClipView, distances ...float64) ([]ErrorStats, error) {
+	if sk == nil || src == nil {
+		return nil, fmt.Errorf("anim: Measure: nil skeleton or source clip")
+	}
+	if c.Blob() == nil {
+		return nil, fmt.Errorf("anim: Measure: the zero ClipView (no blob): take it from a loaded Blob (Clip, ClipAt, ClipByName's view when found)")
+	}
 	nb := sk.NumBones()
 	if c.Bones() != nb {
 		return nil, fmt.Errorf("anim: Measure: clip has %d bones, skeleton %d", c.Bones(), nb)
