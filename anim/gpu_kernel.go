@@ -121,8 +121,12 @@ func RegisterSampleKernel(reg *sched.Registry) error {
 // cursors (or the blob, or the poses) on the GPU, replace those streams by
 // GPU buffers' streams (and add SampleInPlace when one buffer is both
 // cursor streams): a host blob is uploaded whole for every GPU dispatch,
-// host cursors both ways. It validates the job first.
+// host cursors both ways. It validates the job first, and refuses flags
+// other than SampleInPlace (the kernel would fail the task on them).
 func (j *SampleJob) TaskData(flags uint32) (sched.TaskData, error) {
+	if flags&^SampleInPlace != 0 {
+		return sched.TaskData{}, fmt.Errorf("anim: SampleJob.TaskData: unknown flags %#x (only SampleInPlace)", flags)
+	}
 	if err := j.Validate(); err != nil {
 		return sched.TaskData{}, err
 	}
