@@ -323,7 +323,14 @@
 // path's time.
 //
 // Uniform compression is slower than curve fitting (the rate search
-// evaluates every step over the segment's bones). Its maximum error is
+// evaluates every step over the segment's bones). After each step it
+// re-scores every track whose bone is an ancestor or a descendant of the
+// stepped track's bone, each over its bone's subtree, so its cost grows
+// with the depth of the hierarchy: cheap on a bushy skeleton (a few levels
+// of limbs and fingers), about the cube of the length on a long chain of
+// single children (a 1024-bone chain, at MaxBones, is beyond any practical
+// time; a lazy or bounded re-scoring is the known remedy, not built). Its
+// maximum error is
 // close to its 99th percentile (the search bounds the worst vertex of
 // every segment). Variants tried with the prototype that preceded it
 // (segment range reduction, other segment lengths, dropping w instead of
