@@ -35,6 +35,7 @@ var (
 	ErrTooLarge    = errors.New("evstream: payload larger than MaxPayload")
 	ErrMisaligned  = errors.New("evstream: stream length is not a multiple of Align")
 	ErrPayload     = errors.New("evstream: payload does not match the type")
+	ErrNilValue    = errors.New("evstream: Put of a nil pointer")
 )
 
 // Error describes a truncated or corrupt stream: where, and why.
@@ -189,8 +190,11 @@ func (w *Writer) Load(raw []byte) error {
 
 // Put appends *v as a record of type t, copying its bytes. T must be a
 // plain struct (no pointers, slices, strings, maps, interfaces, channels).
-// It never allocates.
+// It never allocates. A nil v is ErrNilValue (nothing is written).
 func Put[T any](w *Writer, t Type, v *T) error {
+	if v == nil {
+		return ErrNilValue
+	}
 	n := int(unsafe.Sizeof(*v))
 	p, err := w.Alloc(t, n)
 	if err != nil {
