@@ -171,6 +171,9 @@ func (b *Builder) AddSkeleton(s *Skeleton) int {
 
 // AddClip adds a compressed clip of skeleton index skel.
 func (b *Builder) AddClip(skel int, c *CompressedClip) error {
+	if c == nil {
+		return fmt.Errorf("anim: AddClip: nil clip")
+	}
 	if skel < 0 || skel >= len(b.skels) {
 		return fmt.Errorf("anim: AddClip %q: skeleton %d of %d", c.Name, skel, len(b.skels))
 	}
@@ -184,9 +187,9 @@ func (b *Builder) AddClip(skel int, c *CompressedClip) error {
 
 // Bytes writes the blob: header, directories, skeletons, clips.
 func (b *Builder) Bytes() ([]byte, error) {
-	for _, s := range b.skels {
+	for i, s := range b.skels {
 		if err := s.Validate(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("anim: Builder: skeleton %d: %w", i, err)
 		}
 	}
 	var w wbuf

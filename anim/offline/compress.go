@@ -166,6 +166,9 @@ func (cc *CompressedClip) numSegments() int { return len(cc.segBits) - 1 }
 // (Stats.P99, Stats.ChainShare, Stats.Passes). It uses all cores and is
 // safe for concurrent use.
 func Compress(sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, error) {
+	if sk == nil || c == nil {
+		return nil, fmt.Errorf("compress: nil skeleton or clip")
+	}
 	start := time.Now()
 	opt.defaults()
 	if !(opt.Tolerance > 0) || !(opt.ChainShare > 0) || !(opt.VertexDistance >= 0) || !(opt.SegmentSeconds > 0) || !format.Finite(opt.Tolerance*opt.SegmentSeconds*opt.ChainShare) || opt.Passes < 0 {

@@ -32,6 +32,9 @@ type ContactOptions struct {
 // starts after the first frame, EventFootUp when one ends before the last
 // frame. Set the result as clip.Events to store it in the blob.
 func DetectFootContacts(sk *Skeleton, c *Clip, opt ContactOptions) ([]anim.Event, error) {
+	if sk == nil || c == nil {
+		return nil, errors.New("anim: DetectFootContacts: nil skeleton or clip")
+	}
 	if err := c.Validate(sk); err != nil {
 		return nil, err
 	}

@@ -95,6 +95,9 @@ func Measure(sk *Skeleton, src *Clip, c anim.ClipView, distances ...float64) ([]
 // sample kept, no curve), at the samples: the floor under any curve fit
 // that uses those widths.
 func BitSquidFloor(sk *Skeleton, src *Clip, distances ...float64) ([]ErrorStats, error) {
+	if sk == nil || src == nil {
+		return nil, fmt.Errorf("anim: BitSquidFloor: nil skeleton or source clip")
+	}
 	local := make([]Transform, sk.NumBones())
 	return measure(sk, src, func(t float64, pose []float32) (float64, error) {
 		src.Pose(int(math.Round(t*src.Rate)), local)
@@ -114,10 +117,13 @@ func BitSquidFloor(sk *Skeleton, src *Clip, distances ...float64) ([]ErrorStats,
 // interval. poseAt returns the time it actually sampled (the reference is
 // taken there).
 func measure(sk *Skeleton, src *Clip, poseAt func(t float64, pose []float32) (float64, error), between bool, distances []float64) ([]ErrorStats, error) {
-	nb := sk.NumBones()
-	if src.NumBones() != nb {
-		return nil, fmt.Errorf("anim: measure: source has %d bones, skeleton %d", src.NumBones(), nb)
+	if err := sk.Validate(); err != nil {
+		return nil, fmt.Errorf("anim: measure: %w", err)
 	}
+	if err := src.Validate(sk); err != nil {
+		return nil, fmt.Errorf("anim: measure: %w", err)
+	}
+	nb := sk.NumBones()
 	pose := make([]float32, nb*anim.PoseFloats)
 	model32 := make([]float32, nb*anim.ModelFloats)
 	local := make([]Transform, nb)

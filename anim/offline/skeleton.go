@@ -31,6 +31,9 @@ func (s *Skeleton) NumBones() int { return len(s.Parents) }
 // Validate checks the hierarchy order (which excludes cycles), array sizes
 // and that the rest pose is finite (translations and scales within ±1e18).
 func (s *Skeleton) Validate() error {
+	if s == nil {
+		return errors.New("skeleton: nil")
+	}
 	n := len(s.Parents)
 	if n == 0 {
 		return errors.New("skeleton has no bones")
@@ -189,6 +192,9 @@ func (c *Clip) Duration() float64 {
 // coverage and order, discontinuity pairs, finite values (translations and
 // scales within ±1e18), unit quaternions, event order.
 func (c *Clip) Validate(s *Skeleton) error {
+	if c == nil {
+		return errors.New("clip: nil")
+	}
 	if !(c.Rate > 0) || !format.Finite(c.Rate) || c.Rate > 1e4 {
 		return fmt.Errorf("clip %q: rate %v", c.Name, c.Rate)
 	}
