@@ -61,7 +61,7 @@ func (e ErrorStats) String() string {
 // and at BetweenPoints times between each two (playing forward, as a game
 // would) and compares it with the source clip src of skeleton sk (between
 // samples: src.ValueAt, the source's own interpolation), at each of the
-// given vertex distances.
+// given vertex distances (at least one; finite, >= 0 m).
 func Measure(sk *Skeleton, src *Clip, c anim.ClipView, distances ...float64) ([]ErrorStats, error) {
 	if sk == nil || src == nil {
 		return nil, fmt.Errorf("anim: Measure: nil skeleton or source clip")
@@ -122,6 +122,14 @@ func measure(sk *Skeleton, src *Clip, poseAt func(t float64, pose []float32) (fl
 	}
 	if err := src.Validate(sk); err != nil {
 		return nil, fmt.Errorf("anim: measure: %w", err)
+	}
+	if len(distances) == 0 {
+		return nil, fmt.Errorf("anim: measure: no vertex distances given (ACL measures at 0.03 m)")
+	}
+	for _, d := range distances {
+		if !(d >= 0) || !format.Finite(d) {
+			return nil, fmt.Errorf("anim: measure: vertex distance %v, want a finite distance >= 0 m", d)
+		}
 	}
 	nb := sk.NumBones()
 	pose := make([]float32, nb*anim.PoseFloats)
