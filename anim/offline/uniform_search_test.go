@@ -1,0 +1,102 @@
+package offline_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/offline"
+)
+
+// uniformSearchCase is one clip of TestUniformSearchIdentical.
+type uniformSearchCase struct {
+	name string
+	load func(t *testing.T) (*offline.Skeleton, *offline.Clip)
+	tol  float64
+	want string // sha256 of the blob's bytes
+}
+
+func realClip(path string, seconds float64) func(t *testing.T) (*offline.Skeleton, *offline.Clip) {
+	return func(t *testing.T) (*offline.Skeleton, *offline.Clip) {
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("%s: %v (install assimp-testmodels)", path, err)
+		}
+		imp, err := offline.LoadFile(path, offline.ImportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := imp.Clips[0]
+		if seconds > 0 {
+			c = firstFrames(c, int(seconds*c.Rate)+1)
+		}
+		return imp.Skeleton, c
+	}
+}
+
+func chainClip(nb, frames int) func(t *testing.T) (*offline.Skeleton, *offline.Clip) {
+	return func(t *testing.T) (*offline.Skeleton, *offline.Clip) { return userChain(nb, frames, 30) }
+}
+
+// uniformSearchCases: the expected hashes are the sha256 of the blob
+// bytes that the rate search produced BEFORE its incremental re-scoring
+// (commit 2569a7d, the search that re-scored every related track over its
+// whole subtree after each step), printed by this test with
+// VKJOBS_PRINT_HASHES=1 on that commit. The rewrite must not change a bit.
+var uniformSearchCases = []uniformSearchCase{
+	{"01_01 2.5 s", realClip("/usr/share/assimp/models/BVH/01_01.bvh", 2.5), 0, "8252d7ac02634762792d3ff2d0053adce3df55bcdc0a6a2c6ec1b729ddc591b5"},
+	{"01_03 2.5 s", realClip("/usr/share/assimp/models/BVH/01_03.bvh", 2.5), 0, "8f3c074c23195ce08eaa18002c100622c65e13d1a1c20a8389d632a987d4630c"},
+	{"Boxing_Toes 2.5 s", realClip("/usr/share/assimp/models/BVH/Boxing_Toes.bvh", 2.5), 0, "44be210f10292ddf93b8e9e974ab0e286af7243f8c4528f6aa27ba0bf86d532f"},
+	{"cesium_man", realClip(filepath.Join("..", "..", "cmd", "crowd", "testdata", "cesium_man.gltf"), 0), 0, "cea9fab0870e4857b99990a343f9bca63448a2d0392c0e81c970c533ddc7ccc3"},
+	{"chain 16 x 40", chainClip(16, 40), 0.001, "65bd1782f928ca540503fd0e57d648ce1a848d94af0ab577e772d503be66d485"},
+	{"chain 64 x 3", chainClip(64, 3), 0.001, "a82183be339334996081fcd008c24e7ee8cf5fb846024733c2c7fd4a1f6f1f43"},
+	{"chain 16 x 40 at 0.01 cm", chainClip(16, 40), 0, "ebd31ef60d91384dc478f13b8d4ba0178c2656e29a8980cdb012f0d426dbcba4"},
+}
+
+// TestUniformSearchIdentical: CodecUniform's output on real and synthetic
+// clips is bit-identical to the output of the search before its
+// incremental re-scoring (see uniformSearchCases).
+func TestUniformSearchIdentical(t *testing.T) {
+	print := os.Getenv("VKJOBS_PRINT_HASHES") != ""
+	for _, tc := range uniformSearchCases {
+		sk, c := tc.load(t)
+		cc, err := offline.Compress(sk, c, offline.CompressOptions{Codec: anim.CodecUniform, Tolerance: tc.tol})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var b offline.Builder
+		if err := b.AddClip(b.AddSkeleton(sk), cc); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		data, err := b.Bytes()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		h := sha256.Sum256(data)
+		got := hex.EncodeToString(h[:])
+		if print {
+			t.Logf("%q: %s (%d bytes, %d tracks)", tc.name, got, len(data), cc.Stats.AnimatedTracks)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("%s: blob sha256 %s, the search before its rewrite gave %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkUniformChain: the rate search on a 3-frame chain of single
+// children (the shape whose cost grew with the cube of the length).
+func BenchmarkUniformChain(b *testing.B) {
+	for _, nb := range []int{64, 128} {
+		b.Run(string(rune('0'+nb/100))+string(rune('0'+nb/10%10))+string(rune('0'+nb%10)), func(b *testing.B) {
+			sk, c := userChain(nb, 3, 30)
+			for b.Loop() {
+				if _, err := offline.Compress(sk, c, offline.CompressOptions{Codec: anim.CodecUniform, Tolerance: 0.001}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
