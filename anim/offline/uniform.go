@@ -400,37 +400,50 @@ func (w *uniformWork) evalTree(s, b, sf int, cand []aff, mod []aff, err []float6
 	p := w.p
 	nb := p.nb
 	d := p.dist
-	sub := p.sub[b]
-	sv := p.sv[s*p.L*nb*3:]
+	sub := p.sub[b] // sub[0] == b
+	parents := p.parents[:nb]
 	for fi := range sf {
-		for _, x := range sub {
-			o := fi*nb + x
-			lm := &w.loc[o]
-			if x == b && cand != nil {
-				lm = &cand[fi]
-			}
-			var m aff
-			if pa := int(p.parents[x]); pa < 0 {
-				m = *lm
-			} else if x == b {
-				m = mulAff(&w.mod[fi*nb+pa], lm)
+		o0 := fi * nb
+		sv := p.sv[(s*p.L+fi)*nb*3:][:nb*3]
+		loc := w.loc[o0:][:nb]
+		md := mod[o0:][:nb]
+		var er []float64
+		if err != nil {
+			er = err[o0:][:nb]
+		}
+		for k, x := range sub {
+			lm := &loc[x]
+			pm := &md[0]
+			if k == 0 {
+				if cand != nil {
+					lm = &cand[fi]
+				}
+				pm = nil
+				if pa := parents[x]; pa >= 0 {
+					pm = &w.mod[o0+int(pa)]
+				}
 			} else {
-				m = mulAff(&mod[fi*nb+pa], lm)
+				pm = &md[parents[x]]
 			}
-			mod[o] = m
+			m := &md[x]
+			if pm == nil {
+				*m = *lm
+			} else {
+				mulAffTo(m, pm, lm)
+			}
+			v := sv[3*x:][:3]
 			e2 := 0.0
 			for a := range 3 {
-				v := &sv[o*3+a]
-				dx := m[9] + d*m[3*a] - v[0]
-				dy := m[10] + d*m[3*a+1] - v[1]
-				dz := m[11] + d*m[3*a+2] - v[2]
+				dx := m[9] + d*m[3*a] - v[a][0]
+				dy := m[10] + d*m[3*a+1] - v[a][1]
+				dz := m[11] + d*m[3*a+2] - v[a][2]
 				if v := dx*dx + dy*dy + dz*dz; v > e2 {
 					e2 = v
 				}
 			}
 			e := math.Sqrt(e2)
-			if err != nil {
-				err[o] = e
+			if er != nil {
+				er[x] = e
 			}
 			if e > worst {
 				worst = e
@@ -439,6 +452,21 @@ func (w *uniformWork) evalTree(s, b, sf int, cand []aff, mod []aff, err []float6
 		}
 	}
 	return worst, sum
+}
+
+// mulAffTo stores p·l into r (r may not alias p or l): the arithmetic of
+// mulAff, written in place.
+func mulAffTo(r, p, l *aff) {
+	p0, p1, p2, p3, p4, p5, p6, p7, p8 := p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]
+	for c := range 4 {
+		l0, l1, l2 := l[3*c], l[3*c+1], l[3*c+2]
+		r[3*c] = p0*l0 + p3*l1 + p6*l2
+		r[3*c+1] = p1*l0 + p4*l1 + p7*l2
+		r[3*c+2] = p2*l0 + p5*l1 + p8*l2
+	}
+	r[9] += p[9]
+	r[10] += p[10]
+	r[11] += p[11]
 }
 
 // search picks each track's rate code for segment s: every track starts
