@@ -62,6 +62,7 @@ type uniformPrep struct {
 	dist                    float64
 	parents                 []int32
 	sub                     [][]int // per bone: its subtree, parents first
+	depth                   []int   // per bone: its number of ancestors
 	sv                      []Vec3  // source vertices [(f*nb+b)*3+axis]
 	def                     []float32
 	tracks                  []uniformTrack
@@ -89,6 +90,12 @@ func newUniformPrep(sk *Skeleton, c *Clip, dist float64, L int) *uniformPrep {
 	for x := range nb {
 		for a := int(sk.Parents[x]); a >= 0; a = int(sk.Parents[a]) {
 			p.sub[a] = append(p.sub[a], x)
+		}
+	}
+	p.depth = make([]int, nb)
+	for b := range nb {
+		if pa := sk.Parents[b]; pa >= 0 {
+			p.depth[b] = p.depth[pa] + 1
 		}
 	}
 	// Source vertices.
@@ -262,6 +269,10 @@ type uniformWork struct {
 	codes    []int
 	score    []float64
 	stale    []bool
+	redo     []int     // per track: the bone whose subtree its kept candidate must redo (-1: all of it)
+	terr     []float64 // a candidate's vertex errors
+	cmod     []aff     // [track][frame*nb+bone]: each track's candidate model matrices
+	cerr     []float64 // [track][frame*nb+bone]: and its vertex errors
 }
 
 func (p *uniformPrep) getWork() *uniformWork {
@@ -275,7 +286,7 @@ func (p *uniformPrep) getWork() *uniformWork {
 		rng: make([]uint8, 6*nt), rng0: make([]uint8, 6*nt),
 		lt: make([][3]float64, n), ls: make([][3]float64, n), lr: make([][4]float64, n),
 		loc: make([]aff, n), mod: make([]aff, n), err: make([]float64, n), tmod: make([]aff, n),
-		cand: make([]aff, L), codes: make([]int, nt), score: make([]float64, nt), stale: make([]bool, nt)}
+		cand: make([]aff, L), codes: make([]int, nt), score: make([]float64, nt), stale: make([]bool, nt), redo: make([]int, nt), terr: make([]float64, n)}
 }
 
 // quantize fills val and q for segment s at every rate code, and the
@@ -392,11 +403,11 @@ func putValue(kind TrackKind, v []float32, t *[3]float64, r *[4]float64, s *[3]f
 }
 
 // evalTree recomputes the model matrices and vertex errors of bone b's
-// subtree over frames [0, sf) of segment s into mod and err (err nil: not
-// stored), taking b's local matrices from cand (nil: w.loc) and its
-// parent's model matrix from w.mod. It returns the largest error and the
-// sum of the errors.
-func (w *uniformWork) evalTree(s, b, sf int, cand []aff, mod []aff, err []float64) (worst, sum float64) {
+// subtree over frames [0, sf) of segment s into mod and err, taking b's
+// local matrices from cand (nil: w.loc) and its parent's model matrix from
+// pmod (w.mod, or a candidate's own matrices when only the part below a
+// stepped bone is redone). Entries outside b's subtree are left alone.
+func (w *uniformWork) evalTree(s, b, sf int, cand, pmod, mod []aff, err []float64) {
 	p := w.p
 	nb := p.nb
 	d := p.dist
@@ -407,20 +418,16 @@ func (w *uniformWork) evalTree(s, b, sf int, cand []aff, mod []aff, err []float6
 		sv := p.sv[(s*p.L+fi)*nb*3:][:nb*3]
 		loc := w.loc[o0:][:nb]
 		md := mod[o0:][:nb]
-		var er []float64
-		if err != nil {
-			er = err[o0:][:nb]
-		}
+		er := err[o0:][:nb]
 		for k, x := range sub {
 			lm := &loc[x]
-			pm := &md[0]
+			var pm *aff
 			if k == 0 {
 				if cand != nil {
 					lm = &cand[fi]
 				}
-				pm = nil
 				if pa := parents[x]; pa >= 0 {
-					pm = &w.mod[o0+int(pa)]
+					pm = &pmod[o0+int(pa)]
 				}
 			} else {
 				pm = &md[parents[x]]
@@ -441,10 +448,21 @@ func (w *uniformWork) evalTree(s, b, sf int, cand []aff, mod []aff, err []float6
 					e2 = v
 				}
 			}
-			e := math.Sqrt(e2)
-			if er != nil {
-				er[x] = e
-			}
+			er[x] = math.Sqrt(e2)
+		}
+	}
+}
+
+// treeError returns the largest and the sum of the vertex errors err of
+// bone b's subtree over frames [0, sf), summed frame by frame, each frame
+// in subtree order.
+func (w *uniformWork) treeError(b, sf int, err []float64) (worst, sum float64) {
+	nb := w.p.nb
+	sub := w.p.sub[b]
+	for fi := range sf {
+		er := err[fi*nb:][:nb]
+		for _, x := range sub {
+			e := er[x]
 			if e > worst {
 				worst = e
 			}
@@ -474,6 +492,16 @@ func mulAffTo(r, p, l *aff) {
 // saves the most bits per unit of added error (summed over its subtree's
 // frames and bones) steps down, among the steps that keep every vertex of
 // the segment within target.
+//
+// A step changes the score of every track whose bone is an ancestor or a
+// descendant of the stepped bone, so all of them are re-scored, each over
+// its bone's subtree. Each track keeps its candidate's model matrices and
+// vertex errors (while they fit in uniformCacheBytes): an ancestor's
+// candidate differs after a step only below the stepped bone, so only
+// that part is recomputed, and its sums are re-added from the kept
+// errors in the same order (the scores, hence the choices, stay exactly
+// those of a full re-evaluation). Descendants are redone in full: their
+// parent's model matrix changed.
 func (w *uniformWork) search(s int, target float64) []int {
 	p := w.p
 	nb, nt := p.nb, p.nt
@@ -490,6 +518,7 @@ func (w *uniformWork) search(s int, target float64) []int {
 	for i := range nt {
 		w.codes[i] = 15
 		w.stale[i] = true
+		w.redo[i] = -1
 		w.set(i, 15, sf)
 	}
 	for fi := range sf {
@@ -499,17 +528,14 @@ func (w *uniformWork) search(s int, target float64) []int {
 	}
 	for b := range nb {
 		if p.parents[b] < 0 {
-			w.evalTree(s, b, sf, nil, w.mod, w.err)
+			w.evalTree(s, b, sf, nil, w.mod, w.mod, w.err)
 		}
 	}
-	subSum := func(b int) float64 {
-		t := 0.0
-		for fi := range sf {
-			for _, x := range p.sub[b] {
-				t += w.err[fi*nb+x]
-			}
-		}
-		return t
+	n := sf * nb
+	cache := nt*n*(12*8+8) <= uniformCacheBytes
+	if cache && len(w.cmod) < nt*n {
+		w.cmod = make([]aff, nt*n)
+		w.cerr = make([]float64, nt*n)
 	}
 	for {
 		for i := range nt {
@@ -518,9 +544,21 @@ func (w *uniformWork) search(s int, target float64) []int {
 			}
 			w.stale[i] = false
 			b := p.tracks[i].bone
-			before := subSum(b)
-			w.candidate(i, w.codes[i]-1, sf)
-			e, after := w.evalTree(s, b, sf, w.cand, w.tmod, nil)
+			_, before := w.treeError(b, sf, w.err)
+			mod, err := w.tmod, w.terr
+			if cache {
+				mod, err = w.cmod[i*n:][:n], w.cerr[i*n:][:n]
+			}
+			if r := w.redo[i]; r >= 0 {
+				// Only the stepped bone r's subtree changed under i's
+				// candidate, whose matrix at r's parent is kept in mod.
+				w.evalTree(s, r, sf, nil, mod, mod, err)
+			} else {
+				w.candidate(i, w.codes[i]-1, sf)
+				w.evalTree(s, b, sf, w.cand, w.mod, mod, err)
+			}
+			w.redo[i] = -1
+			e, after := w.treeError(b, sf, err)
 			if e > target {
 				w.score[i] = -1
 				continue
@@ -538,17 +576,27 @@ func (w *uniformWork) search(s int, target float64) []int {
 		if best < 0 {
 			break
 		}
+		bb := p.tracks[best].bone
 		w.codes[best]--
 		w.set(best, w.codes[best], sf)
-		w.evalTree(s, p.tracks[best].bone, sf, nil, w.mod, w.err)
+		w.evalTree(s, bb, sf, nil, w.mod, w.mod, w.err)
 		for j := range nt {
 			if p.related[best*nt+j] {
 				w.stale[j] = true
+				// A track on a strict ancestor of bb keeps its candidate
+				// above bb (every track is re-scored between two steps).
+				if cache && p.depth[p.tracks[j].bone] < p.depth[bb] {
+					w.redo[j] = bb
+				}
 			}
 		}
 	}
 	return w.codes
 }
+
+// uniformCacheBytes bounds the candidates' kept model matrices and errors
+// per search (beyond it every re-score is a full evaluation).
+const uniformCacheBytes = 64 << 20
 
 // encodeSegment quantises and searches segment s and returns its words
 // and its count of stored (track, frame) samples.
