@@ -75,6 +75,8 @@ type uniformPrep struct {
 	trackWords              []uint32        // bone | kind<<16 per track
 	segFrames               func(s int) int // frames of segment s
 	work                    sync.Pool       // *uniformWork scratch
+	recs                    []uniformRecord // per segment: the last pass's search
+	recIters                int             // rounds a segment's record may hold
 }
 
 func newUniformPrep(sk *Skeleton, c *Clip, dist float64, L int) *uniformPrep {
@@ -224,6 +226,8 @@ func newUniformPrep(sk *Skeleton, c *Clip, dist float64, L int) *uniformPrep {
 			p.related[i*nt+j] = inSub(a.bone, b.bone) || inSub(b.bone, a.bone)
 		}
 	}
+	p.recs = make([]uniformRecord, p.nseg)
+	p.recIters = uniformRecordBytes / (16*max(nt, 1)*p.nseg + 4)
 	p.ranges = make([]float32, 8*nt)
 	p.trackWords = make([]uint32, nt)
 	for i, tr := range p.tracks {
@@ -269,6 +273,7 @@ type uniformWork struct {
 	codes    []int
 	score    []float64
 	stale    []bool
+	worst    []float64 // per track: its candidate's largest vertex error
 	redo     []int     // per track: the bone whose subtree its kept candidate must redo (-1: all of it)
 	terr     []float64 // a candidate's vertex errors
 	cmod     []aff     // [track][frame*nb+bone]: each track's candidate model matrices
@@ -286,7 +291,7 @@ func (p *uniformPrep) getWork() *uniformWork {
 		rng: make([]uint8, 6*nt), rng0: make([]uint8, 6*nt),
 		lt: make([][3]float64, n), ls: make([][3]float64, n), lr: make([][4]float64, n),
 		loc: make([]aff, n), mod: make([]aff, n), err: make([]float64, n), tmod: make([]aff, n),
-		cand: make([]aff, L), codes: make([]int, nt), score: make([]float64, nt), stale: make([]bool, nt), redo: make([]int, nt), terr: make([]float64, n)}
+		cand: make([]aff, L), codes: make([]int, nt), score: make([]float64, nt), stale: make([]bool, nt), worst: make([]float64, nt), redo: make([]int, nt), terr: make([]float64, n)}
 }
 
 // quantize fills val and q for segment s at every rate code, and the
@@ -413,44 +418,60 @@ func (w *uniformWork) evalTree(s, b, sf int, cand, pmod, mod []aff, err []float6
 	d := p.dist
 	sub := p.sub[b] // sub[0] == b
 	parents := p.parents[:nb]
+	pa := int(parents[b])
 	for fi := range sf {
 		o0 := fi * nb
 		sv := p.sv[(s*p.L+fi)*nb*3:][:nb*3]
 		loc := w.loc[o0:][:nb]
 		md := mod[o0:][:nb]
 		er := err[o0:][:nb]
-		for k, x := range sub {
-			lm := &loc[x]
-			var pm *aff
-			if k == 0 {
-				if cand != nil {
-					lm = &cand[fi]
-				}
-				if pa := parents[x]; pa >= 0 {
-					pm = &pmod[o0+int(pa)]
-				}
-			} else {
-				pm = &md[parents[x]]
-			}
-			m := &md[x]
-			if pm == nil {
-				*m = *lm
-			} else {
-				mulAffTo(m, pm, lm)
-			}
-			v := sv[3*x:][:3]
-			e2 := 0.0
-			for a := range 3 {
-				dx := m[9] + d*m[3*a] - v[a][0]
-				dy := m[10] + d*m[3*a+1] - v[a][1]
-				dz := m[11] + d*m[3*a+2] - v[a][2]
-				if v := dx*dx + dy*dy + dz*dz; v > e2 {
-					e2 = v
-				}
-			}
-			er[x] = math.Sqrt(e2)
+		lm := &loc[b]
+		if cand != nil {
+			lm = &cand[fi]
+		}
+		if pa < 0 {
+			md[b] = *lm
+		} else {
+			mulAffTo(&md[b], &pmod[o0+pa], lm)
+		}
+		er[b] = vertexError(&md[b], sv[3*b:][:3], d)
+		for _, x := range sub[1:] {
+			m, pm, l := &md[x], &md[parents[x]], &loc[x]
+			p0, p1, p2, p3, p4, p5, p6, p7, p8 := pm[0], pm[1], pm[2], pm[3], pm[4], pm[5], pm[6], pm[7], pm[8]
+			l0, l1, l2 := l[0], l[1], l[2]
+			m[0] = p0*l0 + p3*l1 + p6*l2
+			m[1] = p1*l0 + p4*l1 + p7*l2
+			m[2] = p2*l0 + p5*l1 + p8*l2
+			l0, l1, l2 = l[3], l[4], l[5]
+			m[3] = p0*l0 + p3*l1 + p6*l2
+			m[4] = p1*l0 + p4*l1 + p7*l2
+			m[5] = p2*l0 + p5*l1 + p8*l2
+			l0, l1, l2 = l[6], l[7], l[8]
+			m[6] = p0*l0 + p3*l1 + p6*l2
+			m[7] = p1*l0 + p4*l1 + p7*l2
+			m[8] = p2*l0 + p5*l1 + p8*l2
+			l0, l1, l2 = l[9], l[10], l[11]
+			m[9] = p0*l0 + p3*l1 + p6*l2 + pm[9]
+			m[10] = p1*l0 + p4*l1 + p7*l2 + pm[10]
+			m[11] = p2*l0 + p5*l1 + p8*l2 + pm[11]
+			er[x] = vertexError(m, sv[3*x:][:3], d)
 		}
 	}
+}
+
+// vertexError is the largest distance of the model matrix m's three
+// virtual vertices (at distance d along its axes) from the source's v.
+func vertexError(m *aff, v []Vec3, d float64) float64 {
+	e2 := 0.0
+	for a := range 3 {
+		dx := m[9] + d*m[3*a] - v[a][0]
+		dy := m[10] + d*m[3*a+1] - v[a][1]
+		dz := m[11] + d*m[3*a+2] - v[a][2]
+		if v := dx*dx + dy*dy + dz*dz; v > e2 {
+			e2 = v
+		}
+	}
+	return math.Sqrt(e2)
 }
 
 // treeError returns the largest and the sum of the vertex errors err of
@@ -502,10 +523,36 @@ func mulAffTo(r, p, l *aff) {
 // errors in the same order (the scores, hence the choices, stay exactly
 // those of a full re-evaluation). Descendants are redone in full: their
 // parent's model matrix changed.
+//
+// The calibration runs the search several times with other targets. The
+// scores do not depend on the target (only which steps are allowed), so
+// each segment's search records every round's scores and largest errors
+// (while they fit in uniformRecordBytes) and the next pass replays them,
+// choosing as it would have from the same scores, up to the first round
+// where its target changes the choice; from there it evaluates as usual.
 func (w *uniformWork) search(s int, target float64) []int {
 	p := w.p
 	nb, nt := p.nb, p.nt
 	sf := p.segFrames(s)
+	rec := &p.recs[s]
+	for i := range nt {
+		w.codes[i] = 15
+	}
+	// Replay the previous pass's search of this segment while this
+	// target makes the same choices from its recorded scores.
+	t := 0
+	for ; t < len(rec.best); t++ {
+		sc, wo := rec.score[t*nt:][:nt], rec.worst[t*nt:][:nt]
+		best := pick(w.codes, sc, wo, target)
+		if best != int(rec.best[t]) {
+			break
+		}
+		if best < 0 {
+			return w.codes
+		}
+		w.codes[best]--
+	}
+	rec.best, rec.score, rec.worst = rec.best[:t], rec.score[:t*nt], rec.worst[:t*nt]
 	for fi := range sf {
 		for b := range nb {
 			d := p.def[b*anim.PoseFloats:]
@@ -516,10 +563,9 @@ func (w *uniformWork) search(s int, target float64) []int {
 		}
 	}
 	for i := range nt {
-		w.codes[i] = 15
 		w.stale[i] = true
 		w.redo[i] = -1
-		w.set(i, 15, sf)
+		w.set(i, w.codes[i], sf)
 	}
 	for fi := range sf {
 		for b := range nb {
@@ -559,19 +605,16 @@ func (w *uniformWork) search(s int, target float64) []int {
 			}
 			w.redo[i] = -1
 			e, after := w.treeError(b, sf, err)
-			if e > target {
-				w.score[i] = -1
-				continue
-			}
 			c := w.codes[i]
 			gain := float64(3 * int(format.UniformLadder[c]-format.UniformLadder[c-1]) * sf)
 			w.score[i] = gain / math.Max(after-before, 1e-12)
+			w.worst[i] = e
 		}
-		best := -1
-		for i := range nt {
-			if w.codes[i] > 0 && w.score[i] >= 0 && (best < 0 || w.score[i] > w.score[best]) {
-				best = i
-			}
+		best := pick(w.codes, w.score, w.worst, target)
+		if len(rec.best) < p.recIters {
+			rec.best = append(rec.best, int32(best))
+			rec.score = append(rec.score, w.score[:nt]...)
+			rec.worst = append(rec.worst, w.worst[:nt]...)
 		}
 		if best < 0 {
 			break
@@ -593,6 +636,31 @@ func (w *uniformWork) search(s int, target float64) []int {
 	}
 	return w.codes
 }
+
+// pick returns the track that steps down next: the highest score among
+// the tracks above code 0 whose step keeps every vertex within target
+// (the first on ties), or -1.
+func pick(codes []int, score, worst []float64, target float64) int {
+	best := -1
+	for i, c := range codes {
+		if c > 0 && !(worst[i] > target) && score[i] >= 0 && (best < 0 || score[i] > score[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
+// uniformRecord is one segment's search, round by round: the track that
+// stepped (-1: none, the search ended) and every track's score and
+// largest error, [round*nt+track].
+type uniformRecord struct {
+	best         []int32
+	score, worst []float64
+}
+
+// uniformRecordBytes bounds the recorded searches of a clip (beyond it the
+// later rounds are evaluated, not replayed).
+const uniformRecordBytes = 64 << 20
 
 // uniformCacheBytes bounds the candidates' kept model matrices and errors
 // per search (beyond it every re-score is a full evaluation).
