@@ -15,8 +15,8 @@ import (
 // aff is a float64 affine transform: the columns of the 3x3 part, then
 // the translation (the search's model matrices). It is mat4 without the
 // constant last row, on purpose: the rate search multiplies hundreds of
-// millions of them (mulAff is a third of Compress's time), and the 3x4
-// product needs 36 multiplications instead of mat4.mul's 64.
+// millions of them (mulAffTo and evalTree's inlined copy of it), and the
+// 3x4 product needs 36 multiplications instead of mat4.mul's 64.
 type aff [12]float64
 
 func affOf(t *[3]float64, q *[4]float64, s *[3]float64) aff {
@@ -31,21 +31,6 @@ func affOf(t *[3]float64, q *[4]float64, s *[3]float64) aff {
 		2 * (xz + wy) * sz, 2 * (yz - wx) * sz, (1 - 2*(xx+yy)) * sz,
 		t[0], t[1], t[2],
 	}
-}
-
-// mulAff returns p·l.
-func mulAff(p, l *aff) aff {
-	var r aff
-	for c := range 4 {
-		l0, l1, l2 := l[3*c], l[3*c+1], l[3*c+2]
-		r[3*c] = p[0]*l0 + p[3]*l1 + p[6]*l2
-		r[3*c+1] = p[1]*l0 + p[4]*l1 + p[7]*l2
-		r[3*c+2] = p[2]*l0 + p[5]*l1 + p[8]*l2
-	}
-	r[9] += p[9]
-	r[10] += p[10]
-	r[11] += p[11]
-	return r
 }
 
 // uniformTrack is an animated track of a uniform clip.
@@ -493,8 +478,7 @@ func (w *uniformWork) treeError(b, sf int, err []float64) (worst, sum float64) {
 	return worst, sum
 }
 
-// mulAffTo stores p·l into r (r may not alias p or l): the arithmetic of
-// mulAff, written in place.
+// mulAffTo stores p·l into r (r may not alias p or l).
 func mulAffTo(r, p, l *aff) {
 	p0, p1, p2, p3, p4, p5, p6, p7, p8 := p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]
 	for c := range 4 {
