@@ -325,12 +325,18 @@
 // Uniform compression is slower than curve fitting (the rate search
 // evaluates every step over the segment's bones). After each step it
 // re-scores every track whose bone is an ancestor or a descendant of the
-// stepped track's bone, each over its bone's subtree, so its cost grows
-// with the depth of the hierarchy: cheap on a bushy skeleton (a few levels
-// of limbs and fingers), about the cube of the length on a long chain of
-// single children (a 1024-bone chain, at MaxBones, is beyond any practical
-// time; a lazy or bounded re-scoring is the known remedy, not built). Its
-// maximum error is
+// stepped track's bone: a descendant over its bone's whole subtree, an
+// ancestor only below the stepped bone (each track keeps its candidate's
+// model matrices and errors, and re-adds its sums in the original order,
+// so the scores are the same bit for bit). The calibration's later passes
+// replay the previous pass's recorded rounds (the scores do not depend on
+// the target) up to the first round where their target changes a choice.
+// The cost still grows with the depth of the hierarchy: cheap on a bushy
+// skeleton (a few levels of limbs and fingers), close to the cube of the
+// length on a long chain of single children, with a smaller constant
+// (figures in BENCHMARKS.md). Skipping re-scores by bounding how far a
+// step can move a score was not built: the bounds must cover rounding to
+// keep the output identical. Its maximum error is
 // close to its 99th percentile (the search bounds the worst vertex of
 // every segment). Variants tried with the prototype that preceded it
 // (segment range reduction, other segment lengths, dropping w instead of
