@@ -3,8 +3,6 @@
 package anim
 
 import (
-	"math/bits"
-
 	"golang.org/x/sys/cpu"
 
 	"github.com/vkjobs/vkjobs/anim/internal/format"
@@ -82,31 +80,12 @@ func uniformDecodeSameAVX2(sb []byte, rng []uint32, rateAt, rngAt, bit0, bit1 ui
 // finish in assembly. The chunk's buffer is a structure of arrays
 // (uniformBuf) so that the finish takes eight tracks at a time.
 func sampleUniformFast(words []uint32, clip uint32, h []uint32, f float32, pose []float32, kindOff *[4]int) {
-	nt := int(h[format.ChSlots])
 	if len(pose) < PoseFloats {
 		return // not reached: a clip has a bone, and writeDefaultPose wrote it
 	}
-	frames := h[format.ChFrames]
-	base := clip / 4
-	tracks := words[base+h[format.ChTracks]/4:]
-	tracks = tracks[:nt*format.TrackDescWords]
-	ranges := words[base+h[format.ChRanges]/4:]
-	ranges = ranges[:nt*8]
-	segt := words[base+h[format.ChSegTable]/4:]
-	segt = segt[:h[format.ChSegments]+1]
-	stream := words[base+h[format.ChStream]/4:]
-	stream = stream[:h[format.ChStreamWords]]
-	sb := streamBytes(stream)
-
-	f0 := uint32(f)
-	alpha := f - float32(f0)
-	f1 := min(f0+1, frames-1)
-	shift := uint32(bits.TrailingZeros32(h[format.ChSegFrames])) & 31
-	mask := uint32(1)<<shift - 1
-	seg0, seg1 := segt[f0>>shift], segt[f1>>shift]
-	data := uint32(format.UniformHeaderBytes(nt)) * 8
-	bit0 := seg0 + data + (f0&mask)*stream[seg0>>5]
-	bit1 := seg1 + data + (f1&mask)*stream[seg1>>5]
+	c := locateUniform(words, clip, h, f)
+	nt, tracks, ranges, sb, alpha := c.nt, c.tracks, c.ranges, c.sb, c.alpha
+	seg0, seg1, bit0, bit1 := c.seg0, c.seg1, c.bit0, c.bit1
 	var buf uniformBuf
 	for i0 := 0; i0 < nt; i0 += uniformChunk {
 		i1 := min(i0+uniformChunk, nt)

@@ -66,28 +66,9 @@ func sampleUniform(words []uint32, clip uint32, h []uint32, f float32, pose []fl
 		sampleUniformFast(words, clip, h, f, pose, kindOff)
 		return
 	}
-	nt := int(h[format.ChSlots])
-	frames := h[format.ChFrames]
-	base := clip / 4
-	tracks := words[base+h[format.ChTracks]/4:]
-	tracks = tracks[:nt*format.TrackDescWords]
-	ranges := words[base+h[format.ChRanges]/4:]
-	ranges = ranges[:nt*8]
-	segt := words[base+h[format.ChSegTable]/4:]
-	segt = segt[:h[format.ChSegments]+1]
-	stream := words[base+h[format.ChStream]/4:]
-	stream = stream[:h[format.ChStreamWords]]
-	sb := streamBytes(stream)
-
-	f0 := uint32(f)
-	alpha := f - float32(f0)
-	f1 := min(f0+1, frames-1)
-	shift := uint32(bits.TrailingZeros32(h[format.ChSegFrames])) & 31
-	mask := uint32(1)<<shift - 1
-	seg0, seg1 := segt[f0>>shift], segt[f1>>shift]
-	data := uint32(format.UniformHeaderBytes(nt)) * 8
-	bit0 := seg0 + data + (f0&mask)*stream[seg0>>5]
-	bit1 := seg1 + data + (f1&mask)*stream[seg1>>5]
+	c := locateUniform(words, clip, h, f)
+	nt, tracks, ranges, sb, alpha := c.nt, c.tracks, c.ranges, c.sb, c.alpha
+	seg0, seg1, bit0, bit1 := c.seg0, c.seg1, c.bit0, c.bit1
 	var buf [uniformChunk]uniformDecoded
 	for i0 := 0; i0 < nt; i0 += uniformChunk {
 		i1 := min(i0+uniformChunk, nt)
@@ -261,4 +242,42 @@ func uniformPlace(drop uint32, a, b, c float32) (x, y, z, w float32) {
 		return a, b, r, c
 	}
 	return a, b, c, r
+}
+
+// uniformAt is where a uniform clip's pose at frame f (fractional) is:
+// the clip's arrays (track descriptors, ranges, the stream as bytes), the
+// two frames' segments (stream bit positions) and the bit positions of
+// their first track's data, and alpha, the weight of the second frame.
+// sampleUniform and sampleUniformFast both start from it.
+type uniformAt struct {
+	nt                     int
+	tracks, ranges         []uint32
+	sb                     []byte
+	alpha                  float32
+	seg0, seg1, bit0, bit1 uint32
+}
+
+func locateUniform(words []uint32, clip uint32, h []uint32, f float32) (c uniformAt) {
+	nt := int(h[format.ChSlots])
+	frames := h[format.ChFrames]
+	base := clip / 4
+	c.nt = nt
+	c.tracks = words[base+h[format.ChTracks]/4:][:nt*format.TrackDescWords]
+	c.ranges = words[base+h[format.ChRanges]/4:][:nt*8]
+	segt := words[base+h[format.ChSegTable]/4:]
+	segt = segt[:h[format.ChSegments]+1]
+	stream := words[base+h[format.ChStream]/4:]
+	stream = stream[:h[format.ChStreamWords]]
+	c.sb = streamBytes(stream)
+
+	f0 := uint32(f)
+	c.alpha = f - float32(f0)
+	f1 := min(f0+1, frames-1)
+	shift := uint32(bits.TrailingZeros32(h[format.ChSegFrames])) & 31
+	mask := uint32(1)<<shift - 1
+	c.seg0, c.seg1 = segt[f0>>shift], segt[f1>>shift]
+	data := uint32(format.UniformHeaderBytes(nt)) * 8
+	c.bit0 = c.seg0 + data + (f0&mask)*stream[c.seg0>>5]
+	c.bit1 = c.seg1 + data + (f1&mask)*stream[c.seg1>>5]
+	return c
 }
