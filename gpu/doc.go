@@ -158,7 +158,14 @@
 // command buffers' writes. With InFlight command buffers (default 2)
 // submitted and none free, jobs accumulate meanwhile and leave together:
 // batching comes from back-pressure, without a timer that would delay a
-// lone task. Pipelines are created once per kernel and cached (with a
+// lone task. Bursts batch without a timer too: the executor is a
+// sched.Burster, so when one finished task releases many GPU dependents
+// (a gate, a fan-out), the scheduler brackets their Enqueues with
+// BeginBurst and EndBurst; the executor neither submits inline nor wakes
+// an idle submitter in between, and the burst leaves in ceil(n/MaxBatch)
+// command buffers however slowly the releasing thread runs (before, a
+// submitter racing a release slowed by load or the race detector took it
+// a few jobs at a time). Pipelines are created once per kernel and cached (with a
 // VkPipelineCache, optionally saved to a file); PreparePipelines creates
 // them ahead of time, because a first compilation takes tens of
 // milliseconds.

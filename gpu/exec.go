@@ -74,8 +74,13 @@ type Executor struct {
 	// finished submitting them); inlineBusy: an Enqueue is submitting its
 	// job itself. Both under mu; see Enqueue.
 	subBusy, inlineBusy bool
-	inlineQ             [1]pendingJob // the inline job (one at a time)
-	noInline            bool          // tests: always hand off to the submitter
+	// burst counts the scheduler's open BeginBursts (under mu): while it
+	// is above zero, Enqueue neither submits inline nor wakes the
+	// submitter, and an idle submitter stays asleep, so that the jobs one
+	// finished task releases go out together (see BeginBurst).
+	burst    int
+	inlineQ  [1]pendingJob // the inline job (one at a time)
+	noInline bool          // tests: always hand off to the submitter
 
 	free     chan *slot
 	inflight chan *slot
@@ -310,7 +315,7 @@ func (e *Executor) Enqueue(j sched.Job) {
 		e.finishEarly(&pj, fmt.Errorf("%w: Enqueue after the executor's Close", ErrClosed))
 		return
 	}
-	if !e.noInline && !e.subBusy && !e.inlineBusy && len(e.pending) == 0 && e.inlineable(j) {
+	if !e.noInline && !e.subBusy && !e.inlineBusy && e.burst == 0 && len(e.pending) == 0 && e.inlineable(j) {
 		var sl *slot
 		select {
 		case sl = <-e.free:
@@ -341,8 +346,35 @@ func (e *Executor) Enqueue(j sched.Job) {
 		}
 	}
 	e.pending = append(e.pending, pj)
+	held := e.burst > 0
 	e.mu.Unlock()
-	e.wakeSubmitter()
+	if !held {
+		e.wakeSubmitter()
+	}
+}
+
+// BeginBurst is called by the scheduler before it readies the dependents
+// of a finished task (sched.Burster): until the matching EndBurst, jobs
+// are only appended, so the submitter finds the whole burst at once and
+// records it into ceil(n/MaxBatch) command buffers rather than racing the
+// releasing thread one job at a time. A submitter already busy keeps
+// taking what has arrived; the hold only keeps an idle one asleep.
+func (e *Executor) BeginBurst() {
+	e.mu.Lock()
+	e.burst++
+	e.mu.Unlock()
+}
+
+// EndBurst ends a BeginBurst and wakes the submitter when it was the last
+// one open and jobs wait.
+func (e *Executor) EndBurst() {
+	e.mu.Lock()
+	e.burst--
+	wake := e.burst == 0 && len(e.pending) > 0
+	e.mu.Unlock()
+	if wake {
+		e.wakeSubmitter()
+	}
 }
 
 // inlineBytes bounds the host-stream bytes of a job that Enqueue submits
@@ -412,7 +444,7 @@ func (e *Executor) submitLoop() {
 			e.subBusy = false
 			// While an Enqueue submits inline it owns a slot and may
 			// send it to the completion goroutine: wait for it.
-			for e.inlineBusy || (len(e.pending) == 0 && !e.closed) {
+			for e.inlineBusy || (!e.closed && (len(e.pending) == 0 || e.burst > 0)) {
 				e.mu.Unlock()
 				<-e.wake
 				e.mu.Lock()

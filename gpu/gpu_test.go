@@ -357,7 +357,11 @@ func TestManySmallTasksAreBatched(t *testing.T) {
 	st := e.exec.Stats()
 	submits := st.Submits - st0.Submits
 	t.Logf("%d tasks in %d submits (largest batch %d)", tasks, submits, st.MaxBatch)
-	if limit := uint64(tasks/64 + 3); submits > limit {
+	// The gate's completion releases all 256 in one burst (sched.Burster),
+	// so the count holds however slowly the releasing thread runs: 4
+	// command buffers of MaxBatch 64. One more is allowed for a submitter
+	// that was still busy with an earlier job when the burst began.
+	if limit := uint64(tasks/64 + 1); submits > limit {
 		t.Fatalf("%d tasks took %d submits, want at most %d", tasks, submits, limit)
 	}
 	for i, z := range zs {

@@ -261,7 +261,12 @@
 // Executor and is attached with AttachExecutor: the scheduler hands it each
 // task with that affinity when it becomes runnable, and the executor calls
 // Job.Done when the device finished; completion then releases dependents and
-// the parent exactly as a CPU completion does. A Placer decides where Auto
+// the parent exactly as a CPU completion does. An executor that is also a
+// Burster is told when one completion releases several dependents at once
+// (BeginBurst before their Enqueues, EndBurst after), so it can start them
+// together: a GPU executor records such a burst into as few command
+// buffers as its batch size allows, instead of racing the releasing
+// thread one job at a time. A Placer decides where Auto
 // tasks run, and may split one between a device and the CPU workers. An
 // Observer sees every kernel invocation with its timing, for profiling and
 // for learning placement.

@@ -189,6 +189,22 @@ type Executor interface {
 	Close() error
 }
 
+// A Burster is an Executor that wants to know when the scheduler hands it
+// several jobs at once: when a finished task releases two or more
+// dependents, the scheduler calls BeginBurst on every attached executor
+// that is a Burster, readies the dependents (Enqueue for those that run on
+// the executor), then calls EndBurst. The executor may hold the jobs
+// enqueued in between and start them together at EndBurst: a GPU executor
+// then records the burst into as few command buffers as MaxBatch allows,
+// however slowly the releasing thread runs. Calls nest (a release inside a
+// release) and come from any goroutine; each BeginBurst is followed by one
+// EndBurst on the same goroutine, without blocking in between. Jobs other
+// goroutines enqueue meanwhile may wait for that EndBurst.
+type Burster interface {
+	BeginBurst()
+	EndBurst()
+}
+
 // ExecutorKind selects which affinity an executor serves.
 type ExecutorKind int
 
@@ -257,6 +273,7 @@ type Scheduler struct {
 	threads  []*Ctx // workers first, then registered threads
 	nwork    int
 	execs    [2]Executor
+	bursters []Burster // the attached executors that are Bursters
 	_        [cacheLine]byte
 
 	// The shared free list: written when a thread's slot cache spills or
@@ -454,6 +471,9 @@ func (s *Scheduler) AttachExecutor(kind ExecutorKind, e Executor) error {
 		return fmt.Errorf("sched: AttachExecutor: kind %d already attached", kind)
 	}
 	s.execs[kind] = e
+	if b, ok := e.(Burster); ok {
+		s.bursters = append(s.bursters, b)
+	}
 	return nil
 }
 
@@ -1133,10 +1153,24 @@ func (s *Scheduler) complete(idx uint32, c *Ctx, deferParent bool) {
 	waiters := sl.waiters.Load()
 	sub := sl.sub // read before the slot goes back: another thread may reuse it at once
 	s.putSlot(idx, c)
-	for d := uint32(h); d != 0 && d != depsClosed; {
-		next := s.slots[d-1].depNext
-		s.depReady(d-1, err, c)
-		d = next
+	if d := uint32(h); d != 0 && d != depsClosed {
+		// Two or more dependents: tell the executors a burst comes.
+		burst := len(s.bursters) > 0 && s.slots[d-1].depNext != 0
+		if burst {
+			for _, b := range s.bursters {
+				b.BeginBurst()
+			}
+		}
+		for d != 0 && d != depsClosed {
+			next := s.slots[d-1].depNext
+			s.depReady(d-1, err, c)
+			d = next
+		}
+		if burst {
+			for _, b := range s.bursters {
+				b.EndBurst()
+			}
+		}
 	}
 	if parent != 0 {
 		if te == nil && deferParent {

@@ -1,0 +1,110 @@
+package sched
+
+import (
+	"sync"
+	"testing"
+)
+
+// burstExec is a Burster executor: it records how deep in bursts each job
+// arrived and completes jobs from a goroutine of its own.
+type burstExec struct {
+	mu           sync.Mutex
+	depth        int
+	begins, ends int
+	inBurst      map[TaskID]bool
+	jobs         chan Job
+}
+
+func (e *burstExec) BeginBurst() { e.mu.Lock(); e.depth++; e.begins++; e.mu.Unlock() }
+func (e *burstExec) EndBurst() {
+	e.mu.Lock()
+	e.depth--
+	e.ends++
+	if e.depth < 0 {
+		panic("EndBurst without BeginBurst")
+	}
+	e.mu.Unlock()
+}
+func (e *burstExec) Enqueue(j Job) {
+	e.mu.Lock()
+	e.inBurst[j.ID()] = e.depth > 0
+	e.mu.Unlock()
+	e.jobs <- j
+}
+func (e *burstExec) Close() error { return nil }
+
+// TestBurstBracketsReleases: when a finished task releases two or more
+// dependents, a Burster executor sees their Enqueues between BeginBurst and
+// EndBurst, whether the release runs on a scheduler thread (a gate) or on
+// the executor's own completion goroutine (a GPU task's dependents); a
+// lone dependent is enqueued outside any burst; begins and ends pair up.
+func TestBurstBracketsReleases(t *testing.T) {
+	const kWork KernelID = 1
+	reg := NewRegistry()
+	must(t, reg.Register(kWork, Kernel{Name: "work", CPU: func(c *Ctx, d *TaskData) error { return nil }}))
+	s, err := New(Config{Workers: 2, MainThreads: 1, Kernels: reg})
+	must(t, err)
+	defer s.Close()
+	e := &burstExec{inBurst: map[TaskID]bool{}, jobs: make(chan Job, 64)}
+	must(t, s.AttachExecutor(ExecGPU, e))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the "completion goroutine"
+		defer wg.Done()
+		for j := range e.jobs {
+			j.Done(nil)
+		}
+	}()
+	m, err := s.RegisterThread("main")
+	must(t, err)
+
+	// A gate with 5 GPU and 3 CPU dependents; the first GPU one has 3 GPU
+	// dependents of its own, released on the completion goroutine.
+	gate, err := m.Create(&Task{})
+	must(t, err)
+	var burst, later []TaskID
+	for i := range 5 {
+		id, err := m.Add(&Task{Kernel: kWork, Affinity: GPU, Dependency: gate})
+		must(t, err)
+		burst = append(burst, id)
+		if i == 0 {
+			for range 3 {
+				id2, err := m.Add(&Task{Kernel: kWork, Affinity: GPU, Dependency: id})
+				must(t, err)
+				later = append(later, id2)
+			}
+		}
+	}
+	var cpu []TaskID
+	for range 3 {
+		id, err := m.Add(&Task{Kernel: kWork, Dependency: gate})
+		must(t, err)
+		cpu = append(cpu, id)
+	}
+	// A gate with one GPU dependent: no burst.
+	gate1, err := m.Create(&Task{})
+	must(t, err)
+	lone, err := m.Add(&Task{Kernel: kWork, Affinity: GPU, Dependency: gate1})
+	must(t, err)
+
+	must(t, m.Run(gate))
+	must(t, m.Run(gate1))
+	for _, id := range append(append(append(burst, later...), cpu...), lone) {
+		must(t, m.Wait(id))
+	}
+	close(e.jobs)
+	wg.Wait()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range append(burst, later...) {
+		if in, ok := e.inBurst[id]; !ok || !in {
+			t.Errorf("%v: enqueued outside a burst (seen %v), want inside", id, ok)
+		}
+	}
+	if e.inBurst[lone] {
+		t.Errorf("the lone dependent %v was enqueued inside a burst", lone)
+	}
+	if e.begins != e.ends || e.depth != 0 || e.begins < 2 {
+		t.Errorf("begins %d, ends %d, depth %d: want paired, at least 2", e.begins, e.ends, e.depth)
+	}
+}
