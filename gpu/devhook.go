@@ -38,6 +38,24 @@ func (h *hookDevice) TakeSubmitFault() bool      { return takeFault(&h.faultSubm
 
 func (h *hookDevice) MaxViewport() [2]uint32 { return h.lim.maxViewport }
 
+func (h *hookDevice) OnClose(key any, f func() error) error {
+	d := (*Device)(h)
+	d.emu.Lock()
+	defer d.emu.Unlock()
+	if f == nil {
+		delete(d.closers, key)
+		return nil
+	}
+	if d.closed {
+		return d.usable()
+	}
+	if d.closers == nil {
+		d.closers = map[any]func() error{}
+	}
+	d.closers[key] = f
+	return nil
+}
+
 func (h *hookDevice) FindMemType(bits uint32, want, prefer vk.MemoryPropertyFlags) (int, bool) {
 	return (*Device)(h).findMemType(bits, want, prefer)
 }

@@ -270,6 +270,7 @@ type Device struct {
 
 	emu     sync.Mutex
 	execs   map[*Executor]struct{}
+	closers map[any]func() error // devhook.Device.OnClose: objects built on the device (a gfx.Graphics)
 	closed  bool
 	closing atomic.Bool // set at the start of Close
 }
@@ -882,9 +883,11 @@ func (d *Device) waitIdle() error {
 }
 
 // Close destroys everything the device owns: it closes executors still
-// open, frees every buffer and pipeline, and destroys the device and the
-// instance. The returned error joins failures to save the pipeline cache
-// and executors' Close errors; validation messages stay in Messages.
+// open, then graphics (gpu/gfx.Graphics) still open, frees every buffer
+// and pipeline, and destroys the device and the instance. No goroutine may
+// use the device's executors or graphics meanwhile. The returned error
+// joins failures to save the pipeline cache and executors' and graphics'
+// Close errors; validation messages stay in Messages.
 // Calling Close again returns nil.
 func (d *Device) Close() error {
 	d.emu.Lock()
@@ -898,6 +901,11 @@ func (d *Device) Close() error {
 	for e := range d.execs {
 		execs = append(execs, e)
 	}
+	closers := make([]func() error, 0, len(d.closers))
+	for _, f := range d.closers {
+		closers = append(closers, f)
+	}
+	clear(d.closers)
 	d.emu.Unlock()
 	var errs []error
 	if err := d.ReleaseStall(); err != nil { // a stalled command buffer would never finish
@@ -905,6 +913,12 @@ func (d *Device) Close() error {
 	}
 	for _, e := range execs {
 		if err := e.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Graphics still open free their objects while the handles are valid.
+	for _, f := range closers {
+		if err := f(); err != nil {
 			errs = append(errs, err)
 		}
 	}

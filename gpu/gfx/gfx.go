@@ -231,6 +231,7 @@ type Graphics struct {
 	stats    GraphicsStats
 	broken   error // a failure after which frames cannot go on
 	closed   bool
+	byDevice bool // closed by gpu.Device.Close (OnClose), not by Close
 	noSubmit bool // benchmarks of recording alone: EndFrame records but does not submit
 }
 
@@ -328,7 +329,8 @@ const MaxFramesInFlight = 16
 // opts.Width × opts.Height, or into opts.Surface's swapchain. It creates
 // the render pass, the shared pipeline layout, the target and the frames
 // in flight; pipelines and meshes are added with AddPipeline and AddMesh
-// (or NewMesh). Close it before closing d.
+// (or NewMesh). Close it when done; d's Close closes it if it is still
+// open.
 func NewGraphics(d *gpu.Device, opts GraphicsOptions) (*Graphics, error) {
 	dh := devhook.DeviceOf(d)
 	if err := dh.Usable(); err != nil {
@@ -406,6 +408,9 @@ func NewGraphics(d *gpu.Device, opts GraphicsOptions) (*Graphics, error) {
 		if err := g.newFrame(&g.frames[i]); err != nil {
 			return nil, err
 		}
+	}
+	if err := dh.OnClose(g, g.closeForDevice); err != nil {
+		return nil, err
 	}
 	ok = true
 	return g, nil
@@ -578,14 +583,15 @@ func (g *Graphics) failVk(call string, r vk.Result) error {
 }
 
 // usable returns an error wrapping gpu.ErrClosed when the Graphics or its
-// Device was closed: every Vulkan handle it holds is then freed, and a
-// call through one crashed the process.
+// Device was closed (the Device's Close closes the Graphics): every Vulkan
+// handle it held is then freed, and a call through one crashed the
+// process.
 func (g *Graphics) usable(what string) error {
 	switch {
+	case g.byDevice || (!g.closed && g.dh.Closed()):
+		return fmt.Errorf("%w: Graphics.%s after gpu.Device.Close", gpu.ErrClosed, what)
 	case g.closed || !g.t.Valid():
 		return fmt.Errorf("%w: Graphics.%s after Graphics.Close", gpu.ErrClosed, what)
-	case g.dh.Closed():
-		return fmt.Errorf("%w: Graphics.%s after gpu.Device.Close (close the Graphics first)", gpu.ErrClosed, what)
 	}
 	return nil
 }
@@ -668,17 +674,40 @@ func (g *Graphics) WritePNG(w io.Writer) error {
 // Close waits for the frames in flight and destroys everything the
 // Graphics owns: frames, pipelines, meshes (dropping its references to
 // their buffers; buffers made by NewMesh are closed), the target and, for
-// a window, the swapchain and the surface. Close the Graphics before its
-// Device: after gpu.Device.Close it only reports that its objects leaked.
-// Calling Close again returns nil.
+// a window, the swapchain and the surface. gpu.Device.Close closes a
+// Graphics still open the same way (then this Close returns nil), so
+// nothing leaks whichever is closed first; no goroutine may use the
+// Graphics during the Device's Close. Calling Close again returns nil.
 func (g *Graphics) Close() error {
 	if g.closed {
 		return nil
 	}
-	g.closed = true
 	if g.dh.Closed() {
-		return errors.New("gpu: Graphics.Close after gpu.Device.Close: its Vulkan objects leaked (close the Graphics first)")
+		// Only while the Device's Close runs on another goroutine, which
+		// closes this Graphics itself (the caller's race).
+		g.closed = true
+		return errors.New("gpu: Graphics.Close during gpu.Device.Close on another goroutine")
 	}
+	g.dh.OnClose(g, nil)
+	return g.closeNow()
+}
+
+// closeForDevice is the Graphics' OnClose hook: gpu.Device.Close calls it
+// when the Graphics is still open, before it frees the device.
+func (g *Graphics) closeForDevice() error {
+	if g.closed {
+		return nil
+	}
+	g.byDevice = true
+	if err := g.closeNow(); err != nil {
+		return fmt.Errorf("gpu: closing a Graphics still open: %w", err)
+	}
+	return nil
+}
+
+// closeNow waits for the queue and destroys everything.
+func (g *Graphics) closeNow() error {
+	g.closed = true
 	var err error
 	g.dh.QueueLock().Lock()
 	r := g.t.QueueWaitIdle(g.hnd.Queue)

@@ -269,7 +269,12 @@ func TestWindowPresentsAndResizes(t *testing.T) {
 			t.Errorf("vsync %v: stats %+v, want >= 1 swapchain recreation, >= 40 frames of 8 draws", vsync, st)
 		}
 		t.Logf("vsync %v: %+v", vsync, st)
-		must(t, g.Close())
+		if !vsync {
+			must(t, g.Close())
+		}
+		// The second Graphics (swapchain, surface, frames in flight) is
+		// left open: the deferred Device.Close closes it, and the
+		// validation layer would report anything left behind.
 	}
 }
 

@@ -70,6 +70,12 @@ type Device interface {
 	FreeBlock(b *Block)
 	// TakeSubmitFault consumes one injected submit fault (gpu.FaultSubmit).
 	TakeSubmitFault() bool
+	// OnClose registers f under key: the device's Close calls it after
+	// its executors closed and before it frees anything, so that an
+	// object built on the device (a Graphics) frees its Vulkan objects
+	// while the handles are valid; Close reports f's error. A nil f
+	// removes key's registration. It fails (as Usable) once Close began.
+	OnClose(key any, f func() error) error
 }
 
 // Buffer is what package gfx needs from a *gpu.Buffer.
