@@ -292,15 +292,7 @@ VkResult vkj_image_view(const vkj_gfx *g, uint64_t image, uint32_t format, uint3
 }
 
 VkResult vkj_shader_module(const vkj_gfx *g, const uint32_t *code, size_t size, uint64_t *out) {
-	VkShaderModuleCreateInfo ci;
-	memset(&ci, 0, sizeof(ci));
-	ci.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-	ci.codeSize = size;
-	ci.pCode = code;
-	VkShaderModule m = VK_NULL_HANDLE;
-	VkResult r = g->CreateShaderModule(g->dev, &ci, NULL, &m);
-	*out = U64(m);
-	return r;
+	return vkj_make_shader_module(g->CreateShaderModule, g->dev, code, size, out);
 }
 
 VkResult vkj_frame_layouts(const vkj_gfx *g, uint32_t pc_size, uint32_t sets,
@@ -495,16 +487,7 @@ VkResult vkj_graphics_pipeline(const vkj_gfx *g, uint64_t cache, const vkj_pipe_
 }
 
 VkResult vkj_fence(const vkj_gfx *g, int signaled, uint64_t *out) {
-	VkFenceCreateInfo ci;
-	memset(&ci, 0, sizeof(ci));
-	ci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-	if (signaled) {
-		ci.flags = VK_FENCE_CREATE_SIGNALED_BIT;
-	}
-	VkFence f = VK_NULL_HANDLE;
-	VkResult r = g->CreateFence(g->dev, &ci, NULL, &f);
-	*out = U64(f);
-	return r;
+	return vkj_make_fence(g->CreateFence, g->dev, signaled, out);
 }
 
 VkResult vkj_semaphore(const vkj_gfx *g, uint64_t *out) {
@@ -518,15 +501,7 @@ VkResult vkj_semaphore(const vkj_gfx *g, uint64_t *out) {
 }
 
 VkResult vkj_command_pool(const vkj_gfx *g, uint32_t qfam, uint64_t *out) {
-	VkCommandPoolCreateInfo ci;
-	memset(&ci, 0, sizeof(ci));
-	ci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
-	ci.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
-	ci.queueFamilyIndex = qfam;
-	VkCommandPool p = VK_NULL_HANDLE;
-	VkResult r = g->CreateCommandPool(g->dev, &ci, NULL, &p);
-	*out = U64(p);
-	return r;
+	return vkj_make_command_pool(g->CreateCommandPool, g->dev, qfam, VK_COMMAND_POOL_CREATE_TRANSIENT_BIT, out);
 }
 
 VkResult vkj_alloc_cbs(const vkj_gfx *g, uint64_t pool, int secondary, uint32_t n, VkCommandBuffer *out) {

@@ -230,16 +230,48 @@ void *vkj_map(const vkj_dev *d, uint64_t mem, uint64_t offset, uint64_t size, Vk
 
 void vkj_unmap(const vkj_dev *d, uint64_t mem) { d->UnmapMemory(d->dev, H(VkDeviceMemory, mem)); }
 
-VkResult vkj_dev_command_pool(const vkj_dev *d, uint32_t qfam, uint32_t flags, uint64_t *out) {
+// The makers below serve both function tables (vkj_dev here, vkj_gfx in
+// gfx_shim.c): each takes the table's function and device.
+
+VkResult vkj_make_command_pool(PFN_vkCreateCommandPool create, VkDevice dev, uint32_t qfam, uint32_t flags, uint64_t *out) {
 	VkCommandPoolCreateInfo ci;
 	memset(&ci, 0, sizeof(ci));
 	ci.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
 	ci.flags = flags;
 	ci.queueFamilyIndex = qfam;
 	VkCommandPool p = VK_NULL_HANDLE;
-	VkResult r = d->CreateCommandPool(d->dev, &ci, NULL, &p);
+	VkResult r = create(dev, &ci, NULL, &p);
 	*out = U64(p);
 	return r;
+}
+
+VkResult vkj_make_fence(PFN_vkCreateFence create, VkDevice dev, int signaled, uint64_t *out) {
+	VkFenceCreateInfo ci;
+	memset(&ci, 0, sizeof(ci));
+	ci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+	if (signaled) {
+		ci.flags = VK_FENCE_CREATE_SIGNALED_BIT;
+	}
+	VkFence f = VK_NULL_HANDLE;
+	VkResult r = create(dev, &ci, NULL, &f);
+	*out = U64(f);
+	return r;
+}
+
+VkResult vkj_make_shader_module(PFN_vkCreateShaderModule create, VkDevice dev, const uint32_t *code, size_t size, uint64_t *out) {
+	VkShaderModuleCreateInfo ci;
+	memset(&ci, 0, sizeof(ci));
+	ci.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+	ci.codeSize = size;
+	ci.pCode = code;
+	VkShaderModule m = VK_NULL_HANDLE;
+	VkResult r = create(dev, &ci, NULL, &m);
+	*out = U64(m);
+	return r;
+}
+
+VkResult vkj_dev_command_pool(const vkj_dev *d, uint32_t qfam, uint32_t flags, uint64_t *out) {
+	return vkj_make_command_pool(d->CreateCommandPool, d->dev, qfam, flags, out);
 }
 
 VkResult vkj_primary_cb(const vkj_dev *d, uint64_t pool, VkCommandBuffer *out) {
@@ -254,16 +286,7 @@ VkResult vkj_primary_cb(const vkj_dev *d, uint64_t pool, VkCommandBuffer *out) {
 }
 
 VkResult vkj_dev_fence(const vkj_dev *d, int signaled, uint64_t *out) {
-	VkFenceCreateInfo ci;
-	memset(&ci, 0, sizeof(ci));
-	ci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-	if (signaled) {
-		ci.flags = VK_FENCE_CREATE_SIGNALED_BIT;
-	}
-	VkFence f = VK_NULL_HANDLE;
-	VkResult r = d->CreateFence(d->dev, &ci, NULL, &f);
-	*out = U64(f);
-	return r;
+	return vkj_make_fence(d->CreateFence, d->dev, signaled, out);
 }
 
 VkResult vkj_event(const vkj_dev *d, uint64_t *out) {
@@ -309,15 +332,7 @@ VkResult vkj_timestamp_pool(const vkj_dev *d, uint32_t count, uint64_t *out) {
 }
 
 VkResult vkj_dev_shader_module(const vkj_dev *d, const uint32_t *code, size_t size, uint64_t *out) {
-	VkShaderModuleCreateInfo ci;
-	memset(&ci, 0, sizeof(ci));
-	ci.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-	ci.codeSize = size;
-	ci.pCode = code;
-	VkShaderModule m = VK_NULL_HANDLE;
-	VkResult r = d->CreateShaderModule(d->dev, &ci, NULL, &m);
-	*out = U64(m);
-	return r;
+	return vkj_make_shader_module(d->CreateShaderModule, d->dev, code, size, out);
 }
 
 VkResult vkj_set_layout(const vkj_dev *d, const vkj_binding *b, uint32_t n, uint64_t *out) {

@@ -206,6 +206,12 @@ VkResult vkj_bind_buffer(const vkj_dev *d, uint64_t buf, uint64_t mem, uint64_t 
 // vkj_map maps size bytes of mem at offset; NULL with *r set on failure.
 void *vkj_map(const vkj_dev *d, uint64_t mem, uint64_t offset, uint64_t size, VkResult *r);
 void vkj_unmap(const vkj_dev *d, uint64_t mem);
+// Makers shared by both function tables (vkj_dev, gfx_shim.h's vkj_gfx):
+// the caller passes its table's create function and device.
+VkResult vkj_make_command_pool(PFN_vkCreateCommandPool create, VkDevice dev, uint32_t qfam, uint32_t flags, uint64_t *out);
+VkResult vkj_make_fence(PFN_vkCreateFence create, VkDevice dev, int signaled, uint64_t *out);
+VkResult vkj_make_shader_module(PFN_vkCreateShaderModule create, VkDevice dev, const uint32_t *code, size_t size, uint64_t *out);
+
 VkResult vkj_dev_command_pool(const vkj_dev *d, uint32_t qfam, uint32_t flags, uint64_t *out);
 VkResult vkj_primary_cb(const vkj_dev *d, uint64_t pool, VkCommandBuffer *out); // one primary command buffer
 VkResult vkj_dev_fence(const vkj_dev *d, int signaled, uint64_t *out);
