@@ -162,10 +162,11 @@
 // sched.Burster, so when one finished task releases many GPU dependents
 // (a gate, a fan-out), the scheduler brackets their Enqueues with
 // BeginBurst and EndBurst; the executor neither submits inline nor wakes
-// an idle submitter in between, and the burst leaves in ceil(n/MaxBatch)
-// command buffers however slowly the releasing thread runs (before, a
-// submitter racing a release slowed by load or the race detector took it
-// a few jobs at a time). Pipelines are created once per kernel and cached (with a
+// an idle submitter in between, so a burst that finds the submitter idle
+// leaves in ceil(n/MaxBatch) command buffers however slowly the releasing
+// thread runs (before, a submitter racing a release slowed by load or the
+// race detector took it a few jobs at a time). A submitter already busy
+// may take part of a burst early. A fan-out of CPU tasks holds nothing. Pipelines are created once per kernel and cached (with a
 // VkPipelineCache, optionally saved to a file); PreparePipelines creates
 // them ahead of time, because a first compilation takes tens of
 // milliseconds.

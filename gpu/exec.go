@@ -353,12 +353,14 @@ func (e *Executor) Enqueue(j sched.Job) {
 	}
 }
 
-// BeginBurst is called by the scheduler before it readies the dependents
-// of a finished task (sched.Burster): until the matching EndBurst, jobs
-// are only appended, so the submitter finds the whole burst at once and
-// records it into ceil(n/MaxBatch) command buffers rather than racing the
-// releasing thread one job at a time. A submitter already busy keeps
-// taking what has arrived; the hold only keeps an idle one asleep.
+// BeginBurst is called by the scheduler before it readies the GPU
+// dependents of a finished task (sched.Burster): until the matching
+// EndBurst, jobs are only appended, so an idle submitter finds the whole
+// burst at once and records it into ceil(n/MaxBatch) command buffers
+// rather than racing the releasing thread one job at a time. A submitter
+// already busy keeps taking what has arrived; the hold only keeps an idle
+// one asleep. Other goroutines' jobs enqueued meanwhile wait for
+// EndBurst too (the release of one dependents list).
 func (e *Executor) BeginBurst() {
 	e.mu.Lock()
 	e.burst++

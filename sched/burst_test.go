@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"errors"
 	"sync"
 	"testing"
 )
@@ -107,4 +108,76 @@ func TestBurstBracketsReleases(t *testing.T) {
 	if e.begins != e.ends || e.depth != 0 || e.begins < 2 {
 		t.Errorf("begins %d, ends %d, depth %d: want paired, at least 2", e.begins, e.ends, e.depth)
 	}
+}
+
+// TestBurstNotForCPUFanout: a release whose dependents all run on CPU
+// workers (AnyWorker, or Auto without a Placer) begins no burst, so it
+// holds no executor: a GPU job another goroutine enqueues meanwhile goes
+// out at once (it waited for the whole release when every release of two
+// or more dependents began a burst on every executor).
+func TestBurstNotForCPUFanout(t *testing.T) {
+	const kWork KernelID = 1
+	reg := NewRegistry()
+	must(t, reg.Register(kWork, Kernel{Name: "work", CPU: func(c *Ctx, d *TaskData) error { return nil }}))
+	s, err := New(Config{Workers: 2, MainThreads: 1, Kernels: reg})
+	must(t, err)
+	defer s.Close()
+	e := &burstExec{inBurst: map[TaskID]bool{}, jobs: make(chan Job, 64)}
+	must(t, s.AttachExecutor(ExecGPU, e))
+	m, err := s.RegisterThread("main")
+	must(t, err)
+	gate, err := m.Create(&Task{})
+	must(t, err)
+	var ids []TaskID
+	for i := range 200 {
+		a := AnyWorker
+		if i%2 == 1 {
+			a = Auto
+		}
+		id, err := m.Add(&Task{Kernel: kWork, Affinity: a, Dependency: gate})
+		must(t, err)
+		ids = append(ids, id)
+	}
+	must(t, m.Run(gate))
+	for _, id := range ids {
+		must(t, m.Wait(id))
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.begins != 0 {
+		t.Errorf("a release of 200 CPU tasks began %d bursts on the GPU executor, want 0", e.begins)
+	}
+}
+
+// TestAttachWhileCPUGraphsRun: AttachExecutor while CPU tasks with
+// dependents run (its doc asks only that GPU and SPU tasks come after it)
+// is no data race with their releases (go test -race).
+func TestAttachWhileCPUGraphsRun(t *testing.T) {
+	const kWork KernelID = 1
+	reg := NewRegistry()
+	must(t, reg.Register(kWork, Kernel{Name: "work", CPU: func(c *Ctx, d *TaskData) error { return nil }}))
+	s, err := New(Config{Workers: 2, Kernels: reg})
+	must(t, err)
+	defer s.Close()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 2000 {
+			gate, err := s.Add(&Task{Kernel: kWork})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			a, _ := s.Add(&Task{Kernel: kWork, Dependency: gate})
+			b, _ := s.Add(&Task{Kernel: kWork, Dependency: gate})
+			if err := errors.Join(s.Wait(a), s.Wait(b)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	e := &burstExec{inBurst: map[TaskID]bool{}, jobs: make(chan Job, 64)}
+	must(t, s.AttachExecutor(ExecGPU, e))
+	wg.Wait()
 }

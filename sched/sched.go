@@ -191,15 +191,17 @@ type Executor interface {
 
 // A Burster is an Executor that wants to know when the scheduler hands it
 // several jobs at once: when a finished task releases two or more
-// dependents, the scheduler calls BeginBurst on every attached executor
-// that is a Burster, readies the dependents (Enqueue for those that run on
-// the executor), then calls EndBurst. The executor may hold the jobs
-// enqueued in between and start them together at EndBurst: a GPU executor
-// then records the burst into as few command buffers as MaxBatch allows,
-// however slowly the releasing thread runs. Calls nest (a release inside a
-// release) and come from any goroutine; each BeginBurst is followed by one
-// EndBurst on the same goroutine, without blocking in between. Jobs other
-// goroutines enqueue meanwhile may wait for that EndBurst.
+// dependents, the scheduler calls BeginBurst on the executor before the
+// first of them that may run there (its affinity is the executor's, or
+// Auto with a Placer), readies the rest of them (Enqueue for those that
+// run on the executor), then calls EndBurst, also when a Placer panics.
+// The executor may hold the jobs enqueued in between and start them
+// together at EndBurst: a GPU executor then records the burst into as few
+// command buffers as MaxBatch allows, rather than racing the releasing
+// thread one job at a time. Calls nest (a release inside a release) and
+// come from any goroutine; each BeginBurst is followed by one EndBurst on
+// the same goroutine, without blocking in between. Jobs other goroutines
+// enqueue meanwhile may wait for that EndBurst.
 type Burster interface {
 	BeginBurst()
 	EndBurst()
@@ -273,7 +275,7 @@ type Scheduler struct {
 	threads  []*Ctx // workers first, then registered threads
 	nwork    int
 	execs    [2]Executor
-	bursters []Burster // the attached executors that are Bursters
+	bursters [2]Burster // execs[k] when it is a Burster, else nil
 	_        [cacheLine]byte
 
 	// The shared free list: written when a thread's slot cache spills or
@@ -472,7 +474,7 @@ func (s *Scheduler) AttachExecutor(kind ExecutorKind, e Executor) error {
 	}
 	s.execs[kind] = e
 	if b, ok := e.(Burster); ok {
-		s.bursters = append(s.bursters, b)
+		s.bursters[kind] = b
 	}
 	return nil
 }
@@ -1154,21 +1156,13 @@ func (s *Scheduler) complete(idx uint32, c *Ctx, deferParent bool) {
 	sub := sl.sub // read before the slot goes back: another thread may reuse it at once
 	s.putSlot(idx, c)
 	if d := uint32(h); d != 0 && d != depsClosed {
-		// Two or more dependents: tell the executors a burst comes.
-		burst := len(s.bursters) > 0 && s.slots[d-1].depNext != 0
-		if burst {
-			for _, b := range s.bursters {
-				b.BeginBurst()
-			}
-		}
-		for d != 0 && d != depsClosed {
-			next := s.slots[d-1].depNext
-			s.depReady(d-1, err, c)
-			d = next
-		}
-		if burst {
-			for _, b := range s.bursters {
-				b.EndBurst()
+		if err == nil && s.slots[d-1].depNext != 0 {
+			s.releaseMany(d, c)
+		} else {
+			for d != 0 && d != depsClosed {
+				next := s.slots[d-1].depNext
+				s.depReady(d-1, err, c)
+				d = next
 			}
 		}
 	}
@@ -1191,6 +1185,47 @@ func (s *Scheduler) complete(idx uint32, c *Ctx, deferParent bool) {
 	}
 	if waiters > 0 {
 		s.wakeWaiters()
+	}
+}
+
+// releaseMany readies a dependents list of two or more tasks, starting at
+// d, whose dependency succeeded. Before the first of them that may go to an
+// executor that is a Burster (GPU or SPU affinity, or Auto with a Placer),
+// it begins a burst on that executor, and it ends every burst it began
+// after the last, from a defer: a Placer that panics (a kernel's recover
+// may catch it and the thread go on) leaves no executor held. A fan-out of
+// CPU tasks begins none, so it delays no other goroutine's GPU job.
+func (s *Scheduler) releaseMany(d uint32, c *Ctx) {
+	var begun [2]Burster
+	defer func() {
+		for _, b := range begun {
+			if b != nil {
+				b.EndBurst()
+			}
+		}
+	}()
+	for d != 0 && d != depsClosed {
+		sl := &s.slots[d-1]
+		next := sl.depNext
+		var kinds uint8 // bit k: the task may go to executor kind k
+		switch sl.task.Affinity {
+		case GPU:
+			kinds = 1 << ExecGPU
+		case SPU:
+			kinds = 1 << ExecSPU
+		case Auto:
+			if s.cfg.Placer != nil && sl.task.Kernel != KernelNone {
+				kinds = 1<<ExecGPU | 1<<ExecSPU
+			}
+		}
+		for k := range begun {
+			if kinds&(1<<k) != 0 && begun[k] == nil && s.bursters[k] != nil {
+				begun[k] = s.bursters[k]
+				begun[k].BeginBurst()
+			}
+		}
+		s.ready(d-1, c)
+		d = next
 	}
 }
 

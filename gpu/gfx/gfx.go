@@ -684,8 +684,7 @@ func (g *Graphics) Close() error {
 	}
 	if g.dh.Closed() {
 		// Only while the Device's Close runs on another goroutine, which
-		// closes this Graphics itself (the caller's race).
-		g.closed = true
+		// closes this Graphics itself (the caller's race): leave that to it.
 		return errors.New("gpu: Graphics.Close during gpu.Device.Close on another goroutine")
 	}
 	g.dh.OnClose(g, nil)
@@ -729,6 +728,8 @@ func (g *Graphics) destroy() {
 		g.destroyFrame(&g.frames[i])
 	}
 	g.frames = nil
+	g.inFrame = false // a frame being recorded is dropped
+	g.workers = nil
 	for _, p := range g.pipes {
 		if p != nil {
 			t.Destroy(vk.ObjPipeline, &p.pipe)

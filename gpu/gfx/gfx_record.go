@@ -121,6 +121,9 @@ func (g *Graphics) worker(w int) *gfxWorker {
 // before), begins it inside the render pass, binds the frame's uniforms
 // and sets a viewport and scissor covering the target.
 func (g *Graphics) Begin(w int, rg render.Range) error {
+	if err := g.usable("Begin"); err != nil {
+		return err
+	}
 	if !g.inFrame {
 		return errNotInFrame
 	}
@@ -306,6 +309,9 @@ func (g *Graphics) Job(w int, j *render.JobPacket) {
 // End implements render.Recorder: it ends the range's secondary command
 // buffer and returns the range's first error.
 func (g *Graphics) End(w int, rg render.Range) error {
+	if err := g.usable("End"); err != nil {
+		return err
+	}
 	ws := g.worker(w)
 	if ws == nil {
 		return fmt.Errorf("gpu: End range %d: worker %d is not recording", rg.Index, w)
@@ -330,6 +336,9 @@ func (g *Graphics) End(w int, rg render.Range) error {
 // returns the range error). A present that reports the swapchain out of
 // date or suboptimal marks it for recreation at the next BeginFrame.
 func (g *Graphics) EndFrame(rangeErr error) error {
+	if err := g.usable("EndFrame"); err != nil {
+		return err
+	}
 	if !g.inFrame {
 		return errNotInFrame
 	}

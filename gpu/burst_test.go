@@ -1,0 +1,72 @@
+package gpu
+
+// The executor as a sched.Burster: a burst the scheduler begins always
+// ends, even when a Placer panics in the middle of the release.
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+const (
+	kBurstOuter sched.KernelID = 100 + iota
+	kBurstNop
+)
+
+// panicOncePlacer panics once, for kBurstNop tasks, after arm.
+type panicOncePlacer struct{ armed atomic.Bool }
+
+func (p *panicOncePlacer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (sched.Affinity, uint32) {
+	if id == kBurstNop && p.armed.CompareAndSwap(true, false) {
+		panic("placer bug")
+	}
+	return sched.AnyWorker, 0
+}
+
+// A panic inside a release that a kernel's recover catches (a kernel that
+// runs an empty task inline via Ctx.Run, whose completion releases two Auto
+// dependents through a Placer that panics) must not leave the executor's
+// burst count at 1: every later GPU task would wait for ever (it did,
+// before the release ended its bursts from a defer).
+func TestBurstPlacerPanicHoldsNothing(t *testing.T) {
+	reg := testRegistry(t)
+	pl := &panicOncePlacer{}
+	must(t, reg.Register(kBurstNop, sched.Kernel{Name: "nop", CPU: func(*sched.Ctx, *sched.TaskData) error { return nil }}))
+	must(t, reg.Register(kBurstOuter, sched.Kernel{Name: "outer", CPU: func(c *sched.Ctx, _ *sched.TaskData) error {
+		gate, err := c.Create(&sched.Task{})
+		if err != nil {
+			return err
+		}
+		for range 2 {
+			if _, err := c.Add(&sched.Task{Kernel: kBurstNop, Affinity: sched.Auto, Dependency: gate}); err != nil {
+				return err
+			}
+		}
+		pl.armed.Store(true)
+		return c.Run(gate) // the empty gate completes here, releasing both
+	}}))
+	e := newEnv(t, device(t, false), ExecutorOptions{}, sched.Config{Kernels: reg, Placer: pl, Workers: 2})
+	// A GPU task first: the executor works.
+	x, y := ramp(64, 1, 0), ramp(64, 1, 1)
+	must(t, e.main.WaitFor(e.add(t, saxpyTask(2, x, y, make([]float32, 64))), 5*time.Second))
+	outer := e.add(t, sched.Task{Kernel: kBurstOuter})
+	err := e.main.WaitFor(outer, 5*time.Second)
+	t.Logf("outer kernel: %v", err)
+	if !errors.Is(err, sched.ErrKernelPanic) {
+		t.Fatalf("outer: %v, want ErrKernelPanic", err)
+	}
+	e.exec.mu.Lock()
+	burst := e.exec.burst
+	e.exec.mu.Unlock()
+	if burst != 0 {
+		t.Errorf("executor burst count after the panic: %d, want 0", burst)
+	}
+	id := e.add(t, saxpyTask(3, x, y, make([]float32, 64)))
+	if err := e.main.WaitFor(id, 3*time.Second); err != nil {
+		t.Errorf("an unrelated GPU task after the panic: %v (burst=%d)", err, burst)
+	}
+}
