@@ -61,7 +61,9 @@
 //     that name the task and kernel; the worker survives. So does a
 //     runtime.Goexit in a kernel (testing's FailNow or Fatal): it cannot
 //     be stopped, but the task fails (ErrKernelPanic) as the goroutine
-//     unwinds, and a worker's goroutine is replaced.
+//     unwinds, and a worker's goroutine is replaced. A Placer that panics
+//     fails the task it was placing (ErrPlacerPanic); the other dependents
+//     of the same release still run.
 //   - Close finishes or fails every task: nothing is lost, and no goroutine
 //     is left behind. Tasks made with Create and never Run, and tasks pinned
 //     to a registered thread that no longer serves them, fail with ErrClosed.

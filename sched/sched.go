@@ -72,7 +72,8 @@ type Config struct {
 type Placer interface {
 	// Place returns AnyWorker, GPU or SPU, and optionally split > 0: the
 	// first split work items run on the returned device and the rest on
-	// CPU workers (co-execution). It is called concurrently.
+	// CPU workers (co-execution). It is called concurrently. A panic in
+	// Place fails the task with ErrPlacerPanic.
 	Place(id KernelID, k *Kernel, d *TaskData) (where Affinity, split uint32)
 }
 
@@ -114,6 +115,7 @@ var (
 	ErrDepFailed    = errors.New("dependency failed")
 	ErrChildFailed  = errors.New("child task failed")
 	ErrKernelPanic  = errors.New("kernel panicked")
+	ErrPlacerPanic  = errors.New("Config.Placer panicked placing the task")
 	ErrAbandoned    = errors.New("task abandoned")
 	ErrTimeout      = errors.New("wait timed out")
 	ErrThreadsTaken = errors.New("all MainThreads are already registered")
@@ -950,7 +952,11 @@ func (s *Scheduler) ready(idx uint32, c *Ctx) {
 	if a == Auto {
 		a = AnyWorker
 		if s.cfg.Placer != nil && sl.task.Kernel != KernelNone {
-			where, split := s.cfg.Placer.Place(sl.task.Kernel, sl.kern, &sl.task.Data)
+			where, split, err := s.place(sl)
+			if err != nil {
+				s.finish(idx, err, c)
+				return
+			}
 			d := &sl.task.Data
 			if split > 0 && split < d.End-d.Begin && where != AnyWorker && sl.kern.Kind != Simple {
 				if s.coExecute(idx, where, d.Begin+split, c) {
@@ -997,6 +1003,21 @@ func (s *Scheduler) ready(idx uint32, c *Ctx) {
 		t.npinned.Add(1)
 		s.wakeThread(t)
 	}
+}
+
+// place asks the Placer where an Auto task runs. A panic in it fails the
+// task with ErrPlacerPanic rather than unwinding through the scheduler:
+// from a release it would leave the rest of the dependents list unreadied
+// (never run, their waiters asleep for ever), and from a thread's loop it
+// would end the process.
+func (s *Scheduler) place(sl *slot) (where Affinity, split uint32, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrPlacerPanic, r)
+		}
+	}()
+	where, split = s.cfg.Placer.Place(sl.task.Kernel, sl.kern, &sl.task.Data)
+	return where, split, nil
 }
 
 // maxInline bounds how deeply ready completes empty tasks in place (a
