@@ -164,6 +164,10 @@ type decRec struct {
 	measured   float64
 }
 
+// placerClock is the Placer's clock for tracking placements (StaleAfter);
+// a variable so that tests can step it instead of racing real time.
+var placerClock = sched.Nanotime
+
 // NewPlacer returns a Placer with no knowledge: it explores first (or
 // Load a saved model).
 func NewPlacer(opts PlacerOptions) *Placer {
@@ -402,7 +406,7 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 			return devAffinity(best), 0
 		}
 	}
-	now := sched.Nanotime()
+	now := placerClock()
 	p.expire(now)
 
 	// Record the decision and track the part(s).

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -338,7 +339,14 @@ func TestPlacerTrackEvery(t *testing.T) {
 	}
 }
 
+// TestPlacerStale: on a stepped clock (the ten placements at one instant:
+// on real time with StaleAfter 1 ms, a loaded machine under -race spread
+// them over more than 1 ms, and the later ones expired the earlier).
 func TestPlacerStale(t *testing.T) {
+	var now atomic.Int64
+	now.Store(sched.Nanotime())
+	placerClock = now.Load
+	defer func() { placerClock = sched.Nanotime }()
 	w := newWorld(PlacerOptions{StaleAfter: time.Millisecond, MaxInFlight: 4, TrackEvery: 1})
 	w.cpu, w.gpu = lin(time.Microsecond, 1), lin(100*time.Microsecond, 5)
 	var d sched.TaskData
@@ -349,7 +357,7 @@ func TestPlacerStale(t *testing.T) {
 	if km := w.p.model(w.id); km.inflight.Load() != 4 {
 		t.Fatalf("%d in flight with MaxInFlight 4", km.inflight.Load())
 	}
-	time.Sleep(2 * time.Millisecond)
+	now.Add(int64(2 * time.Millisecond))
 	w.p.Place(w.id, &w.k, &d) // expires the old ones
 	if km := w.p.model(w.id); km.inflight.Load() != 1 {
 		t.Fatalf("%d in flight after expiry", km.inflight.Load())

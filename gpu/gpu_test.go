@@ -386,7 +386,7 @@ type recorder struct {
 // are reported just after the task completes.
 func (r *recorder) wait(t *testing.T, id sched.TaskID) sched.RunEvent {
 	t.Helper()
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		r.mu.Lock()
 		for _, ev := range r.evs {
 			if ev.Task == id {
@@ -566,7 +566,10 @@ func TestDeviceLostFailsFast(t *testing.T) {
 // executor reuses the late command buffer and goes on.
 func TestFenceTimeout(t *testing.T) {
 	dev := device(t, false)
-	e := newEnv(t, dev, ExecutorOptions{FenceTimeout: 30 * time.Millisecond, HungAfter: 1 << 20}, sched.Config{})
+	// 500 ms: the stalled command buffer never completes whatever the
+	// time-out, and the saxpy after ReleaseStall must not time out when
+	// lavapipe's queue thread is starved on a loaded machine.
+	e := newEnv(t, dev, ExecutorOptions{FenceTimeout: 500 * time.Millisecond, HungAfter: 1 << 20}, sched.Config{})
 	must(t, dev.InjectFault(FaultStall))
 	released := false
 	defer func() {
