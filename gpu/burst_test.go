@@ -83,3 +83,46 @@ func TestBurstPlacerPanicHoldsNothing(t *testing.T) {
 		t.Errorf("an unrelated GPU task after the panic: %v (burst=%d)", err, burst)
 	}
 }
+
+// TestBurstOfOneGoesInline: a release whose only GPU dependent is one of
+// several (the others run on CPU workers) submits that job on the
+// releasing thread, as a lone Enqueue does, instead of handing it to the
+// submitter goroutine; a lone GPU task is inline too; a burst of eight is
+// not (it goes to the submitter as one command buffer).
+func TestBurstOfOneGoesInline(t *testing.T) {
+	reg := testRegistry(t)
+	must(t, reg.Register(kBurstNop, sched.Kernel{Name: "nop", CPU: func(*sched.Ctx, *sched.TaskData) error { return nil }}))
+	e := newEnv(t, device(t, false), ExecutorOptions{}, sched.Config{Kernels: reg})
+	x, y := ramp(64, 1, 0), ramp(64, 1, 1)
+	must(t, e.main.WaitFor(e.add(t, saxpyTask(2, x, y, make([]float32, 64))), time.Minute)) // pipeline ready
+	release := func(gpuTasks, cpuTasks int) (inline, submits uint64) {
+		t.Helper()
+		st0 := e.exec.Stats()
+		gate, err := e.main.Create(&sched.Task{})
+		must(t, err)
+		var ids []sched.TaskID
+		for range gpuTasks {
+			task := saxpyTask(3, x, y, make([]float32, 64))
+			task.Dependency = gate
+			ids = append(ids, e.add(t, task))
+		}
+		for range cpuTasks {
+			ids = append(ids, e.add(t, sched.Task{Kernel: kBurstNop, Dependency: gate}))
+		}
+		must(t, e.main.Run(gate))
+		for _, id := range ids {
+			must(t, e.main.WaitFor(id, time.Minute))
+		}
+		st := e.exec.Stats()
+		return st.Inline - st0.Inline, st.Submits - st0.Submits
+	}
+	for _, c := range []struct {
+		gpu, cpu int
+		inline   uint64
+	}{{1, 3, 1}, {1, 1, 1}, {1, 0, 1}, {8, 2, 0}} {
+		inline, submits := release(c.gpu, c.cpu)
+		if inline != c.inline || submits != 1 {
+			t.Errorf("a release of %d GPU and %d CPU tasks: %d inline, %d submits; want %d inline, 1 submit", c.gpu, c.cpu, inline, submits, c.inline)
+		}
+	}
+}

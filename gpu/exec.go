@@ -91,6 +91,7 @@ type Executor struct {
 	closeErr  error
 
 	submits atomic.Uint64
+	inline  atomic.Uint64 // jobs submitted by submitOrQueue itself
 	smu     sync.Mutex
 	st      ExecStats
 	kst     []KernelStats
@@ -315,7 +316,14 @@ func (e *Executor) Enqueue(j sched.Job) {
 		e.finishEarly(&pj, fmt.Errorf("%w: Enqueue after the executor's Close", ErrClosed))
 		return
 	}
-	if !e.noInline && !e.subBusy && !e.inlineBusy && e.burst == 0 && len(e.pending) == 0 && e.inlineable(j) {
+	e.submitOrQueue(pj)
+}
+
+// submitOrQueue submits pj itself when the executor is idle (see Enqueue),
+// else appends it to the pending jobs and wakes the submitter unless a
+// burst holds it. Called with e.mu held; returns with it released.
+func (e *Executor) submitOrQueue(pj pendingJob) {
+	if !e.noInline && !e.subBusy && !e.inlineBusy && e.burst == 0 && len(e.pending) == 0 && e.inlineable(pj.j) {
 		var sl *slot
 		select {
 		case sl = <-e.free:
@@ -330,6 +338,7 @@ func (e *Executor) Enqueue(j sched.Job) {
 			e.mu.Unlock()
 			e.inlineQ[0] = pj
 			e.runBatch(sl, e.inlineQ[:], true) // consumes the one job
+			e.inline.Add(1)
 			e.inlineQ[0] = pendingJob{}
 			e.d.qmu.Unlock()
 			e.mu.Lock()
@@ -367,11 +376,20 @@ func (e *Executor) BeginBurst() {
 	e.mu.Unlock()
 }
 
-// EndBurst ends a BeginBurst and wakes the submitter when it was the last
-// one open and jobs wait.
+// EndBurst ends a BeginBurst. When it was the last one open, a burst of
+// one job (a release whose other dependents run on CPU workers) goes out
+// as a lone Enqueue would, inline when the executor is idle; more jobs
+// wake the submitter.
 func (e *Executor) EndBurst() {
 	e.mu.Lock()
 	e.burst--
+	if e.burst == 0 && len(e.pending) == 1 && !e.closed {
+		pj := e.pending[0]
+		e.pending[0] = pendingJob{}
+		e.pending = e.pending[:0]
+		e.submitOrQueue(pj)
+		return
+	}
 	wake := e.burst == 0 && len(e.pending) > 0
 	e.mu.Unlock()
 	if wake {

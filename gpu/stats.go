@@ -13,6 +13,10 @@ type ExecStats struct {
 	Failed   uint64 // tasks failed
 	Items    uint64 // work items dispatched by completed tasks
 	MaxBatch int    // most tasks in one command buffer
+	// Inline counts the tasks that Enqueue (or the end of a burst of one)
+	// submitted itself on the caller's thread, with no hand-off to the
+	// submitter goroutine (see Executor.Enqueue).
+	Inline uint64
 
 	// Dispatch is the GPU time of the dispatches (from timestamps; from
 	// submission to completion, shared evenly, without them).
@@ -67,6 +71,7 @@ func (e *Executor) Stats() ExecStats {
 	st := e.st
 	e.smu.Unlock()
 	st.Submits = e.submits.Load()
+	st.Inline = e.inline.Load()
 	return st
 }
 
