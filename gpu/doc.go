@@ -166,7 +166,9 @@
 // leaves in ceil(n/MaxBatch) command buffers however slowly the releasing
 // thread runs (before, a submitter racing a release slowed by load or the
 // race detector took it a few jobs at a time). A submitter already busy
-// may take part of a burst early. A fan-out of CPU tasks holds nothing. Pipelines are created once per kernel and cached (with a
+// may take part of a burst early. A fan-out of CPU tasks holds nothing,
+// and a burst of one GPU job goes out inline at EndBurst, as a lone
+// Enqueue would (ExecStats.Inline counts inline submissions). Pipelines are created once per kernel and cached (with a
 // VkPipelineCache, optionally saved to a file); PreparePipelines creates
 // them ahead of time, because a first compilation takes tens of
 // milliseconds.
