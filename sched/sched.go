@@ -1210,13 +1210,30 @@ func (s *Scheduler) complete(idx uint32, c *Ctx, deferParent bool) {
 }
 
 // releaseMany readies a dependents list of two or more tasks, starting at
-// d, whose dependency succeeded. Before the first of them that may go to an
-// executor that is a Burster (GPU or SPU affinity, or Auto with a Placer),
-// it begins a burst on that executor, and it ends every burst it began
-// after the last, from a defer: a Placer that panics (a kernel's recover
-// may catch it and the thread go on) leaves no executor held. A fan-out of
-// CPU tasks begins none, so it delays no other goroutine's GPU job.
+// d, whose dependency succeeded. Dependents that run on CPU workers are
+// readied here; from the first one that may go to an executor on,
+// releaseBurst takes over. A fan-out of CPU tasks so begins no burst,
+// delays no other goroutine's GPU job, and costs no defer.
 func (s *Scheduler) releaseMany(d uint32, c *Ctx) {
+	for d != 0 && d != depsClosed {
+		sl := &s.slots[d-1]
+		if a := sl.task.Affinity; a != AnyWorker && (a == GPU || a == SPU || a == Auto && s.cfg.Placer != nil) {
+			s.releaseBurst(d, c)
+			return
+		}
+		next := sl.depNext
+		s.ready(d-1, c)
+		d = next
+	}
+}
+
+// releaseBurst readies the rest of a dependents list from d. Before the
+// first of them that may go to an executor that is a Burster (GPU or SPU
+// affinity, or Auto with a Placer), it begins a burst on that executor,
+// and it ends every burst it began after the last, from a defer: a panic
+// (a kernel's recover may catch it and the thread go on) leaves no
+// executor held.
+func (s *Scheduler) releaseBurst(d uint32, c *Ctx) {
 	var begun [2]Burster
 	defer func() {
 		for _, b := range begun {
