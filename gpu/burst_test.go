@@ -5,6 +5,7 @@ package gpu
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -124,5 +125,28 @@ func TestBurstOfOneGoesInline(t *testing.T) {
 		if inline != c.inline || submits != 1 {
 			t.Errorf("a release of %d GPU and %d CPU tasks: %d inline, %d submits; want %d inline, 1 submit", c.gpu, c.cpu, inline, submits, c.inline)
 		}
+	}
+}
+
+// TestEndBurstAfterLossSubmitsNothing: a job held by a burst when the
+// device is lost fails with ErrDeviceLost at EndBurst without being
+// submitted, as an Enqueue after the loss does (EndBurst's inline path
+// submitted it first).
+func TestEndBurstAfterLossSubmitsNothing(t *testing.T) {
+	dev := openTestDevice(t, Options{})
+	t.Cleanup(func() { must(t, dev.Close()) }) // after newEnv's cleanup closed the scheduler
+	e := newEnv(t, dev, ExecutorOptions{}, sched.Config{})
+	x, y := ramp(64, 1, 0), ramp(64, 1, 1)
+	must(t, e.main.WaitFor(e.add(t, saxpyTask(2, x, y, make([]float32, 64))), time.Minute))
+	e.exec.BeginBurst()
+	id := e.add(t, saxpyTask(2, x, y, make([]float32, 64)))
+	dev.markLost(fmt.Errorf("%w: injected by the test", ErrDeviceLost))
+	st0 := e.exec.Stats()
+	e.exec.EndBurst()
+	if err := e.main.WaitFor(id, time.Minute); !errors.Is(err, ErrDeviceLost) {
+		t.Errorf("the held job after the loss: %v, want ErrDeviceLost", err)
+	}
+	if st := e.exec.Stats(); st.Submits != st0.Submits || st.Inline != st0.Inline {
+		t.Errorf("after the loss: %d submits, %d inline, want none", st.Submits-st0.Submits, st.Inline-st0.Inline)
 	}
 }

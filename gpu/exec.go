@@ -91,7 +91,7 @@ type Executor struct {
 	closeErr  error
 
 	submits atomic.Uint64
-	inline  atomic.Uint64 // jobs submitted by submitOrQueue itself
+	inline  atomic.Uint64 // jobs submitted inline (runBatch with queueHeld)
 	smu     sync.Mutex
 	st      ExecStats
 	kst     []KernelStats
@@ -338,7 +338,6 @@ func (e *Executor) submitOrQueue(pj pendingJob) {
 			e.mu.Unlock()
 			e.inlineQ[0] = pj
 			e.runBatch(sl, e.inlineQ[:], true) // consumes the one job
-			e.inline.Add(1)
 			e.inlineQ[0] = pendingJob{}
 			e.d.qmu.Unlock()
 			e.mu.Lock()
@@ -378,8 +377,9 @@ func (e *Executor) BeginBurst() {
 
 // EndBurst ends a BeginBurst. When it was the last one open, a burst of
 // one job (a release whose other dependents run on CPU workers) goes out
-// as a lone Enqueue would, inline when the executor is idle; more jobs
-// wake the submitter.
+// as a lone Enqueue would: failed at once after a device loss, else
+// submitted inline when the executor is idle (the caller's thread records
+// and submits it, tens of µs). More jobs wake the submitter.
 func (e *Executor) EndBurst() {
 	e.mu.Lock()
 	e.burst--
@@ -387,6 +387,12 @@ func (e *Executor) EndBurst() {
 		pj := e.pending[0]
 		e.pending[0] = pendingJob{}
 		e.pending = e.pending[:0]
+		if err := e.d.Lost(); err != nil {
+			// As Enqueue: after a loss, fail at once, submit nothing.
+			e.mu.Unlock()
+			e.finishEarly(&pj, err)
+			return
+		}
 		e.submitOrQueue(pj)
 		return
 	}
@@ -559,6 +565,9 @@ func (e *Executor) runBatch(sl *slot, q []pendingJob, queueHeld bool) int {
 		return consumed
 	}
 	e.submits.Add(1)
+	if queueHeld {
+		e.inline.Add(uint64(len(sl.jobs))) // Enqueue's (or EndBurst's) own submission
+	}
 	e.inflight <- sl // never blocks: at most InFlight slots exist
 	return consumed
 }

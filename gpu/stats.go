@@ -15,7 +15,8 @@ type ExecStats struct {
 	MaxBatch int    // most tasks in one command buffer
 	// Inline counts the tasks that Enqueue (or the end of a burst of one)
 	// submitted itself on the caller's thread, with no hand-off to the
-	// submitter goroutine (see Executor.Enqueue).
+	// submitter goroutine (see Executor.Enqueue); counted at submission,
+	// as Submits is.
 	Inline uint64
 
 	// Dispatch is the GPU time of the dispatches (from timestamps; from

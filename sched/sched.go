@@ -73,7 +73,10 @@ type Placer interface {
 	// Place returns AnyWorker, GPU or SPU, and optionally split > 0: the
 	// first split work items run on the returned device and the rest on
 	// CPU workers (co-execution). It is called concurrently. A panic in
-	// Place fails the task with ErrPlacerPanic.
+	// Place fails the task with ErrPlacerPanic. Place must return or
+	// panic: runtime.Goexit in it (testing's FailNow or Fatal, which
+	// belong in the test's goroutine only) cannot be stopped, and the
+	// tasks its caller was readying are then lost.
 	Place(id KernelID, k *Kernel, d *TaskData) (where Affinity, split uint32)
 }
 
@@ -196,14 +199,15 @@ type Executor interface {
 // dependents, the scheduler calls BeginBurst on the executor before the
 // first of them that may run there (its affinity is the executor's, or
 // Auto with a Placer), readies the rest of them (Enqueue for those that
-// run on the executor), then calls EndBurst, also when a Placer panics.
-// The executor may hold the jobs enqueued in between and start them
-// together at EndBurst: a GPU executor then records the burst into as few
-// command buffers as MaxBatch allows, rather than racing the releasing
-// thread one job at a time. Calls nest (a release inside a release) and
-// come from any goroutine; each BeginBurst is followed by one EndBurst on
-// the same goroutine, without blocking in between. Jobs other goroutines
-// enqueue meanwhile may wait for that EndBurst.
+// run on the executor), then calls EndBurst (from a defer: also when
+// something in between panics). The executor may hold the jobs enqueued
+// in between and start them together at EndBurst: a GPU executor then
+// records the burst into as few command buffers as MaxBatch allows, rather
+// than racing the releasing thread one job at a time. Calls nest (a
+// release inside a release) and come from any goroutine; each BeginBurst
+// is followed by one EndBurst on the same goroutine. Neither may block
+// for long (EndBurst may submit a job, as Enqueue may). Jobs other
+// goroutines enqueue meanwhile may wait for that EndBurst.
 type Burster interface {
 	BeginBurst()
 	EndBurst()
