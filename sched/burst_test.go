@@ -34,19 +34,34 @@ func (e *burstExec) Enqueue(j Job) {
 }
 func (e *burstExec) Close() error { return nil }
 
+func newBurstExec() *burstExec {
+	return &burstExec{inBurst: map[TaskID]bool{}, jobs: make(chan Job, 64)}
+}
+
+// kBurstWork is the empty kernel of burstSched's registry.
+const kBurstWork KernelID = 1
+
+// burstSched returns a scheduler with cfg and a registry of kBurstWork,
+// closed when the test ends.
+func burstSched(t *testing.T, cfg Config) *Scheduler {
+	t.Helper()
+	reg := NewRegistry()
+	must(t, reg.Register(kBurstWork, Kernel{Name: "work", CPU: func(*Ctx, *TaskData) error { return nil }}))
+	cfg.Kernels = reg
+	s, err := New(cfg)
+	must(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestBurstBracketsReleases: when a finished task releases two or more
 // dependents, a Burster executor sees their Enqueues between BeginBurst and
 // EndBurst, whether the release runs on a scheduler thread (a gate) or on
 // the executor's own completion goroutine (a GPU task's dependents); a
 // lone dependent is enqueued outside any burst; begins and ends pair up.
 func TestBurstBracketsReleases(t *testing.T) {
-	const kWork KernelID = 1
-	reg := NewRegistry()
-	must(t, reg.Register(kWork, Kernel{Name: "work", CPU: func(c *Ctx, d *TaskData) error { return nil }}))
-	s, err := New(Config{Workers: 2, MainThreads: 1, Kernels: reg})
-	must(t, err)
-	defer s.Close()
-	e := &burstExec{inBurst: map[TaskID]bool{}, jobs: make(chan Job, 64)}
+	s := burstSched(t, Config{Workers: 2, MainThreads: 1})
+	e := newBurstExec()
 	must(t, s.AttachExecutor(ExecGPU, e))
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -65,12 +80,12 @@ func TestBurstBracketsReleases(t *testing.T) {
 	must(t, err)
 	var burst, later []TaskID
 	for i := range 5 {
-		id, err := m.Add(&Task{Kernel: kWork, Affinity: GPU, Dependency: gate})
+		id, err := m.Add(&Task{Kernel: kBurstWork, Affinity: GPU, Dependency: gate})
 		must(t, err)
 		burst = append(burst, id)
 		if i == 0 {
 			for range 3 {
-				id2, err := m.Add(&Task{Kernel: kWork, Affinity: GPU, Dependency: id})
+				id2, err := m.Add(&Task{Kernel: kBurstWork, Affinity: GPU, Dependency: id})
 				must(t, err)
 				later = append(later, id2)
 			}
@@ -78,14 +93,14 @@ func TestBurstBracketsReleases(t *testing.T) {
 	}
 	var cpu []TaskID
 	for range 3 {
-		id, err := m.Add(&Task{Kernel: kWork, Dependency: gate})
+		id, err := m.Add(&Task{Kernel: kBurstWork, Dependency: gate})
 		must(t, err)
 		cpu = append(cpu, id)
 	}
 	// A gate with one GPU dependent: no burst.
 	gate1, err := m.Create(&Task{})
 	must(t, err)
-	lone, err := m.Add(&Task{Kernel: kWork, Affinity: GPU, Dependency: gate1})
+	lone, err := m.Add(&Task{Kernel: kBurstWork, Affinity: GPU, Dependency: gate1})
 	must(t, err)
 
 	must(t, m.Run(gate))
@@ -120,13 +135,8 @@ func TestBurstBracketsReleases(t *testing.T) {
 // out at once (it waited for the whole release when every release of two
 // or more dependents began a burst on every executor).
 func TestBurstNotForCPUFanout(t *testing.T) {
-	const kWork KernelID = 1
-	reg := NewRegistry()
-	must(t, reg.Register(kWork, Kernel{Name: "work", CPU: func(c *Ctx, d *TaskData) error { return nil }}))
-	s, err := New(Config{Workers: 2, MainThreads: 1, Kernels: reg})
-	must(t, err)
-	defer s.Close()
-	e := &burstExec{inBurst: map[TaskID]bool{}, jobs: make(chan Job, 64)}
+	s := burstSched(t, Config{Workers: 2, MainThreads: 1})
+	e := newBurstExec()
 	must(t, s.AttachExecutor(ExecGPU, e))
 	m, err := s.RegisterThread("main")
 	must(t, err)
@@ -138,7 +148,7 @@ func TestBurstNotForCPUFanout(t *testing.T) {
 		if i%2 == 1 {
 			a = Auto
 		}
-		id, err := m.Add(&Task{Kernel: kWork, Affinity: a, Dependency: gate})
+		id, err := m.Add(&Task{Kernel: kBurstWork, Affinity: a, Dependency: gate})
 		must(t, err)
 		ids = append(ids, id)
 	}
@@ -157,31 +167,25 @@ func TestBurstNotForCPUFanout(t *testing.T) {
 // dependents run (its doc asks only that GPU and SPU tasks come after it)
 // is no data race with their releases (go test -race).
 func TestAttachWhileCPUGraphsRun(t *testing.T) {
-	const kWork KernelID = 1
-	reg := NewRegistry()
-	must(t, reg.Register(kWork, Kernel{Name: "work", CPU: func(c *Ctx, d *TaskData) error { return nil }}))
-	s, err := New(Config{Workers: 2, Kernels: reg})
-	must(t, err)
-	defer s.Close()
+	s := burstSched(t, Config{Workers: 2})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for range 2000 {
-			gate, err := s.Add(&Task{Kernel: kWork})
+			gate, err := s.Add(&Task{Kernel: kBurstWork})
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			a, _ := s.Add(&Task{Kernel: kWork, Dependency: gate})
-			b, _ := s.Add(&Task{Kernel: kWork, Dependency: gate})
+			a, _ := s.Add(&Task{Kernel: kBurstWork, Dependency: gate})
+			b, _ := s.Add(&Task{Kernel: kBurstWork, Dependency: gate})
 			if err := errors.Join(s.Wait(a), s.Wait(b)); err != nil {
 				t.Error(err)
 				return
 			}
 		}
 	}()
-	e := &burstExec{inBurst: map[TaskID]bool{}, jobs: make(chan Job, 64)}
-	must(t, s.AttachExecutor(ExecGPU, e))
+	must(t, s.AttachExecutor(ExecGPU, newBurstExec()))
 	wg.Wait()
 }
