@@ -172,7 +172,7 @@ func TestAttachWhileCPUGraphsRun(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for range 2000 {
+		for range 300 {
 			gate, err := s.Add(&Task{Kernel: kBurstWork})
 			if err != nil {
 				t.Error(err)
