@@ -10,9 +10,6 @@ package gpu_test
 import (
 	"errors"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +17,7 @@ import (
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/gpu/gputest"
+	"github.com/vkjobs/vkjobs/internal/glslc"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -180,27 +178,5 @@ func TestGPUTaskAfterDeviceClose(t *testing.T) {
 }
 
 // userSPIRV compiles a user's GLSL compute shader the way the README's GPU
-// path expects (glslc, Vulkan 1.0), skipping the test without glslc.
-func userSPIRV(t *testing.T, src string) []byte {
-	t.Helper()
-	glslc, err := exec.LookPath("glslc")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("glslc not installed (Debian: glslc); CI must run this test")
-		}
-		t.Skip("glslc not installed (make deps installs it)")
-	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "k.comp"), filepath.Join(dir, "k.spv")
-	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if msg, err := exec.Command(glslc, "--target-env=vulkan1.0", "-O", "-o", out, in).CombinedOutput(); err != nil {
-		t.Fatalf("glslc: %v\n%s", err, msg)
-	}
-	spv, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spv
-}
+// path expects (glslc, Vulkan 1.0).
+func userSPIRV(t *testing.T, src string) []byte { return glslc.Compile(t, "comp", src) }

@@ -9,9 +9,6 @@ package kernels_test
 import (
 	"errors"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +16,7 @@ import (
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/gpu/gputest"
+	"github.com/vkjobs/vkjobs/internal/glslc"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -34,26 +32,7 @@ void main() {
 }
 `
 
-func userGLSL(t *testing.T, src string) []byte {
-	t.Helper()
-	glslc, err := exec.LookPath("glslc")
-	if err != nil {
-		t.Skip("glslc not installed (make deps installs it)")
-	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "k.comp"), filepath.Join(dir, "k.spv")
-	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if msg, err := exec.Command(glslc, "--target-env=vulkan1.0", "-O", "-o", out, in).CombinedOutput(); err != nil {
-		t.Fatalf("glslc: %v\n%s", err, msg)
-	}
-	spv, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spv
-}
+func userGLSL(t *testing.T, src string) []byte { return glslc.Compile(t, "comp", src) }
 
 func waitWithin(t *testing.T, c *sched.Ctx, id sched.TaskID) error {
 	t.Helper()

@@ -2,36 +2,13 @@ package bind
 
 import (
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"github.com/vkjobs/vkjobs/internal/glslc"
 	"strings"
 	"testing"
 )
 
 // glsl compiles a compute shader with glslc (as gpu/testdata/gen.sh does).
-func glsl(t *testing.T, src string) []byte {
-	t.Helper()
-	if _, err := exec.LookPath("glslc"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("glslc not installed (Debian: glslc); CI must run this test")
-		}
-		t.Skip("skipping: glslc not installed (Debian package glslc)")
-	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "k.comp"), filepath.Join(dir, "k.spv")
-	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if msg, err := exec.Command("glslc", "--target-env=vulkan1.0", "-O", "-o", out, in).CombinedOutput(); err != nil {
-		t.Fatalf("glslc: %v\n%s", err, msg)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func glsl(t *testing.T, src string) []byte { return glslc.Compile(t, "comp", src) }
 
 const pc = "layout(push_constant) uniform PC { uint params[8]; uint begin; uint end; } pc;\n"
 

@@ -8,39 +8,16 @@ package bind_test
 
 import (
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/vkjobs/vkjobs/gpu/bind"
+	"github.com/vkjobs/vkjobs/internal/glslc"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
-// compileGLSL compiles a compute shader with glslc for Vulkan 1.0. The test
-// is skipped where glslc is not installed (make deps installs it).
-func compileGLSL(t *testing.T, src string) []byte {
-	t.Helper()
-	glslc, err := exec.LookPath("glslc")
-	if err != nil {
-		t.Skip("glslc not installed (make deps installs it)")
-	}
-	dir := t.TempDir()
-	in := filepath.Join(dir, "k.comp")
-	out := filepath.Join(dir, "k.spv")
-	if err := os.WriteFile(in, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if msg, err := exec.Command(glslc, "--target-env=vulkan1.0", "-O", "-o", out, in).CombinedOutput(); err != nil {
-		t.Fatalf("glslc: %v\n%s\n%s", err, msg, src)
-	}
-	spv, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spv
-}
+// compileGLSL compiles a user's compute shader with glslc for Vulkan 1.0.
+func compileGLSL(t *testing.T, src string) []byte { return glslc.Compile(t, "comp", src) }
 
 const pcBlock = "layout(push_constant) uniform PC { uint params[8]; uint begin; uint end; } pc;\n"
 
@@ -207,21 +184,29 @@ layout(set = 0, binding = 4) writeonly buffer Out0 { float y[]; };
 	}
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
-			b := c.binding
-			b.SPIRV = compileGLSL(t, c.src)
-			err := register(c.kernel, &b)
-			if err == nil {
-				t.Fatalf("accepted")
-			}
-			if !errors.Is(err, bind.ErrBadBinding) {
-				t.Errorf("error does not wrap ErrBadBinding: %v", err)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(w)) {
-					t.Errorf("error does not name %q: %v", w, err)
-				}
-			}
+			wantRefused(t, c.kernel, c.binding, c.src, c.want)
 		})
+	}
+}
+
+// wantRefused compiles src into b and registers it with k: it must be
+// refused with an error wrapping bind.ErrBadBinding that says each of want
+// (case-insensitive); accepted, the shader would compute wrong values or
+// zeros on a device.
+func wantRefused(t *testing.T, k sched.Kernel, b bind.Binding, src string, want []string) {
+	t.Helper()
+	b.SPIRV = compileGLSL(t, src)
+	err := register(k, &b)
+	if err == nil {
+		t.Fatalf("accepted (on a device the outputs come out wrong or zero)")
+	}
+	if !errors.Is(err, bind.ErrBadBinding) {
+		t.Errorf("error does not wrap ErrBadBinding: %v", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(w)) {
+			t.Errorf("error does not say %q: %v", w, err)
+		}
 	}
 }
 

@@ -13,13 +13,11 @@ package bind_test
 
 import (
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/vkjobs/vkjobs/gpu/bind"
+	"github.com/vkjobs/vkjobs/internal/glslc"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -111,20 +109,7 @@ void main() {
 	}
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
-			b := c.binding
-			b.SPIRV = compileGLSL(t, c.src)
-			err := register(sched.Kernel{}, &b)
-			if err == nil {
-				t.Fatalf("accepted (on a device every item of y comes out wrong or zero)")
-			}
-			if !errors.Is(err, bind.ErrBadBinding) {
-				t.Errorf("error does not wrap ErrBadBinding: %v", err)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(w)) {
-					t.Errorf("error does not say %q: %v", w, err)
-				}
-			}
+			wantRefused(t, sched.Kernel{}, c.binding, c.src, c.want)
 		})
 	}
 }
@@ -187,23 +172,8 @@ void main() {
 // TestUserShaderOtherStage: a vertex shader given as the compute module is
 // refused at Register, naming the stage it is.
 func TestUserShaderOtherStage(t *testing.T) {
-	glslc, err := exec.LookPath("glslc")
-	if err != nil {
-		t.Skip("glslc not installed (make deps installs it)")
-	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "k.vert"), filepath.Join(dir, "k.spv")
-	if err := os.WriteFile(in, []byte("#version 450\nvoid main() { gl_Position = vec4(0.0); }\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if msg, err := exec.Command(glslc, "--target-env=vulkan1.0", "-o", out, in).CombinedOutput(); err != nil {
-		t.Fatalf("glslc: %v\n%s", err, msg)
-	}
-	spv, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = register(sched.Kernel{}, &bind.Binding{SPIRV: spv})
+	spv := glslc.Compile(t, "vert", "#version 450\nvoid main() { gl_Position = vec4(0.0); }\n")
+	err := register(sched.Kernel{}, &bind.Binding{SPIRV: spv})
 	if !errors.Is(err, bind.ErrBadBinding) || !strings.Contains(err.Error(), `entry point "main" is a Vertex shader, want GLCompute`) {
 		t.Fatalf("a vertex shader as the kernel's module: %v", err)
 	}
