@@ -10,6 +10,9 @@
 # so later builds work offline), ldd, and Debian's assimp-testmodels (the
 # CMU clips the crowd and the anim tests read).
 set -euo pipefail
+# Under pipefail a reader that stops early (head, grep -q, awk ... exit)
+# kills its writer with SIGPIPE and fails the pipeline at random: pipelines
+# here end in readers that read everything (sed -n 1p, awk with a flag).
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:-$ROOT/out/gpu-bundle}
@@ -87,14 +90,14 @@ carry_lib() { # SONAME PATH
 	cp -L "$2" "$P/lib/$1"
 	# Its Debian package's copyright file goes with it.
 	local deb
-	deb=$(dpkg -S "$(readlink -f "$2")" 2>/dev/null | head -1 | cut -d: -f1)
+	deb=$(dpkg -S "$(readlink -f "$2")" 2>/dev/null | sed -n 1p | cut -d: -f1) || true
 	if [ -n "$deb" ] && [ -f "/usr/share/doc/$deb/copyright" ]; then
 		mkdir -p "$P/lib/copyright"
 		cp "/usr/share/doc/$deb/copyright" "$P/lib/copyright/$deb"
 	fi
 }
 for lib in libXext.so.6 libGLdispatch.so.0; do
-	path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+	path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !n++ {print $NF}')
 	[ -n "$path" ] || die "$lib is missing here (Debian: libxext6, libglvnd0)"
 	carry_lib "$lib" "$path"
 done

@@ -29,6 +29,9 @@
 # unpack the .deb files. No network, no root, no Go toolchain.
 # Exit status: 0 when every step passed, 1 when one failed, 2 on bad usage.
 set -u -o pipefail
+# Pipelines end in readers that read everything (sed -n 1p, awk with a
+# flag, never head or awk ... exit): an early reader kills its writer with
+# SIGPIPE, which pipefail turns into a failure at random.
 
 B=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SHORT=0
@@ -108,7 +111,7 @@ find_icd() {
 		done
 	done
 	if [ -d "$SYSROOT/usr/local/nvidia" ]; then
-		f=$(find "$SYSROOT/usr/local/nvidia" -maxdepth 5 -name 'nvidia*.json' -path '*icd*' 2>/dev/null | sort | head -1)
+		f=$(find "$SYSROOT/usr/local/nvidia" -maxdepth 5 -name 'nvidia*.json' -path '*icd*' 2>/dev/null | sort | sed -n 1p)
 		[ -n "$f" ] && { ICD_HOW="found under /usr/local/nvidia"; echo "$f"; return 0; }
 	fi
 	# No manifest (common in containers, where only the libraries are
@@ -116,7 +119,7 @@ find_icd() {
 	lib=
 	if [ -z "$SYSROOT" ]; then
 		lib=$({ ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || /usr/sbin/ldconfig -p 2>/dev/null; } |
-			awk '/libGLX_nvidia\.so\.0 .*x86-64/ {print $NF; exit}')
+			awk '/libGLX_nvidia\.so\.0 .*x86-64/ && !n++ {print $NF}')
 	fi
 	if [ -z "$lib" ]; then
 		for f in "$SYSROOT"/usr/lib/x86_64-linux-gnu/libGLX_nvidia.so.0 "$SYSROOT"/usr/lib64/libGLX_nvidia.so.0 \
@@ -186,7 +189,9 @@ unpack_deb() {
 			;;
 		esac
 		command -v "${dec%% *}" >/dev/null || { echo "run.sh: unpacking $f needs dpkg-deb or ${dec%% *}" >&2; return 1; }
-		tail -c +$((off + 1)) "$f" | head -c "$size" | $dec | tar -x -C "$2"
+		# dd reads exactly the member (tail | head -c killed tail by
+		# SIGPIPE, which pipefail turned into a failed unpack).
+		dd if="$f" iflag=skip_bytes,count_bytes skip="$off" count="$size" bs=64K status=none | $dec | tar -x -C "$2"
 		return
 	done
 	echo "run.sh: $f has no data.tar member" >&2
@@ -218,13 +223,13 @@ unpack() {
 		*) unpack_deb "$d" "$w/vk" ;;
 		esac || { echo "run.sh: cannot unpack $d" >&2; return 1; }
 	done
-	f=$(find "$w/vk" -name 'libvulkan.so.1' | head -1)
+	f=$(find "$w/vk" -name 'libvulkan.so.1' | sed -n 1p)
 	[ -n "$f" ] || { echo "run.sh: no libvulkan.so.1 in the bundled loader package" >&2; return 1; }
 	LIBPATH=$(dirname "$f")
-	f=$(find "$w/vk" -name 'VkLayer_khronos_validation.json' | head -1)
+	f=$(find "$w/vk" -name 'VkLayer_khronos_validation.json' | sed -n 1p)
 	[ -n "$f" ] || { echo "run.sh: no VkLayer_khronos_validation.json in the bundled layer package" >&2; return 1; }
 	LAYER_DIR=$(dirname "$f")
-	f=$(find "$w/vk" -name 'libVkLayer_khronos_validation.so' | head -1)
+	f=$(find "$w/vk" -name 'libVkLayer_khronos_validation.so' | sed -n 1p)
 	[ "$(dirname "$f")" = "$LIBPATH" ] || LIBPATH=$LIBPATH:$(dirname "$f")
 	# The carried libraries (X11, glvnd's dispatcher) serve where the
 	# machine lacks them: its own copies stay coherent with each other and
@@ -244,7 +249,7 @@ unpack() {
 	# symbol version the layer needs, else the bundled one (a newer
 	# libstdc++ serves older programs, an older one does not).
 	need=$(grep -ao 'GLIBCXX_3\.4\.[0-9]*' "$f" | sort -uV | tail -1)
-	sys=$(awk '/libstdc\+\+\.so\.6 .*x86-64/ {print $NF; exit}' <<<"$LDCACHE")
+	sys=$(awk '/libstdc\+\+\.so\.6 .*x86-64/ && !n++ {print $NF}' <<<"$LDCACHE")
 	[ -n "$sys" ] || for f in /usr/lib/x86_64-linux-gnu/libstdc++.so.6 /usr/lib64/libstdc++.so.6 /lib64/libstdc++.so.6; do
 		[ -e "$f" ] && { sys=$f; break; }
 	done
@@ -252,7 +257,7 @@ unpack() {
 		CXX_HOW="the machine's $sys"
 	else
 		for f in libstdc++.so.6 libgcc_s.so.1; do
-			d=$(find "$w/cxx" -name "$f" | head -1)
+			d=$(find "$w/cxx" -name "$f" | sed -n 1p)
 			[ -n "$d" ] && LIBPATH=$LIBPATH:$(dirname "$d")
 		done
 		CXX_HOW="the bundled one (the machine's ${sys:-none} lacks ${need:-it})"
@@ -311,7 +316,7 @@ write_report() {
 	{
 		echo "vkjobs GPU bundle report ($([ "$SHORT" = 1 ] && echo short || echo full) run, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(elapsed "$T0") s so far)"
 		sed -n 's/^commit: /bundle: commit /p; s/^built: /built: /p' "$B/MANIFEST.txt" 2>/dev/null
-		echo "machine: $(uname -srm); $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)); $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); $(getconf GNU_LIBC_VERSION 2>/dev/null)"
+		echo "machine: $(uname -srm); $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)); $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); $(getconf GNU_LIBC_VERSION 2>/dev/null)"
 		[ -n "${GPUS:-}" ] && echo "nvidia-smi: $GPUS"
 		echo "driver: ${ICD:-none} (${ICD_HOW:-})"
 		[ -z "${LOADER:-}" ] || echo "loader: $LOADER; validation layer: $LAYER; C++ runtime: $CXX_HOW; carried libraries used:$LIBS_HOW"
@@ -384,7 +389,7 @@ run_step() {
 			# messages just before its --- FAIL line), then the log's end.
 			if grep -qE '^[[:space:]]*--- FAIL' "$log"; then
 				echo "-- $name: the failing tests' messages (logs/$name.log):"
-				grep -B12 -E '^[[:space:]]*--- FAIL' "$log" | grep -vE '^[[:space:]]*--- PASS' | head -n 80
+				grep -B12 -E '^[[:space:]]*--- FAIL' "$log" | grep -vE '^[[:space:]]*--- PASS' | sed -n 1,80p
 			fi
 			echo "-- $name: exit status $rc; logs/$name.log ends:"
 			tail -n 25 "$log"
@@ -409,7 +414,7 @@ setup_fail() {
 # The binaries' newest glibc symbol version, which build.sh recorded.
 need=$(sed -n 's/^glibc: \([0-9.]*\).*/\1/p' "$B/MANIFEST.txt" 2>/dev/null)
 have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
-if [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" != "$need" ]; then
+if [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | sed -n 1p)" != "$need" ]; then
 	echo "run.sh: this machine's glibc $have is older than the $need the bundle's binaries need (built on Debian 12)" >"$LOGS/setup.log"
 	setup_fail "glibc $have is older than $need"
 fi
@@ -418,7 +423,7 @@ unpack "$W" 2>"$LOGS/setup.log" || setup_fail "unpacking the bundle failed"
 ICD=$(find_icd 2>>"$LOGS/setup.log") || setup_fail "no $DRIVER Vulkan driver found"
 find_icd >/dev/null 2>&1 # again in this shell, for ICD_HOW
 LOADER="bundled $(basename "$(readlink -f "${LIBPATH%%:*}/libvulkan.so.1")")"
-LAYER="bundled $(sed -n 's/.*"api_version": *"\([^"]*\)".*/\1/p' "$LAYER_DIR/VkLayer_khronos_validation.json" | head -1) in $LAYER_DIR"
+LAYER="bundled $(sed -n 's/.*"api_version": *"\([^"]*\)".*/\1/p' "$LAYER_DIR/VkLayer_khronos_validation.json" | sed -n 1p) in $LAYER_DIR"
 export LD_LIBRARY_PATH=$LIBPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export VK_DRIVER_FILES=$ICD VK_ICD_FILENAMES=$ICD VK_LAYER_PATH=$LAYER_DIR
 export VKJOBS_ASSIMP_MODELS=$W/payload/share/assimp/models
@@ -429,7 +434,7 @@ write_report
 
 # ---------------------------------------------------------------- steps
 
-probe_detail() { sed -n 's/^device: //p' "$1" | head -1; }
+probe_detail() { sed -n 's/^device: //p' "$1" | sed -n 1p; }
 run_step probe 60 60 probe_detail "$W/payload/bin/probe" ||
 	NOTES+=("the probe could not open a device with the validation layer: the GPU steps below are expected to fail")
 
@@ -478,7 +483,7 @@ done <"$W/payload/tests.txt"
 # kbench -quick: where each kernel runs best on this machine.
 KB=(-quick -plot "$OUT/kbench.svg")
 [ "$SHORT" = 1 ] && KB+=(-sizes 1e3,1e4 -reps 1 -min-sample 1ms)
-kbench_detail() { sed -n 's/^kbench .*; GPU: /GPU: /p' "$OUT/kbench.txt" 2>/dev/null | head -n 1; }
+kbench_detail() { sed -n 's/^kbench .*; GPU: /GPU: /p' "$OUT/kbench.txt" 2>/dev/null | sed -n 1p; }
 run_step kbench-quick 90 100 kbench_detail bash -c '"$@" >"'"$OUT"'/kbench.txt"' _ "$W/payload/bin/kbench" "${KB[@]}"
 cp "$LOGS/kbench-quick.log" "$W/kbench.err" 2>/dev/null
 write_report
@@ -486,7 +491,7 @@ write_report
 # The crowd, 1000 characters x 90 bones (the default), headless, three ways.
 CR=(-headless -q -cache "$W/cache/crowd")
 if [ "$SHORT" = 1 ]; then CR+=(-count 64 -frames 6 -warmup 1 -size 320x240); else CR+=(-count 1000 -bones 90 -frames 120); fi
-crowd_detail() { sed -n 's/^frame time: //p' "$1" | head -1; }
+crowd_detail() { sed -n 's/^frame time: //p' "$1" | sed -n 1p; }
 i=0
 for o in cpu gpu auto; do
 	i=$((i + 1))
