@@ -62,10 +62,21 @@ type Kernel struct {
 type Registry struct {
 	mu    sync.Mutex
 	table atomic.Pointer[[]*Kernel]
+
+	graph Kernel // the frame graphs' runner, under KernelGraph
 }
+
+// KernelGraph is the frame graphs' runner kernel (Graph), always
+// registered, like KernelNone; Register refuses the ID. It is the highest
+// ID, looked up only where the table ends, so it costs other lookups
+// nothing and takes no ID a library would pick.
+const KernelGraph KernelID = ^KernelID(0)
 
 // DefaultGrain is the split grain used when neither task nor kernel sets one.
 const DefaultGrain = 1024
+
+// errIDTaken is wrapped by Register's refusal of an ID already in use.
+var errIDTaken = errors.New("ID already used")
 
 // ErrUnknownKernel is wrapped by errors about unregistered kernel IDs.
 var ErrUnknownKernel = errors.New("unknown kernel")
@@ -75,6 +86,7 @@ func NewRegistry() *Registry {
 	r := &Registry{}
 	t := []*Kernel{{Name: "none", Kind: Simple}}
 	r.table.Store(&t)
+	r.graph = Kernel{Name: "sched.graph", Kind: Simple, Factor: 1, Grain: DefaultGrain, CPU: graphRun}
 	return r
 }
 
@@ -86,6 +98,9 @@ func NewRegistry() *Registry {
 func (r *Registry) Register(id KernelID, k Kernel) error {
 	if id == KernelNone {
 		return fmt.Errorf("sched: register %q: kernel ID 0 is reserved for KernelNone", k.Name)
+	}
+	if id == KernelGraph {
+		return fmt.Errorf("sched: register %q: kernel ID %d is reserved for KernelGraph", k.Name, id)
 	}
 	if k.CPU == nil {
 		return fmt.Errorf("sched: register kernel %d %q: no CPU implementation", id, k.Name)
@@ -122,7 +137,7 @@ func (r *Registry) Register(id KernelID, k Kernel) error {
 	defer r.mu.Unlock()
 	old := *r.table.Load()
 	if int(id) < len(old) && old[id] != nil {
-		return fmt.Errorf("sched: register kernel %d %q: ID already used by %q", id, k.Name, old[id].Name)
+		return fmt.Errorf("sched: register kernel %d %q: %w by %q", id, k.Name, errIDTaken, old[id].Name)
 	}
 	n := len(old)
 	if int(id) >= n {
@@ -134,6 +149,35 @@ func (r *Registry) Register(id KernelID, k Kernel) error {
 	t[id] = &kc
 	r.table.Store(&t)
 	return nil
+}
+
+// RegisterNext registers k under the lowest free ID and returns it, so
+// libraries that share a registry never pick the same ID by hand. It
+// refuses what Register refuses.
+func (r *Registry) RegisterNext(k Kernel) (KernelID, error) {
+	for {
+		r.mu.Lock()
+		t := *r.table.Load()
+		id := KernelID(len(t))
+		for i := 1; i < len(t); i++ {
+			if t[i] == nil {
+				id = KernelID(i)
+				break
+			}
+		}
+		r.mu.Unlock()
+		if int(id) == len(t) && len(t) >= int(KernelGraph) {
+			return 0, fmt.Errorf("sched: register %q: every kernel ID is taken", k.Name)
+		}
+		err := r.Register(id, k)
+		if err == nil {
+			return id, nil
+		}
+		if !errors.Is(err, errIDTaken) {
+			return 0, err
+		}
+		// Another Register took id between the look and the claim: again.
+	}
 }
 
 // The GPU contract has MaxStreams bindings per direction.
@@ -156,6 +200,9 @@ func (r *Registry) Lookup(id KernelID) *Kernel {
 	t := *r.table.Load()
 	if int(id) < len(t) {
 		return t[id]
+	}
+	if id == KernelGraph {
+		return &r.graph
 	}
 	return nil
 }
