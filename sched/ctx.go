@@ -60,6 +60,7 @@ type Ctx struct {
 	_          [cacheLine - 4]byte
 	dq         [numPriorities]deque
 	pinned     [numPriorities]ring // registered threads only
+	inPlace    *inPlaceStack       // RunInPlace's task data (owner only; made at first use)
 }
 
 // Scheduler returns the scheduler this thread belongs to.
