@@ -2,7 +2,6 @@ package sched
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -150,65 +149,5 @@ func TestRunInPlaceRefusals(t *testing.T) {
 	must(t, m.RunInPlace(&st))
 	if y[0] != 2 || y[2] != 4 {
 		t.Fatalf("streaming in place: %v", y)
-	}
-}
-
-// BenchmarkFibInPlace: fib(25) with a task per call, one child in place
-// ("inplace") against both children through Add ("sched", the
-// BenchmarkPeersFib kernel) and a goroutine per call, on 1 and 2 Ps, in
-// one run; ns per call.
-func BenchmarkFibInPlace(b *testing.B) {
-	for _, procs := range []int{1, 2} {
-		with := func(f func(b *testing.B)) func(b *testing.B) {
-			return func(b *testing.B) {
-				old := runtime.GOMAXPROCS(procs)
-				defer runtime.GOMAXPROCS(old)
-				f(b)
-			}
-		}
-		sfx := "/p1"
-		if procs == 2 {
-			sfx = "/p2"
-		}
-		b.Run("inplace"+sfx, with(func(b *testing.B) {
-			s, m := peerSched(b)
-			registerFibInPlace(b, s)
-			var res uint32
-			pt := startPerTask(b, fibTasks, "task")
-			for range b.N {
-				t := Task{Kernel: fibInPlaceID}
-				t.Data.Params[0], t.Data.Data = fibN, &res
-				if err := m.RunInPlace(&t); err != nil || res != fibWant {
-					b.Fatal(err, res)
-				}
-			}
-			pt.stop()
-		}))
-		b.Run("sched"+sfx, with(func(b *testing.B) {
-			_, m := peerSched(b)
-			var res uint32
-			pt := startPerTask(b, fibTasks, "task")
-			for range b.N {
-				t := Task{Kernel: pkFib}
-				t.Data.Params[0], t.Data.Data = fibN, &res
-				id, err := m.Add(&t)
-				if err == nil {
-					err = m.Wait(id)
-				}
-				if err != nil || res != fibWant {
-					b.Fatal(err, res)
-				}
-			}
-			pt.stop()
-		}))
-		b.Run("goroutines"+sfx, with(func(b *testing.B) {
-			pt := startPerTask(b, fibTasks, "task")
-			for range b.N {
-				if r := fibWG(fibN); r != fibWant {
-					b.Fatal(r)
-				}
-			}
-			pt.stop()
-		}))
 	}
 }

@@ -424,6 +424,20 @@ func BenchmarkPeersFib(b *testing.B) {
 			}
 			pt.stop()
 		}))
+		b.Run("sched-inplace"+suffix, withProcs(func(b *testing.B) {
+			// One child through Add, the other run in place (Rayon's join).
+			s, m := peerSched(b)
+			registerFibInPlace(b, s)
+			var res uint32
+			pt := startPerTask(b, fibTasks, "task")
+			for range b.N {
+				t := Task{Kernel: fibInPlaceID}
+				t.Data.Params[0], t.Data.Data = fibN, &res
+				must(b, m.RunInPlace(&t))
+				check(b, res)
+			}
+			pt.stop()
+		}))
 		b.Run("waitgroup"+suffix, withProcs(func(b *testing.B) {
 			pt := startPerTask(b, fibTasks, "task")
 			for range b.N {
