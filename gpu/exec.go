@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,8 +60,10 @@ const MaxInFlight = 64
 // goroutine; the submitter records runnable jobs into a command buffer (as
 // many as arrived, up to MaxBatch) and submits it; the completion goroutine
 // blocks in vkWaitForFences, copies outputs back, reports timings and calls
-// Job.Done. No scheduler thread ever blocks on the GPU. See the package
-// documentation for the design.
+// Job.Done. No scheduler thread ever blocks on the GPU. A panic of the
+// executor's own code, on either goroutine or in an inline submission,
+// fails the tasks involved (ErrExecutorPanic) instead of ending the
+// process. See the package documentation for the design.
 type Executor struct {
 	d    *Device
 	opts ExecutorOptions
@@ -81,6 +84,11 @@ type Executor struct {
 	burst    int
 	inlineQ  [1]pendingJob // the inline job (one at a time)
 	noInline bool          // tests: always hand off to the submitter
+	// testHook, when a test sets it (before the first Enqueue), is called
+	// with hookPlan before each job is planned and with hookComplete
+	// before each job is completed: a seam to make the executor panic
+	// there (see planSafe and completeSafe).
+	testHook func(at string, kid sched.KernelID)
 
 	free     chan *slot
 	inflight chan *slot
@@ -98,9 +106,25 @@ type Executor struct {
 }
 
 type pendingJob struct {
-	j sched.Job
-	t int64 // Enqueue time, sched.Nanotime
+	j    sched.Job
+	t    int64 // Enqueue time, sched.Nanotime
+	done bool  // Done was called (finishEarly): never call it again
 }
+
+// Points at which testHook is called.
+const (
+	hookPlan     = "plan"
+	hookComplete = "complete"
+)
+
+// ErrExecutorPanic is wrapped by the error of a task that failed because
+// the executor panicked while handling it: a bug in package gpu (or in a
+// driver call it made) rather than in the task. The executor recovers on
+// every goroutine it runs on (the submitter, the completion goroutine, and
+// the caller's in Enqueue's inline submission), fails the tasks involved
+// with an error naming the kernel and holding the panic's stack, and goes
+// on with the next tasks.
+var ErrExecutorPanic = errors.New("gpu: executor panicked")
 
 // slot is one command buffer's worth of resources and bookkeeping. Between
 // submission and completion it belongs to the completion goroutine;
@@ -125,6 +149,7 @@ type slot struct {
 	queries   []uint64
 	writes    [2 * sched.MaxStreams]descWrite
 	setOut    uint64
+	done      int // jobs[:done] have been handed to Job.Done (finishSlot, failRest)
 	params    [8]uint32
 	ev        sched.RunEvent
 	submitAt  int64
@@ -518,7 +543,11 @@ func (e *Executor) submitLoop() {
 // submitted.
 //
 // queueHeld: the caller holds the queue lock (Enqueue's inline path).
-func (e *Executor) runBatch(sl *slot, q []pendingJob, queueHeld bool) int {
+//
+// A panic in it does not unwind into the caller: a job whose planning
+// panics fails alone (planSafe); any other panic fails the jobs of the
+// command buffer that did not go out (recoverBatch).
+func (e *Executor) runBatch(sl *slot, q []pendingJob, queueHeld bool) (consumed int) {
 	d := e.d
 	// One OS thread from slotReset to vkEndCommandBuffer, so that the
 	// validation layer's messages during planning and recording are
@@ -527,6 +556,18 @@ func (e *Executor) runBatch(sl *slot, q []pendingJob, queueHeld bool) int {
 	// submitter a hand-off between OS threads.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	stage := "on the submitter goroutine"
+	if queueHeld {
+		stage = "in Enqueue's inline submission, on the caller's goroutine"
+	}
+	// held: sl is still this call's (not yet sent to the free list or to
+	// the completion goroutine); phase: how far the batch got.
+	held, phase := true, phasePrepare
+	defer func() {
+		if r := recover(); r != nil {
+			consumed = e.recoverBatch(sl, q, consumed, held, phase, stage, r)
+		}
+	}()
 	if sl.want > sl.arena.Cap() {
 		_ = e.growArena(sl, sl.want) // on failure the old arena stays
 	}
@@ -539,17 +580,20 @@ func (e *Executor) runBatch(sl *slot, q []pendingJob, queueHeld bool) int {
 		for i := range q {
 			e.finishEarly(&q[i], err)
 		}
+		held = false
 		e.free <- sl
 		return len(q)
 	}
-	consumed := 0
+	phase = phasePlan
 	for i := range q {
-		if len(sl.jobs) == e.opts.MaxBatch || !e.plan(sl, &q[i]) {
+		if len(sl.jobs) == e.opts.MaxBatch || !e.planSafe(sl, &q[i], stage) {
 			break
 		}
 		consumed++
 	}
+	phase = phaseSubmit
 	if len(sl.jobs) == 0 {
+		held = false
 		e.free <- sl
 		return consumed
 	}
@@ -561,6 +605,7 @@ func (e *Executor) runBatch(sl *slot, q []pendingJob, queueHeld bool) int {
 	if err != nil {
 		e.finishSlot(sl, err, 0)
 		releaseRefs(sl)
+		held = false
 		e.free <- sl
 		return consumed
 	}
@@ -568,8 +613,136 @@ func (e *Executor) runBatch(sl *slot, q []pendingJob, queueHeld bool) int {
 	if queueHeld {
 		e.inline.Add(uint64(len(sl.jobs))) // Enqueue's (or EndBurst's) own submission
 	}
+	held = false
 	e.inflight <- sl // never blocks: at most InFlight slots exist
 	return consumed
+}
+
+// Phases of runBatch, for recoverBatch.
+const (
+	phasePrepare = iota // growing and resetting the slot
+	phasePlan           // planning the jobs of q (planSafe)
+	phaseSubmit         // recording and submitting, or failing the batch
+)
+
+// recoverBatch handles a panic in runBatch outside planSafe's own
+// recovery. A panic while preparing the slot fails every job of q: each
+// would meet it again, and the inline caller counts on its job being
+// consumed. Later, the job being planned (when planSafe's recovery itself
+// panicked) and the jobs planned into sl that were not yet handed to Done
+// fail; the jobs of q not reached stay for the next command buffer. The
+// slot goes back to the free list: the next runBatch resets its command
+// pool, descriptor pool and arena. It returns how many jobs of q are
+// consumed.
+func (e *Executor) recoverBatch(sl *slot, q []pendingJob, consumed int, held bool, phase int, stage string, r any) int {
+	stack := debug.Stack()
+	fail := func(pj *pendingJob, what string) {
+		if !pj.done {
+			kid, k := pj.j.Kernel()
+			e.finishEarly(pj, panicError(what+" "+stage, kid, k, r, stack))
+		}
+	}
+	switch phase {
+	case phasePrepare:
+		for i := range q {
+			fail(&q[i], "preparing a command buffer")
+		}
+		consumed = len(q)
+	case phasePlan:
+		if consumed < len(q) {
+			fail(&q[consumed], "planning the task")
+			consumed++
+		}
+	}
+	if !held {
+		return consumed
+	}
+	e.failRest(sl, fmt.Sprintf("preparing or submitting a command buffer of %d tasks", len(sl.jobs))+" "+stage, r, stack)
+	releaseRefs(sl)
+	e.clearSlot(sl)
+	e.free <- sl
+	return consumed
+}
+
+// failRest fails, with ErrExecutorPanic, the jobs of sl not yet handed to
+// Done, each with an error naming its own kernel.
+func (e *Executor) failRest(sl *slot, stage string, r any, stack []byte) {
+	for sl.done < len(sl.jobs) {
+		rec := &sl.jobs[sl.done]
+		sl.done++
+		kid, k := rec.pj.j.Kernel()
+		e.finishEarly(&rec.pj, panicError(stage, kid, k, r, stack))
+	}
+}
+
+// panicError is the error of a task of kernel kid (k) failed by the panic
+// r of the executor during stage. A panic value that is an error (a
+// runtime.Error) stays in the chain.
+func panicError(stage string, kid sched.KernelID, k *sched.Kernel, r any, stack []byte) error {
+	name := ""
+	if k != nil && k.Name != "" {
+		name = fmt.Sprintf(" %q", k.Name)
+	}
+	if err, ok := r.(error); ok {
+		return fmt.Errorf("%w %s, task of kernel %d%s: %w\n%s", ErrExecutorPanic, stage, kid, name, err, stack)
+	}
+	return fmt.Errorf("%w %s, task of kernel %d%s: %v\n%s", ErrExecutorPanic, stage, kid, name, r, stack)
+}
+
+// planSafe is plan with a panic recovered: the slot is rolled back to
+// where it was before the job, the job fails with ErrExecutorPanic, and
+// the jobs planned before it still go out.
+func (e *Executor) planSafe(sl *slot, pj *pendingJob, stage string) (ok bool) {
+	m := sl.mark()
+	defer func() {
+		if r := recover(); r != nil {
+			sl.rollback(m)
+			if !pj.done {
+				kid, k := pj.j.Kernel()
+				e.finishEarly(pj, panicError("planning the task "+stage, kid, k, r, debug.Stack()))
+			}
+			ok = true
+		}
+	}()
+	if h := e.testHook; h != nil {
+		kid, _ := pj.j.Kernel()
+		h(hookPlan, kid)
+	}
+	return e.plan(sl, pj)
+}
+
+// slotMark is how far a slot's per-job state reached: a job that fails
+// half-way through plan is rolled back to it.
+type slotMark struct {
+	arena                                          *Arena
+	used                                           uint64
+	jobs, copyIn, copyOut, readbacks, refs, access int
+}
+
+func (sl *slot) mark() slotMark {
+	return slotMark{arena: sl.arena, used: sl.arena.used, jobs: len(sl.jobs), copyIn: len(sl.copyIn), copyOut: len(sl.copyOut),
+		readbacks: len(sl.readbacks), refs: len(sl.refs), access: len(sl.access)}
+}
+
+// rollback drops what was added to sl since m; the references to
+// persistent buffers taken since are released.
+func (sl *slot) rollback(m slotMark) {
+	if sl.arena == m.arena {
+		sl.arena.used = m.used
+	} else {
+		sl.arena.Reset() // grown for this job (growArena): nothing else in it
+	}
+	clear(sl.jobs[m.jobs:])
+	sl.jobs = sl.jobs[:m.jobs]
+	sl.copyIn, sl.copyOut = sl.copyIn[:m.copyIn], sl.copyOut[:m.copyOut]
+	clear(sl.readbacks[m.readbacks:])
+	sl.readbacks = sl.readbacks[:m.readbacks]
+	for _, b := range sl.refs[m.refs:] {
+		b.release()
+	}
+	clear(sl.refs[m.refs:])
+	sl.refs = sl.refs[:m.refs]
+	sl.access = sl.access[:m.access]
 }
 
 // plan prepares one job in sl: pipeline, streams, uploads, descriptor set.
@@ -598,11 +771,9 @@ func (e *Executor) plan(sl *slot, pj *pendingJob) bool {
 			e.finishEarly(pj, fmt.Errorf("gpu: transient memory for %d bytes of streams: %w", need, err))
 			return true
 		}
-		a = sl.arena
 	}
-	// Marks for rolling back a job that fails half-way.
-	mUsed, mIn, mOut, mRB, mRefs, mAcc := a.used, len(sl.copyIn), len(sl.copyOut), len(sl.readbacks), len(sl.refs), len(sl.access)
-	rec := jobRec{pj: *pj, kid: kid, pipe: p, params: td.Params, begin: td.Begin, end: td.End, rb0: mRB, ac0: mAcc}
+	m := sl.mark() // for rolling back a job that fails half-way
+	rec := jobRec{pj: *pj, kid: kid, pipe: p, params: td.Params, begin: td.Begin, end: td.End, rb0: m.readbacks, ac0: m.access}
 	nw := 0
 	for i := range k.In {
 		if sl.writes[nw], err = e.bindStream(sl, k, td, false, i, p.uniform[i], &rec); err != nil {
@@ -620,16 +791,7 @@ func (e *Executor) plan(sl *slot, pj *pendingJob) bool {
 		err = check("vkAllocateDescriptorSets", e.d.shim.set(sl.dpool, p.setLayout, sl.writes[:nw], &sl.setOut))
 	}
 	if err != nil {
-		a.used = mUsed
-		sl.copyIn, sl.copyOut = sl.copyIn[:mIn], sl.copyOut[:mOut]
-		clear(sl.readbacks[mRB:])
-		sl.readbacks = sl.readbacks[:mRB]
-		for _, b := range sl.refs[mRefs:] {
-			b.release()
-		}
-		clear(sl.refs[mRefs:])
-		sl.refs = sl.refs[:mRefs]
-		sl.access = sl.access[:mAcc]
+		sl.rollback(m)
 		e.finishEarly(pj, err)
 		return true
 	}
@@ -642,9 +804,14 @@ func (e *Executor) plan(sl *slot, pj *pendingJob) bool {
 // streamSpan returns the bytes [lo, hi) of a stream that work items
 // [Begin, End) use, and the stream's total size.
 func streamSpan(k *sched.Kernel, td *sched.TaskData, out bool, i int) (lo, hi, total uint64) {
-	s, spec := &td.In[i], k.In[i]
+	// Inputs and outputs are counted apart: index only the side that
+	// stream i belongs to (a kernel may have more outputs than inputs).
+	var s *sched.Stream
+	var spec sched.StreamSpec
 	if out {
 		s, spec = &td.Out[i], k.Out[i]
+	} else {
+		s, spec = &td.In[i], k.In[i]
 	}
 	total = uint64(s.Count) * uint64(s.Stride)
 	if spec.Rate == sched.Whole || k.Kind == sched.Simple {
@@ -705,10 +872,13 @@ func (e *Executor) growArena(sl *slot, size uint64) error {
 // read-backs it needs.
 func (e *Executor) bindStream(sl *slot, k *sched.Kernel, td *sched.TaskData, out bool, i int, uniform bool, rec *jobRec) (descWrite, error) {
 	d := e.d
-	s, name, bind := &td.In[i], k.In[i].Name, uint32(FirstInBinding+i)
-	dir := "input"
+	var s *sched.Stream
+	var name, dir string
+	var bind uint32
 	if out {
 		s, name, bind, dir = &td.Out[i], k.Out[i].Name, uint32(FirstOutBinding+i), "output"
+	} else {
+		s, name, bind, dir = &td.In[i], k.In[i].Name, uint32(FirstInBinding+i), "input"
 	}
 	w := descWrite{Bind: bind, Type: uint32(vk.DescriptorTypeStorageBuffer)}
 	maxRange, align, what := d.lim.maxStorageRange, d.lim.storageAlign, "maxStorageBufferRange"
@@ -916,8 +1086,41 @@ func (e *Executor) emitCopies(sl *slot, ops []copyOp) uint64 {
 func (e *Executor) completeLoop() {
 	defer e.wg.Done()
 	for sl := range e.inflight {
-		e.complete(sl)
+		e.completeSafe(sl)
 	}
+}
+
+// completeSafe is complete with a panic recovered: the jobs of sl not yet
+// handed to Done fail with ErrExecutorPanic (a panic after all of them
+// were is kept as an error message of the device, Device.Messages). The
+// slot is reused once its fence shows that the GPU is done with it;
+// otherwise the device is marked lost, since a command buffer the
+// executor can neither wait for nor reuse would leave it a slot short for
+// good.
+func (e *Executor) completeSafe(sl *slot) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		stack := debug.Stack()
+		stage := fmt.Sprintf("completing a command buffer of %d tasks on the completion goroutine", len(sl.jobs))
+		if sl.done < len(sl.jobs) {
+			e.failRest(sl, stage, r, stack)
+		} else {
+			e.d.log.add(Message{Severity: SeverityError, Layer: "vkjobs",
+				Text: fmt.Sprintf("%v %s, after its tasks completed: %v\n%s", ErrExecutorPanic, stage, r, stack)})
+		}
+		d := e.d
+		if res := d.shim.wait(sl.fence, uint64(e.opts.FenceTimeout)); res != Success {
+			d.markLost(fmt.Errorf("%w: %w %s: %v; its fence then gave %w", ErrDeviceLost, ErrExecutorPanic, stage, r, check("vkWaitForFences", res)))
+			return
+		}
+		releaseRefs(sl)
+		e.clearSlot(sl)
+		e.free <- sl
+	}()
+	e.complete(sl)
 }
 
 func (e *Executor) complete(sl *slot) {
@@ -969,6 +1172,11 @@ func (e *Executor) finishSlot(sl *slot, err error, doneAt int64) {
 		e.clearSlot(sl)
 		return
 	}
+	if h := e.testHook; h != nil {
+		for i := range sl.jobs {
+			h(hookComplete, sl.jobs[i].kid)
+		}
+	}
 	if err == nil {
 		for i := range sl.jobs {
 			r := &sl.jobs[i]
@@ -984,6 +1192,7 @@ func (e *Executor) finishSlot(sl *slot, err error, doneAt int64) {
 	e.account(sl, err)
 	// Job.ID and Job.Scheduler stay valid after Done; Job.Data does not.
 	for i := range sl.jobs {
+		sl.done = i + 1 // before Done: a job is never handed to it twice
 		sl.jobs[i].pj.j.Done(err)
 	}
 	if err == nil {
@@ -1002,7 +1211,7 @@ func (e *Executor) finishSlot(sl *slot, err error, doneAt int64) {
 		if obs := j.Scheduler().Observer(); obs != nil {
 			sl.ev = sched.RunEvent{Thread: -1, Where: sched.GPU, Task: j.ID(), Kernel: r.kid,
 				Begin: r.begin, End: r.end, Start: r.start, Stop: r.stop, Err: err}
-			obs.TaskRan(&sl.ev)
+			e.observe(obs, &sl.ev)
 		}
 	}
 	e.clearSlot(sl)
@@ -1149,9 +1358,25 @@ func (e *Executor) clearSlot(sl *slot) {
 	sl.readbacks = sl.readbacks[:0]
 	sl.copyIn, sl.copyOut, sl.access = sl.copyIn[:0], sl.copyOut[:0], sl.access[:0]
 	sl.upBytes, sl.downBytes = 0, 0
+	sl.done = 0
 }
 
-// finishEarly completes a job that never reached a command buffer.
+// observe reports ev to the scheduler's Observer. A panic in the Observer
+// (the user's code, called here on the executor's goroutines) is kept as
+// an error message of the device (Device.Messages) instead of ending the
+// process or the executor; the task's outcome stands.
+func (e *Executor) observe(obs sched.Observer, ev *sched.RunEvent) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.d.log.add(Message{Severity: SeverityError, Layer: "vkjobs",
+				Text: fmt.Sprintf("sched.Observer panicked on the GPU run of task %v (kernel %d): %v", ev.Task, ev.Kernel, r)})
+		}
+	}()
+	obs.TaskRan(ev)
+}
+
+// finishEarly completes a job that never went out in a command buffer, or
+// (failRest) one of a command buffer whose completion panicked.
 func (e *Executor) finishEarly(pj *pendingJob, err error) {
 	j := pj.j
 	kid, _ := j.Kernel()
@@ -1170,7 +1395,8 @@ func (e *Executor) finishEarly(pj *pendingJob, err error) {
 	if obs := j.Scheduler().Observer(); obs != nil {
 		ev := sched.RunEvent{Thread: -1, Where: sched.GPU, Task: j.ID(), Kernel: kid,
 			Begin: td.Begin, End: td.End, Start: now, Stop: now, Err: err}
-		obs.TaskRan(&ev)
+		e.observe(obs, &ev)
 	}
+	pj.done = true // before Done: a job is never handed to it twice
 	j.Done(err)
 }
