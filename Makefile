@@ -83,7 +83,9 @@ soak: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sched/... ./gpu/... ./kernels/...
 
-# Regenerates BENCHMARKS.md's generated block (a few minutes; not in make test).
+# Measures the benchmark sets of scripts/benchmarks.sh on a clean tree (a few
+# minutes; not in make test), writes the run as JSON into benchmarks/results/ and
+# regenerates BENCHMARKS.md's tables from the latest clean results file.
 COUNT ?= 5
 BENCHTIME ?= 200ms
 benchmarks:
