@@ -334,7 +334,7 @@ func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
 		}
 	} else {
 		if !(unit.Metres > 0) || !format.Finite(unit.Metres) {
-			return nil, fmt.Errorf("%s: bad unit %v", name, unit)
+			return nil, fmt.Errorf("anim: %s: bad unit %v", name, unit)
 		}
 		isCMU = unit == UnitCMU
 		im.notef("unit: %s (chosen)", unit.Name)

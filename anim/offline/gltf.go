@@ -57,7 +57,7 @@ type gltfReader struct {
 	doc     gltf.Document
 	shadow  gltfShadow
 	bufs    [][]byte
-	rootAnc []Transform // per bone: folded non-joint ancestors (roots only)
+	rootAnc []Transform // per bone: the folded non-joint nodes above it, up to its parent joint
 }
 
 func (g *gltfReader) errf(elem, format string, args ...any) error {
@@ -68,9 +68,16 @@ func (g *gltfReader) errf(elem, format string, args ...any) error {
 // deforms (Import.Mesh, see SkinnedMesh) and every animation of a glTF 2.0
 // file (JSON .gltf or binary .glb), resampled on a uniform
 // grid. Units are metres. Transforms of non-joint nodes above the skeleton
-// root are folded into the root bone (so model space is the scene space
-// glTF skinning uses). STEP keys become discontinuities (snapped to the
-// next sample when off the grid). Errors name the file and the element.
+// root are folded into the root bone, and those of non-joint nodes
+// between two joints into the child (so model space is the scene space
+// glTF skinning uses; such nodes must scale uniformly, and their own
+// channels are skipped). STEP keys become discontinuities (snapped to the
+// next sample when off the grid), one at the clip's last time included
+// (see Track). A file that requires an extension the importer does not
+// implement (extensionsRequired; see gltfIgnorableExtensions for those it
+// accepts, none of which changes what it reads) is refused, naming it;
+// so is a rotation key of (near) zero length. Errors name the file and
+// the element.
 func ParseGLTF(name string, data []byte, opt GLTFOptions) (*Import, error) {
 	g := &gltfReader{file: name}
 	jsonData, bin, err := g.container(data)
@@ -84,6 +91,9 @@ func ParseGLTF(name string, data []byte, opt GLTFOptions) (*Import, error) {
 		return nil, g.errf("json", "%v", err)
 	}
 	if err := g.checkShadow(); err != nil {
+		return nil, err
+	}
+	if err := g.checkExtensions(); err != nil {
 		return nil, err
 	}
 	if err := g.loadBuffers(bin, opt.Dir); err != nil {
@@ -109,6 +119,47 @@ func ParseGLTF(name string, data []byte, opt GLTFOptions) (*Import, error) {
 		}
 	}
 	return im, nil
+}
+
+// gltfIgnorableExtensions are the extensions a file may require that
+// change nothing the importer reads (the skin, the node transforms, the
+// animations, the skinned mesh's triangles, positions, joints and
+// weights): they concern materials, textures, lights and cameras, which
+// it does not import. Any other required extension (a compressed or
+// quantised buffer, a different animation target, anything unknown)
+// changes how those would have to be read, so the file is refused, as
+// the glTF specification requires of a loader that does not implement it.
+// Extensions a file merely uses (extensionsUsed) are ignored.
+var gltfIgnorableExtensions = map[string]bool{
+	"KHR_texture_transform":               true,
+	"KHR_texture_basisu":                  true,
+	"EXT_texture_webp":                    true,
+	"EXT_texture_avif":                    true,
+	"KHR_materials_unlit":                 true,
+	"KHR_materials_pbrSpecularGlossiness": true,
+	"KHR_materials_emissive_strength":     true,
+	"KHR_materials_clearcoat":             true,
+	"KHR_materials_transmission":          true,
+	"KHR_materials_volume":                true,
+	"KHR_materials_ior":                   true,
+	"KHR_materials_specular":              true,
+	"KHR_materials_sheen":                 true,
+	"KHR_materials_iridescence":           true,
+	"KHR_materials_anisotropy":            true,
+	"KHR_materials_dispersion":            true,
+	"KHR_materials_variants":              true,
+	"KHR_lights_punctual":                 true,
+}
+
+// checkExtensions refuses a file that requires an extension the importer
+// does not implement (see gltfIgnorableExtensions).
+func (g *gltfReader) checkExtensions() error {
+	for i, e := range g.doc.ExtensionsRequired {
+		if !gltfIgnorableExtensions[e] {
+			return g.errf(fmt.Sprintf("extensionsRequired[%d]", i), "the file requires extension %q, which this importer does not implement", e)
+		}
+	}
+	return nil
 }
 
 // checkShadow makes sure the strict decode saw the same arrays.
@@ -532,15 +583,14 @@ func (g *gltfReader) skeleton(si int, im *Import) (*Skeleton, []int, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if jp < 0 {
-			// Fold the non-joint ancestors' transform into the root.
-			anc, err := g.ancestorTransform(node, parent)
-			if err != nil {
-				return nil, nil, err
-			}
-			g.rootAnc[b] = anc
-			t = compose(anc, t)
+		// Fold the transforms of the non-joint nodes between the joint and
+		// its parent joint (the scene root for a root) into the bone.
+		anc, err := g.ancestorTransform(node, parent, isJoint)
+		if err != nil {
+			return nil, nil, err
 		}
+		g.rootAnc[b] = anc
+		t = compose(anc, t)
 		sk.Rest[b] = t
 		if ibm != nil {
 			copy(sk.InverseBind[b][:], ibm[16*k:16*k+16])
@@ -556,21 +606,28 @@ func (g *gltfReader) skeleton(si int, im *Import) (*Skeleton, []int, error) {
 	return sk, boneOf, nil
 }
 
-// ancestorTransform composes the transforms of node's non-joint ancestors.
-func (g *gltfReader) ancestorTransform(node int, parent []int) (Transform, error) {
+// ancestorTransform composes the transforms of node's ancestors up to
+// its nearest joint ancestor (isJoint[n] != 0), not included.
+func (g *gltfReader) ancestorTransform(node int, parent, isJoint []int) (Transform, error) {
 	t := IdentityTransform
-	for p := parent[node]; p >= 0; p = parent[p] {
+	for p := parent[node]; p >= 0 && isJoint[p] == 0; p = parent[p] {
 		pt, err := g.nodeTransform(p)
 		if err != nil {
 			return t, err
 		}
 		if math.Abs(pt.S[0]-pt.S[1]) > 1e-5*pt.S[0] || math.Abs(pt.S[0]-pt.S[2]) > 1e-5*pt.S[0] {
-			return t, g.errf(fmt.Sprintf("nodes[%d]", p), "non-uniform scale above a skeleton root is not supported")
+			return t, g.errf(fmt.Sprintf("nodes[%d]", p), "non-uniform scale on a node above a joint that is not a joint is not supported")
 		}
 		t = compose(pt, t)
 	}
 	return t, nil
 }
+
+// minKeyQuatLength is the shortest rotation key accepted: glTF asks for
+// unit quaternions; shorter ones (normalized int8 keys are at least
+// 1/127 long when not zero) are normalised, and below this length a key
+// has no meaningful direction.
+const minKeyQuatLength = 1e-3
 
 type gltfChannel struct {
 	bone   int
@@ -668,6 +725,18 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 		if len(vals) != len(times)*want*per {
 			return nil, g.errf(selem+".output", "%d values for %d keys (want %d per key)", len(vals)/want, len(times), per)
 		}
+		if kind == TrackRotation {
+			// A key of (near) zero length is no rotation: normalising it
+			// would invent one (identity), so it is refused. CUBICSPLINE
+			// tangents may be zero; only the values are checked.
+			for k := range times {
+				q := vals[(k*per+per/2)*4:][:4]
+				n := math.Sqrt(float64(q[0])*float64(q[0]) + float64(q[1])*float64(q[1]) + float64(q[2])*float64(q[2]) + float64(q[3])*float64(q[3]))
+				if n < minKeyQuatLength {
+					return nil, g.errf(selem+".output", "animation %d (%q) channel %d (node %d rotation): key %d at %v s is the quaternion %v of length %.3g, not a rotation", ai, a.Name, ci, node, k, times[k], q, n)
+				}
+			}
+		}
 		chans = append(chans, gltfChannel{bone: bone, kind: kind, interp: interp, times: times, values: vals, comps: want, elem: selem})
 	}
 	name := a.Name
@@ -704,7 +773,6 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 		byKey[[2]int{chans[i].bone, int(chans[i].kind)}] = &chans[i]
 	}
 	for b := range sk.NumBones() {
-		isRoot := sk.Parents[b] < 0
 		for k := TrackKind(0); k < 3; k++ {
 			c := byKey[[2]int{b, int(k)}]
 			var tr Track
@@ -722,7 +790,7 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 				tr = constantTrack(frames, v)
 			} else {
 				tr = c.resample(frames, rate)
-				if isRoot {
+				if g.rootAnc[b] != IdentityTransform {
 					foldTrack(&tr, k, g.rootAnc[b])
 				}
 			}
@@ -733,14 +801,8 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 		}
 	}
 	// Between samples the reference is the glTF's own interpolation of
-	// its keys (folded like the samples for roots).
-	anc := make([]Transform, sk.NumBones())
-	for b := range anc {
-		anc[b] = IdentityTransform
-		if sk.Parents[b] < 0 {
-			anc[b] = g.rootAnc[b]
-		}
-	}
+	// its keys (folded like the samples).
+	anc := g.rootAnc
 	clip.Between = func(i int, t float64) [4]float64 {
 		b, k := i/3, TrackKind(i%3)
 		c := byKey[[2]int{b, int(k)}]
@@ -748,7 +810,7 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 			return clip.Tracks[i].Values[0]
 		}
 		tr := Track{Values: [][4]float64{c.value(t)}}
-		if sk.Parents[b] < 0 {
+		if anc[b] != IdentityTransform {
 			foldTrack(&tr, k, anc[b])
 		}
 		return tr.Values[0]
@@ -759,7 +821,8 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 	return clip, nil
 }
 
-// foldTrack applies a root's ancestor transform to an animated track. With
+// foldTrack applies the transform of a bone's folded non-joint ancestors
+// (see ancestorTransform) to its animated track. With
 // a uniform ancestor scale each component folds on its own (T' = At +
 // Ar·(As·T), R' = Ar·R, S' = As·S), so the other components do not matter.
 func foldTrack(tr *Track, k TrackKind, anc Transform) {
@@ -922,13 +985,14 @@ func slerp(a, b Quat, u float64) Quat {
 
 // resample samples the channel on the uniform grid. STEP keys produce a
 // discontinuity (two samples at one frame) at the first frame at or after
-// the key time, except at the clip's last frame.
+// the key time, the clip's last frame included (the value before the last
+// key holds until the end; see Track).
 func (c *gltfChannel) resample(frames int, rate float64) Track {
 	tr := Track{Frames: make([]int32, 0, frames), Values: make([][4]float64, 0, frames)}
 	k := 1 // next STEP key to place
 	for f := range frames {
 		v := c.value(float64(f) / rate)
-		if c.interp == "STEP" && f > 0 && f < frames-1 {
+		if c.interp == "STEP" && f > 0 {
 			jump := false
 			for k < len(c.times) && float64(c.times[k])*rate <= float64(f)+1e-6 {
 				jump = true

