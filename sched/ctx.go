@@ -29,6 +29,9 @@ type Ctx struct {
 	spun    uint64   // idle rounds Wait spun, in all (owner only; tests)
 	inline  int      // empty tasks being completed inside ready, nested (owner only)
 	ev      RunEvent // scratch for the Observer (owner only)
+	// observing is true while Config.Observer's TaskRan runs on this
+	// thread (owner only): Close refuses to be called from there.
+	observing bool
 	// outer lists, for each call now running on this thread that waits
 	// and was made by a kernel (Wait, WaitFor, WaitEvent, RunPinned,
 	// RunOne, Add's back-pressure), the task of that kernel, outermost
@@ -42,8 +45,12 @@ type Ctx struct {
 	waitTarget TaskID
 	cycleErr   error         // set by sleep when waitCycle found a cycle (owner only)
 	goid       atomic.Uint64 // the goroutine that owns this thread (Scheduler.callerCtx)
-	inAlloc    atomic.Bool   // blocked in Add's back-pressure (Scheduler.alloc)
-	allocTimer *time.Timer   // wakes it there to look for work (owner only)
+	// g is the owner goroutine's runtime g (getg; 0 where it cannot be
+	// read): a worker's while its goroutine lives (cleared before it
+	// exits), a registered thread's as it registered (see callerCtx).
+	g          atomic.Uintptr
+	inAlloc    atomic.Bool // blocked in Add's back-pressure (Scheduler.alloc)
+	allocTimer *time.Timer // wakes it there to look for work (owner only)
 	ncache     int
 	// The debt (see deferDec): owed counts every decrement of a parent's
 	// open count that this thread ever deferred, paid every one paid; the
@@ -223,8 +230,9 @@ func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 
 // WaitEvent runs tasks until e is signalled (frame synchronisation: work
 // while waiting for vsync, a GPU fence or another system). It also returns
-// once Close has run everything that can run (the scheduler is stopping),
-// signalled or not: check e.IsSet. A kernel waiting for an event nobody
+// once Close has run everything else that can run, signalled or not: check
+// e.IsSet. Close then runs what the returning kernels ready before it
+// calls anything stuck. A kernel waiting for an event nobody
 // signals used to keep Close from returning, and its thread spun.
 func (c *Ctx) WaitEvent(e *Event) {
 	s := c.s
@@ -240,7 +248,7 @@ func (c *Ctx) WaitEvent(e *Event) {
 			spins = 0
 			continue
 		}
-		if s.stopping.Load() {
+		if s.drained.Load() {
 			return // Close found nothing left to run: e would be all
 		}
 		if spins++; spins < s.cfg.SpinRounds {
@@ -338,6 +346,10 @@ func (c *Ctx) leave() { c.nouter-- }
 // Every task reached cannot finish while this wait lasts: the seeds
 // cannot, and each link read was true when read and stays true until its
 // target finishes, which it never does; so a cycle reported is there.
+// Abandoned tasks are not walked, seeds included: their waiters,
+// dependents and parent no longer wait for them, so the links they still
+// hold are stale (the parent's slot may hold one of their children by
+// now).
 //
 // Wait calls it as it goes to sleep (from sleep, under idleMu with this
 // thread listed, so that of two threads that close a cycle together the
@@ -390,8 +402,8 @@ func (c *Ctx) waitCycleLocked(id TaskID, what string) error {
 		if x == NoTask || int(i) >= len(s.slots) || s.cycSeen[i/64]&(1<<(i%64)) != 0 {
 			return
 		}
-		if s.slots[i].genLoad() != x.gen() {
-			return // finished: a stale link
+		if !liveTask(s.slots[i].deps.Load(), x) {
+			return // finished or abandoned: a stale link (nothing waits for it)
 		}
 		s.cycSeen[i/64] |= 1 << (i % 64)
 		log = append(log, cycVisit{x, from})
@@ -405,9 +417,9 @@ func (c *Ctx) waitCycleLocked(id TaskID, what string) error {
 			return c.deadlock(what, log, q)
 		}
 		xs := &s.slots[x.index()]
-		// The parent needs x.
-		if pi := atomic.LoadUint32(&xs.parent); pi != 0 && xs.genLoad() == x.gen() && int(pi) <= len(s.slots) {
-			visit(makeID(s.id, s.slots[pi-1].genLoad(), pi-1), int32(q))
+		// The parent needs x (unless x was abandoned: parentOf).
+		if p := s.parentOf(x); p != NoTask {
+			visit(p, int32(q))
 		}
 		// Each dependent needs x. The list is intact while x has not
 		// finished or been abandoned (its dependents wait, their slots
@@ -619,7 +631,7 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 		s.extCond.Broadcast()
 		s.extMu.Unlock()
 	}
-	if c.hasWork() || (id != NoTask && s.IsFinished(id)) || (e != nil && e.IsSet()) || (c.worker && s.stopping.Load()) {
+	if c.hasWork() || (id != NoTask && s.IsFinished(id)) || (e != nil && (e.IsSet() || s.drained.Load())) || (c.worker && s.stopping.Load()) {
 		s.removeIdle(c)
 		select { // drop a token a waker may have sent meanwhile
 		case <-c.wake:
@@ -761,6 +773,7 @@ func (c *Ctx) workerLoop() {
 	s := c.s
 	exited := true // until the loop ends normally: a kernel called runtime.Goexit
 	defer func() {
+		c.g.Store(0) // before this goroutine ends and its g can be reused
 		if exited {
 			// The kernel's task has failed (see call); this goroutine
 			// ends, and a new one serves the thread: its deque, cache
@@ -771,6 +784,7 @@ func (c *Ctx) workerLoop() {
 		}
 		s.workersWG.Done()
 	}()
+	c.g.Store(getg())
 	c.goid.Store(goid())
 	if f := s.cfg.OnWorkerStart; f != nil {
 		f(c.index)
@@ -984,7 +998,9 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 			c.ev = RunEvent{Thread: c.index, Where: AnyWorker, Task: id, Dependency: sl.task.Dependency,
 				Parent: sl.task.Parent, Kernel: sl.task.Kernel, Begin: d.Begin, End: d.End,
 				Start: start, Stop: Nanotime(), Err: err}
+			c.observing = true
 			obs.TaskRan(&c.ev)
+			c.observing = false
 		}
 		if exiting {
 			c.s.finish(id.index(), err, c)

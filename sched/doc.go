@@ -218,7 +218,11 @@
 //     links that are: parents, dependents lists, and what sleeping
 //     threads wait for (see waitCycle). A thread that fails its wait
 //     wakes the other waiters, which look again: its kernel returns, but
-//     its task may still need a child in the cycle. Rejected: running
+//     its task may still need a child in the cycle. Abandoned tasks are
+//     not walked: whatever waited for one (waiters, dependents, parent)
+//     no longer does, so the links it keeps are stale, and its parent's
+//     slot may already hold another task (a parent is named with its
+//     generation, so a reused slot reads as finished). Rejected: running
 //     only tasks that cannot need the waiter (TBB's isolation, Taskflow's
 //     corun). A task's children are not known before it runs, so only
 //     the waiting kernel's descendants are safe; every task found would
@@ -226,15 +230,21 @@
 //     would idle beside runnable work. Not seen: cycles through a thread
 //     in WaitFor (it is not asleep in the scheduler; its time-out is the
 //     way out) or through a wait from outside the scheduler's threads.
-//   - Close from a kernel would wait for that kernel for ever: it fails
-//     with ErrCloseInKernel and closes nothing. A kernel waiting in
-//     WaitEvent for an event nobody signals returns once Close has run
-//     everything that can run.
+//   - Close from a kernel, or from Config.Observer's TaskRan on the
+//     kernel's thread, would wait for that thread for ever: it fails with
+//     ErrCloseInKernel and closes nothing. A kernel waiting in WaitEvent
+//     for an event nobody signals returns once Close has run everything
+//     that can run, before Close looks for tasks that can never run: a
+//     task that waits for such a kernel runs after it, and only what is
+//     still stuck then (a cycle) fails with ErrCycle.
 //   - Calls without a Ctx. Scheduler.Wait and Scheduler.Add's
 //     back-pressure, called on a scheduler thread (a kernel that has no
 //     Ctx at hand), run tasks as Ctx.Wait does: blocking there could leave
-//     nobody to run the awaited task. The thread is found by goroutine ID,
-//     on the slow path only (the task has not finished, the pool is full).
+//     nobody to run the awaited task. The thread is found on the slow
+//     path only (the task has not finished, the pool is full), by the
+//     goroutine's runtime g (nanoseconds; a registered thread's is
+//     confirmed by goroutine ID, which takes a stack trace: see
+//     callerCtx).
 //   - Back-pressure with no way out. An Add that waits for a free slot
 //     while nothing can run (every thread idle, no queued or executor
 //     work: the pool holds held tasks and what waits for them) fails with

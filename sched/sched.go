@@ -125,7 +125,8 @@ var (
 	ErrCycle        = errors.New("dependency cycle")
 	ErrDeadlock     = errors.New("wait can never return")
 	ErrPoolDeadlock = errors.New("task pool full and nothing can run")
-	// ErrCloseInKernel: Close would wait for the kernel that called it.
+	// ErrCloseInKernel: Close would wait for the kernel that called it
+	// (or, from Config.Observer's TaskRan, for the thread it runs on).
 	ErrCloseInKernel = errors.New("scheduler closed from one of its kernels, which Close would wait for: call Close after the last Wait, outside kernels")
 )
 
@@ -148,16 +149,20 @@ type slotFields struct {
 	deps    atomic.Uint64 // generation<<32 | dependents list head (index+1) or depsClosed
 	open    int32         // own work (1) + unfinished children; atomic once published
 	waiters atomic.Int32
-	depNext uint32      // link in a dependency's dependents list
-	parent  uint32      // parent index+1, 0 for none
-	sub     bool        // a range piece of a split streaming task
-	held    atomic.Bool // made by Create, not yet Run
-	simple  bool        // task.Data's streams are zero
-	kid     uint32      // task.Kernel, for Abandon: stored with storeUnpublished32, read atomically
-	err     atomic.Pointer[TaskError]
-	kern    *Kernel
-	dep     uint64 // task.Dependency: stored with storeUnpublished64, read atomically (Add's cycle check)
-	task    Task
+	depNext uint32 // link in a dependency's dependents list
+	parent  uint32 // parent index+1, 0 for none
+	// pgen is the parent's generation when parent is not 0: with it the
+	// walks up the parents (addCycle, waitCycle) name the parent exactly,
+	// and see it finished once its slot moved on. Stored and read like kid.
+	pgen   uint32
+	kid    uint32      // task.Kernel, for Abandon: stored with storeUnpublished32, read atomically
+	held   atomic.Bool // made by Create, not yet Run
+	sub    bool        // a range piece of a split streaming task
+	simple bool        // task.Data's streams are zero
+	err    atomic.Pointer[TaskError]
+	kern   *Kernel
+	dep    uint64 // task.Dependency: stored with storeUnpublished64, read atomically (Add's cycle check)
+	task   Task
 	// execID is the ID of the last task of this slot handed to an
 	// executor (ready stores it before Enqueue); Wait reads it to sleep
 	// at once rather than spin (see Ctx.Wait). Never cleared: a later
@@ -274,6 +279,9 @@ type Scheduler struct {
 	genBase  uint32 // every slot's first generation (see TaskID)
 	closing  atomic.Bool
 	stopping atomic.Bool
+	// drained is set when Close found that nothing can run: from then on
+	// WaitEvent returns when it finds nothing to run, signalled or not.
+	drained  atomic.Bool
 	cfg      Config
 	reg      *Registry
 	slots    []slot
@@ -505,6 +513,7 @@ func (s *Scheduler) RegisterThread(name string) (*Ctx, error) {
 	}
 	c := s.threads[s.nwork+i]
 	c.name = name
+	c.g.Store(getg())
 	c.goid.Store(goid())
 	return c, nil
 }
@@ -572,8 +581,11 @@ func (s *Scheduler) recordFailure(e *TaskError) {
 // pool smaller than a level of it fills up (ErrPoolDeadlock). When the
 // pool is full the caller sleeps until a slot frees (back-pressure);
 // called on a scheduler thread after all (a kernel), it runs tasks
-// meanwhile, as Ctx.Add does. See Ctx.Add for the
-// rules, and Config.PoolSize for the dead end (ErrPoolDeadlock).
+// meanwhile, as Ctx.Add does. Once Close began it fails with ErrClosed,
+// except from a running kernel (its thread is looked up then, see
+// callerCtx), which may still add children, as through Ctx.Add. See
+// Ctx.Add for the rules, and Config.PoolSize for the dead end
+// (ErrPoolDeadlock).
 func (s *Scheduler) Add(t *Task) (TaskID, error) { return s.add(t, nil) }
 
 // Wait blocks until id finished and returns its error. Called from a
@@ -581,7 +593,9 @@ func (s *Scheduler) Add(t *Task) (TaskID, error) { return s.add(t, nil) }
 // a scheduler thread (a kernel that has no Ctx at hand, or a registered
 // thread), it is Ctx.Wait on that thread, which runs tasks meanwhile:
 // blocking there could leave nobody to run the awaited task (one worker).
-// Telling the two apart costs about a microsecond, only when id has not
+// Telling the two apart costs a look-up of the calling goroutine (see
+// callerCtx: nanoseconds from a worker's kernel or a goroutine that is no
+// thread, microseconds from a registered thread), only when id has not
 // finished yet; Ctx.Wait is the direct way.
 func (s *Scheduler) Wait(id TaskID) error {
 	if err := s.checkID(id, "Wait"); err != nil {
@@ -656,8 +670,8 @@ func (s *Scheduler) checkIDSlow(id TaskID, what string) error {
 func (s *Scheduler) add(t *Task, c *Ctx) (TaskID, error) { return s.create(t, c, false) }
 
 func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
-	if s.closing.Load() && (c == nil || c.running == 0 || s.stopping.Load()) {
-		return NoTask, ErrClosed
+	if s.closing.Load() && !s.kernelMayAdd(c) {
+		return NoTask, fmt.Errorf("sched: Add: %w (once Close began only running kernels may add tasks)", ErrClosed)
 	}
 	k := s.reg.Lookup(t.Kernel)
 	if k == nil {
@@ -749,6 +763,7 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 	var parent uint32
 	if t.Parent != NoTask {
 		parent = t.Parent.index() + 1
+		storeUnpublished32(&sl.pgen, t.Parent.gen())
 	}
 	storeUnpublished32(&sl.parent, parent)
 	storeUnpublished32(&sl.kid, uint32(t.Kernel))
@@ -762,6 +777,20 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 		s.lateAdd(c) // raced with Close (one load of a line read above)
 	}
 	return id, nil
+}
+
+// kernelMayAdd reports, once Close began, whether an Add on thread c (nil:
+// a Scheduler call, whose thread is looked up) may still be accepted: it
+// comes from a running kernel (through its Ctx or the Scheduler) and
+// Close has not stopped the workers yet.
+func (s *Scheduler) kernelMayAdd(c *Ctx) bool {
+	if s.stopping.Load() {
+		return false
+	}
+	if c == nil {
+		c = s.callerCtx()
+	}
+	return c != nil && c.running > 0
 }
 
 // lateAdd ends an Add, Create or Run from outside the scheduler that
@@ -831,10 +860,15 @@ func (s *Scheduler) addCycle(parent, dep TaskID) error {
 	var dep2 TaskID
 	if ds := &s.slots[dep.index()]; ds.genLoad() == dep.gen() {
 		d := TaskID(atomic.LoadUint64(&ds.dep))
-		if ds.genLoad() == dep.gen() {
+		if liveTask(ds.deps.Load(), dep) {
 			dep2 = d
 		}
 	}
+	// Up the ancestors: each link is read from a task that was live and
+	// not abandoned when it was read (its parent could not have finished),
+	// and names the parent with its generation, so a parent whose slot
+	// was reused since reads as finished and ends the walk. Each step goes
+	// to a task issued before the last, so the walk ends.
 	for p := parent; p != NoTask; {
 		if p == dep {
 			return fmt.Errorf("dependency %v is an ancestor: %w", p, ErrSelfDepend)
@@ -842,14 +876,31 @@ func (s *Scheduler) addCycle(parent, dep TaskID) error {
 		if p == dep2 {
 			return fmt.Errorf("dependency %v depends on %v, an ancestor of the new task: %w", dep, p, ErrCycle)
 		}
-		sl := &s.slots[p.index()]
-		pi := atomic.LoadUint32(&sl.parent)
-		if pi == 0 || sl.genLoad() != p.gen() {
-			break
-		}
-		p = makeID(s.id, s.slots[pi-1].genLoad(), pi-1)
+		p = s.parentOf(p)
 	}
 	return nil
+}
+
+// liveTask reports whether h, a slot's deps word, shows task id neither
+// finished nor abandoned. An abandoned task is finished for all that
+// needed it (Abandon released its parent and dependents), so the links it
+// still holds (parent, dependency) are stale: the parent's slot may even
+// belong to one of its children by now.
+func liveTask(h uint64, id TaskID) bool {
+	return uint32(h>>32) == id.gen() && uint32(h) != depsAbandoned
+}
+
+// parentOf returns the parent of task x (NoTask if it has none, or if x
+// finished or was abandoned: then its parent no longer waits for it). The
+// result may have finished since; its generation says so.
+func (s *Scheduler) parentOf(x TaskID) TaskID {
+	sl := &s.slots[x.index()]
+	pi := atomic.LoadUint32(&sl.parent)
+	pg := atomic.LoadUint32(&sl.pgen)
+	if pi == 0 || int(pi) > len(s.slots) || !liveTask(sl.deps.Load(), x) {
+		return NoTask // read after the links: they were x's
+	}
+	return makeID(s.id, pg, pi-1)
 }
 
 // start makes a created task wait for its dependency or run.
@@ -1071,6 +1122,7 @@ func (s *Scheduler) initSub(x, p uint32, begin, end uint32, a Affinity, c *Ctx) 
 	}
 	atomic.StoreInt32(&xs.open, 1)
 	storeUnpublished32(&xs.parent, p+1)
+	storeUnpublished32(&xs.pgen, ps.genLoad())
 	storeUnpublished32(&xs.kid, uint32(ps.task.Kernel))
 	storeUnpublished64(&xs.dep, 0)
 }
@@ -1376,9 +1428,34 @@ func (s *Scheduler) poolDeadlock() error {
 // callerCtx returns the scheduler thread the calling goroutine is (a
 // worker, or the thread it registered), or nil. A goroutine that
 // registered several threads hands all but one to other goroutines, and
-// which one it kept is unknown: nil then. It costs about a microsecond
-// (see goid): for the slow paths of calls made without a Ctx.
+// which one it kept is unknown: nil then. For the slow paths of calls
+// made without a Ctx.
+//
+// It goes by the goroutine's runtime g first (getg, a few nanoseconds):
+// no two live goroutines share one. A worker's recorded g is that of its
+// live goroutine (stored as it starts, cleared before it exits), so a
+// match names the worker, and a kernel on a worker is found at once. A
+// registered thread's was stored as it registered, and the goroutine may
+// have exited since and its g been reused: a match there is confirmed by
+// goroutine ID (goid, microseconds). A g that matches nothing is no
+// thread's: a worker's would match, and so would that of the goroutine
+// that registered a thread, while it lives. Where getg is not available
+// (not amd64) every look-up goes by goroutine ID.
 func (s *Scheduler) callerCtx() *Ctx {
+	if me := getg(); me != 0 {
+		confirm := false
+		for _, t := range s.threads {
+			if t.g.Load() == me {
+				if t.worker {
+					return t
+				}
+				confirm = true
+			}
+		}
+		if !confirm {
+			return nil
+		}
+	}
 	g := goid()
 	var found *Ctx
 	for _, t := range s.threads {
@@ -1395,8 +1472,11 @@ func (s *Scheduler) callerCtx() *Ctx {
 var goidBufs = sync.Pool{New: func() any { return new([64]byte) }}
 
 // goid returns the calling goroutine's ID, read from the first line of its
-// stack trace ("goroutine 123 [running]:"). Go offers no cheaper way; only
-// slow paths use it.
+// stack trace ("goroutine 123 [running]:"). runtime.Stack walks the whole
+// stack even into a 64-byte buffer: about 8 µs near the bottom of a stack
+// and 115 µs under 100 frames (2 cores, Go 1.26). Unlike a g, an ID is
+// never reused; callerCtx asks for it only to confirm a registered
+// thread (or everywhere, off amd64).
 func goid() uint64 {
 	buf := goidBufs.Get().(*[64]byte) // runtime.Stack's buffer escapes: reused, not allocated per call
 	defer goidBufs.Put(buf)
@@ -1568,31 +1648,40 @@ func (s *Scheduler) wakeAll() {
 }
 
 // Close stops accepting tasks from outside (Add from a Thread or a foreign
-// goroutine returns ErrClosed; running kernels may still add children),
+// goroutine returns ErrClosed; running kernels may still add children,
+// through their Ctx or the Scheduler, until Close stops the workers),
 // fails every task queued for a registered thread with ErrClosed, closes the
 // executors (which finish or fail their jobs), lets the workers drain every
 // other task, then stops the workers. No task is lost: each one either ran
 // or failed with an error its waiters see (tasks made with Create and never
 // Run fail with ErrClosed). It knows the drain is over when every thread
 // sleeps, every queue is empty and no executor holds a job, so the hot
-// path keeps no task counter for it. Tasks that can still never run then
-// (a cycle through their dependencies and parents, which Add could not
-// see) fail with ErrClosed and ErrCycle, so that every Wait returns, and
-// the error counts them.
+// path keeps no task counter for it. Then kernels waiting in WaitEvent
+// return, signalled or not (nothing else can run to signal them), and
+// what they ready runs. Tasks that can still never run after that (a
+// cycle through their dependencies and parents, which Add could not see)
+// fail with ErrClosed and ErrCycle, so that every Wait returns, and the
+// error counts them.
 // Close returns when no goroutine of the scheduler is left. A kernel that
 // never returns blocks Close (Abandon fails its task, but its goroutine
-// cannot be stopped); one waiting in WaitEvent returns, signalled or not,
-// once nothing else can run. Call Close after the last Add: an Add racing with
+// cannot be stopped). Call Close after the last Add: an Add racing with
 // Close may be refused (ErrClosed), or accepted and its task then failed
 // with ErrClosed, never lost (see lateAdd). Calling Close again returns the
 // first call's result.
 //
 // Close called from a kernel (on a scheduler thread, with a kernel
-// running) fails with ErrCloseInKernel and closes nothing: it would wait
-// for that kernel to return, for ever. Telling costs about a microsecond.
+// running), or from Config.Observer's TaskRan on a scheduler thread (it
+// runs as part of the kernel's task), fails with ErrCloseInKernel and
+// closes nothing: it would wait for that thread, for ever. Telling costs
+// a look-up of the calling goroutine (see callerCtx).
 func (s *Scheduler) Close() error {
-	if c := s.callerCtx(); c != nil && c.running > 0 {
-		return fmt.Errorf("sched: Close from the kernel of %v: %w", c.current, ErrCloseInKernel)
+	if c := s.callerCtx(); c != nil {
+		if c.running > 0 {
+			return fmt.Errorf("sched: Close from the kernel of %v: %w", c.current, ErrCloseInKernel)
+		}
+		if c.observing {
+			return fmt.Errorf("sched: Close from Config.Observer's TaskRan for %v, on the thread that ran its kernel (Close would wait for that thread): %w", c.ev.Task, ErrCloseInKernel)
+		}
 	}
 	s.closeOnce.Do(func() {
 		s.closing.Store(true)
@@ -1636,6 +1725,15 @@ func (s *Scheduler) Close() error {
 					s.finish(uint32(i), ErrClosed, nil)
 					held++
 				}
+			}
+			if held == 0 && !s.drained.Load() {
+				// Nothing else can run, so kernels parked in WaitEvent
+				// return now (signalled or not), and what they ready
+				// runs, before anything is called stuck: a task that
+				// waits for such a kernel is not in a cycle.
+				s.drained.Store(true)
+				s.wakeAll()
+				continue
 			}
 			if held == 0 {
 				// Tasks still open now can never run: only a cycle
