@@ -34,7 +34,10 @@ package sched
 //     is added as an ordinary task (a child of the run's root) followed by a
 //     runner task that depends on it and releases the node's successors when
 //     it completes. Everything the dynamic path offers (executors, splitting,
-//     placement) works in a graph, at the dynamic path's cost.
+//     placement) works in a graph, at the dynamic path's cost. Hand-offs
+//     in a row to an executor that is a Burster are bracketed in one burst,
+//     ended before the runner calls a CPU kernel, so GPU nodes readied
+//     together leave in one submission.
 //  5. Errors. A kernel that returns an error or panics stops its node's
 //     successors; the rest of the graph runs, and Run returns the first
 //     error, naming the node and its kernel. Counters left part-way by a
@@ -59,8 +62,8 @@ package sched
 // threads competing with the scheduler's for the same cores).
 //
 // GPU nodes take the dynamic path: the executor batches them as it batches
-// any task, but does not yet keep their command buffers recorded across
-// runs.
+// any burst, but does not yet keep their command buffers recorded across
+// runs (each run records them again).
 
 import (
 	"errors"
@@ -403,6 +406,7 @@ type graphRunner struct {
 	sp     int
 	cur    int32 // the node whose kernel is running, or -1
 	lvl    int
+	begun  [2]Burster // executors holding this runner's hand-offs
 	stack  [graphStack]int32
 }
 
@@ -412,6 +416,7 @@ type graphRunner struct {
 // not per node: a node costs no deferred call.
 func (r *graphRunner) runGuarded() (done bool) {
 	defer func() {
+		r.endBursts()
 		if r.cur < 0 {
 			return // not a kernel's panic (none, or Goexit): unwind
 		}
@@ -442,10 +447,14 @@ func (r *graphRunner) loop() {
 		}
 		h := &g.hot[n]
 		if h.flags&nodeDynamic != 0 {
+			r.beginBursts(n)
 			g.handOff(r.c, n) // its release runner takes the successors
 			continue
 		}
 		if h.fn != nil {
+			if r.begun != [2]Burster{} {
+				r.endBursts() // the held executor jobs start before CPU work
+			}
 			r.cur = n
 			err := h.fn(r.c, &g.data[n])
 			r.cur = -1
@@ -471,12 +480,49 @@ func (r *graphRunner) release(n int32) {
 		xh.pending.Store(xh.preds)
 		// Publish a second ready node only while this thread's deque is
 		// empty: other threads then always find work to steal, and the
-		// rest stays on the local stack.
-		if r.sp == len(r.stack) || (r.sp > 0 && g.par && r.c.dq[r.lvl].empty()) {
+		// rest stays on the local stack. A dynamic node stays here: its
+		// hand-off is only an Add, and hand-offs in a row share a burst.
+		if r.sp == len(r.stack) || (r.sp > 0 && g.par && xh.flags&nodeDynamic == 0 && r.c.dq[r.lvl].empty()) {
 			g.spawn(r.c, runNode, uint32(x), 0)
 			continue
 		}
 		r.push(x)
+	}
+}
+
+// beginBursts begins a burst on each executor that dynamic node n may go
+// to, unless this runner holds one there already: hand-offs in a row
+// (GPU roots, a release that readies several GPU nodes) then leave in as
+// few submissions as the executor allows, as the scheduler's own release
+// of several dependents does (see Burster).
+func (r *graphRunner) beginBursts(n int32) {
+	t := &r.g.task[n]
+	var kinds uint8
+	switch t.affinity {
+	case GPU:
+		kinds = 1 << ExecGPU
+	case SPU:
+		kinds = 1 << ExecSPU
+	case Auto:
+		if r.g.s.cfg.Placer != nil {
+			kinds = 1<<ExecGPU | 1<<ExecSPU
+		}
+	}
+	for k := range r.begun {
+		if kinds&(1<<k) != 0 && r.begun[k] == nil && r.g.s.bursters[k] != nil {
+			r.begun[k] = r.g.s.bursters[k]
+			r.begun[k].BeginBurst()
+		}
+	}
+}
+
+// endBursts ends the bursts this runner began.
+func (r *graphRunner) endBursts() {
+	for k, b := range r.begun {
+		if b != nil {
+			r.begun[k] = nil
+			b.EndBurst()
+		}
 	}
 }
 
