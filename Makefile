@@ -11,7 +11,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # validation layers, vulkaninfo, the shader compiler and validator, Xvfb and
 # the X11 headers GLFW builds against, and the real test data.
 DEB_PKGS := mesa-vulkan-drivers libvulkan1 libvulkan-dev vulkan-validationlayers \
-	vulkan-tools glslc spirv-tools xvfb xauth libx11-dev libxrandr-dev libxinerama-dev \
+	vulkan-tools glslc glslang-tools spirv-tools xvfb xauth libx11-dev libxrandr-dev libxinerama-dev \
 	libxcursor-dev libxi-dev libxxf86vm-dev libgl1-mesa-dev assimp-testmodels gcc
 
 .PHONY: deps build test bench benchmarks check demo shaders shaders-check soak fuzz fmt-check vet staticcheck gpu-bundle

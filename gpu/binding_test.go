@@ -40,7 +40,7 @@ func TestMisboundShaderRefused(t *testing.T) {
 		t.Fatalf("Register: err = %v, want ErrBadBinding", err)
 	}
 	for _, want := range []string{`"scale"`, `shader binding 1 reads input stream 1, but the kernel declares 1 inputs ("x")`,
-		`output stream 0 "y" has no binding 4 in the shader`} {
+		`binding 4 (output stream 0 "y") is never stored to`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vkjobs/vkjobs/gpu/bind"
 	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -228,6 +229,8 @@ type Device struct {
 	heapUsed  []uint64 // bytes this device allocated per heap (newBlock)
 	direct    bool     // streams live in device-local, host-visible, coherent memory
 	robust    bool     // robustBufferAccess enabled
+	props2    bool     // instance has VK_KHR_get_physical_device_properties2
+	scalar    bool     // scalarBlockLayout enabled (VK_EXT_scalar_block_layout)
 	cacheUUID [16]byte // pipelineCacheUUID, checked against a cache file's header
 	// Pipeline stages of the timestamps written before and after each
 	// dispatch: see pickDevice.
@@ -364,12 +367,17 @@ func (d *Device) createInstance() error {
 	var flags uint32
 	if hasInstanceExtension(portabilityEnumeration) {
 		flags |= vk.InstanceCreateEnumeratePortabilityBit
-		for _, e := range []string{portabilityEnumeration, physicalDeviceProperties2} {
-			if hasInstanceExtension(e) && !slices.Contains(d.opts.InstanceExtensions, e) {
-				exts = append(exts, e)
-			}
+		if !slices.Contains(exts, portabilityEnumeration) {
+			exts = append(exts, portabilityEnumeration)
 		}
 	}
+	// VK_KHR_get_physical_device_properties2, wherever the loader has it:
+	// portability devices need it, and createDevice queries and enables
+	// scalarBlockLayout through it.
+	if hasInstanceExtension(physicalDeviceProperties2) && !slices.Contains(exts, physicalDeviceProperties2) {
+		exts = append(exts, physicalDeviceProperties2)
+	}
+	d.props2 = slices.Contains(exts, physicalDeviceProperties2)
 	ci := &vk.InstanceInfo{
 		AppName:    d.opts.AppName,
 		EngineName: "vkjobs",
@@ -567,7 +575,33 @@ const (
 	portabilityEnumeration    = "VK_KHR_portability_enumeration"
 	physicalDeviceProperties2 = "VK_KHR_get_physical_device_properties2"
 	portabilitySubset         = "VK_KHR_portability_subset"
+	scalarBlockLayoutExt      = "VK_EXT_scalar_block_layout"
 )
+
+// ScalarBlockLayout reports whether the device was created with the
+// scalarBlockLayout feature (enabled whenever the device has it): shaders
+// may then lay out buffers and push constants with layout(scalar)
+// (GL_EXT_scalar_block_layout).
+func (d *Device) ScalarBlockLayout() bool { return d.scalar }
+
+// checkModuleFeatures refuses a module that needs a device feature the
+// device was not created with: without it, the driver would get a module
+// whose layout it does not support (undefined behaviour; the validation
+// layer reports it).
+func (d *Device) checkModuleFeatures(b *Binding) error {
+	m, err := bind.ParseSPIRV(b.SPIRV)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadBinding, err)
+	}
+	if m.NeedsScalarBlockLayout && !d.scalar {
+		block := "a block of the shader"
+		if m.ScalarLayoutBlock != "" {
+			block = fmt.Sprintf("the shader's block %q", m.ScalarLayoutBlock)
+		}
+		return fmt.Errorf("%w: %s uses the scalar block layout (layout(scalar), GL_EXT_scalar_block_layout: offsets or strides such as a vec3 array's 12 that std430 does not allow), but the device %q lacks the scalarBlockLayout feature (VK_EXT_scalar_block_layout): use std430 with float or vec4 elements", ErrBadBinding, block, d.sel.Chosen.Name)
+	}
+	return nil
+}
 
 func (d *Device) createDevice() error {
 	exts := slices.Clone(d.opts.DeviceExtensions)
@@ -580,6 +614,18 @@ func (d *Device) createDevice() error {
 	if d.opts.Validation {
 		layers = []string{validationLayer} // for pre-1.0.13 loaders
 	}
+	// The scalar block layout, where the device has it (desktop GPUs and
+	// lavapipe do): shaders may then declare layout(scalar) blocks, such
+	// as a vec3 array with a stride of 12 for a packed 12-byte stream. A
+	// module that needs it on a device without it is refused when its
+	// pipeline is created (checkModuleFeatures), never run.
+	d.scalar = false
+	if d.props2 && hasDeviceExtension(d.inst, d.phys, scalarBlockLayoutExt) && vk.ScalarBlockLayout(d.inst, d.phys) {
+		d.scalar = true
+		if !slices.Contains(exts, scalarBlockLayoutExt) {
+			exts = append(exts, scalarBlockLayoutExt)
+		}
+	}
 	if len(exts) > vk.MaxNames {
 		return fmt.Errorf("gpu: %d device extensions: at most %d", len(exts), vk.MaxNames)
 	}
@@ -590,9 +636,9 @@ func (d *Device) createDevice() error {
 	// bounds, so without the feature a real GPU could fail where the tests
 	// here pass.
 	d.robust = vk.RobustBufferAccess(d.inst, d.phys)
-	dev, r := vk.CreateDevice(d.inst, d.phys, d.qfam, layers, exts, d.robust)
+	dev, r := vk.CreateDevice(d.inst, d.phys, d.qfam, layers, exts, d.robust, d.scalar)
 	if err := check("vkCreateDevice", Result(r)); err != nil {
-		d.robust = false
+		d.robust, d.scalar = false, false
 		return fmt.Errorf("%w (device %v)", err, d.sel.Chosen)
 	}
 	d.dev = dev

@@ -38,14 +38,16 @@
 // sched.Registry.Register calls bind.Binding.Check, which reads the SPIR-V
 // (bind.ParseSPIRV, the project's one reader) and compares it with the
 // kernel's In and Out streams: one buffer per stream at the contract's
-// binding (input i at i, output j at 4+j), storage or uniform as
-// UniformIn says, outputs not readonly and stored to, inputs not stored
-// to (they are never copied back), an element size that divides or is
-// divided by the stream's stride where the shader's array states one (an
-// array alone in its block, not padded apart further than the stream), a
-// push-constant block of 40 bytes whose begin and end the shader reads,
-// and a workgroup size whose X is specialization constant 0 and whose Y
-// and Z are 1. A mismatch is refused
+// binding (input i at i, output j at 4+j) among those the shader uses
+// (unused declarations are ignored, and an input the shader never reads
+// needs no binding), storage or uniform as UniformIn says, outputs not
+// readonly and stored to, inputs not stored to (they are never copied
+// back), an element size that divides or is divided by the stream's
+// stride where the shader's array states one (an array alone in its
+// block, not padded apart further than the stream), a push-constant block
+// of 40 bytes whose begin and end the shader reads, and a workgroup size
+// whose X is specialization constant 0 or fixed at Binding.LocalSize and
+// whose Y and Z are 1 (docs/gpu-kernels.md). A mismatch is refused
 // with an error naming the binding and the stream, so a shader that would
 // read or write the wrong buffer (and leave an output at zero) never runs.
 // The executor checks again when it creates a pipeline. Rejected: checking

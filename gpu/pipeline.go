@@ -129,6 +129,9 @@ func (d *Device) createPipelineObjects(p *pipeline, k *sched.Kernel, b *Binding)
 		return fmt.Errorf("%w: LocalSize %d exceeds the device's maxComputeWorkGroupSize[0] %d or maxComputeWorkGroupInvocations %d",
 			ErrBadBinding, b.LocalSize, l.maxGroupSize, l.maxInvocations)
 	}
+	if err := d.checkModuleFeatures(b); err != nil {
+		return err
+	}
 	if PushConstantSize > l.maxPushConstants {
 		return fmt.Errorf("%w: the device has %d bytes of push constants, the contract needs %d", ErrBadBinding, l.maxPushConstants, PushConstantSize)
 	}

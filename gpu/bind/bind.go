@@ -32,6 +32,7 @@ var ErrBadBinding = errors.New("gpu: invalid GPU binding")
 //	    uint end;       // one past the last work item   (TaskData.End)
 //	};
 //	layout(local_size_x_id = 0) in;  // workgroup size, specialization constant 0
+//	   (or a fixed X equal to LocalSize: local_size_x = N, HLSL [numthreads(N, 1, 1)])
 //
 // Invocation g handles work items begin + g*ItemsPerInvocation ... and must
 // return when the item is >= end. Streams are bound from their start
@@ -54,7 +55,16 @@ var ErrBadBinding = errors.New("gpu: invalid GPU binding")
 //     uniform inputs); at most 256 on every device.
 //   - An absent or empty declared stream binds a small dummy buffer.
 //   - Compile for Vulkan 1.0 (glslc --target-env=vulkan1.0): the instance is
-//     Vulkan 1.0, so SPIR-V 1.0 is accepted.
+//     Vulkan 1.0, so SPIR-V 1.0 is accepted. HLSL works through glslc -x
+//     hlsl -fshader-stage=compute and glslangValidator -D -V -S comp -e main
+//     (docs/gpu-kernels.md has an example).
+//   - Declarations the shader never uses are ignored (a shared header may
+//     declare all eight bindings), and an input stream the shader never
+//     reads needs no binding.
+//   - layout(scalar) blocks (GL_EXT_scalar_block_layout, a vec3 array of
+//     stride 12) need the device's scalarBlockLayout feature, which package
+//     gpu enables where the device has it and otherwise refuses the kernel's
+//     pipeline (ErrBadBinding naming the feature).
 //   - On lavapipe, a loop ends after about 65535 iterations per invocation
 //     (llvmpipe's loop limiter), silently: bound per-invocation loops.
 //
@@ -64,7 +74,7 @@ var ErrBadBinding = errors.New("gpu: invalid GPU binding")
 type Binding struct {
 	SPIRV              []byte  // the compute module (SPIR-V 1.0, little-endian)
 	Entry              string  // entry point, default "main"
-	LocalSize          uint32  // workgroup size X (specialization constant 0), default 64
+	LocalSize          uint32  // workgroup size X (specialization constant 0, or the shader's fixed X), default 64
 	ItemsPerInvocation uint32  // work items per invocation, default 1
 	UniformIn          [4]bool // inputs bound as uniform blocks instead of storage buffers
 }
@@ -98,8 +108,9 @@ type Stream struct {
 const MaxLocalSize = 1024
 
 // Validate checks the binding without a device and without the kernel's
-// declaration: the SPIR-V module's structure, its entry point, and that the
-// workgroup size is specialization constant 0. Check does this and more.
+// declaration: the SPIR-V module's structure, its entry point, and its
+// workgroup size (X specialization constant 0, or fixed at LocalSize; Y =
+// Z = 1). Check does this and more.
 func (b *Binding) Validate() error {
 	if b == nil {
 		return fmt.Errorf("%w: nil *bind.Binding", ErrBadBinding)
@@ -114,10 +125,18 @@ func (b *Binding) module() (*SPIRVModule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadBinding, err)
 	}
-	if err := m.checkEntry(b.entry()); err != nil {
+	if err := m.checkEntry(b.entry(), b.localSize()); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadBinding, err)
 	}
 	return m, nil
+}
+
+// localSize is LocalSize with its default applied.
+func (b *Binding) localSize() uint32 {
+	if b.LocalSize == 0 {
+		return DefaultLocalSize
+	}
+	return b.LocalSize
 }
 
 func (b *Binding) entry() string {
@@ -127,8 +146,9 @@ func (b *Binding) entry() string {
 	return b.Entry
 }
 
-// checkEntry checks the version, the entry point and the workgroup size.
-func (m *SPIRVModule) checkEntry(entry string) error {
+// checkEntry checks the version, the entry point and the workgroup size;
+// a fixed workgroup size X must equal local, unless local is 0.
+func (m *SPIRVModule) checkEntry(entry string, local uint32) error {
 	if m.Version > spvMaxVersion {
 		return fmt.Errorf("SPIR-V version %d.%d is newer than 1.0, which the Vulkan 1.0 instance accepts (compile with glslc --target-env=vulkan1.0)", m.Version>>16&0xff, m.Version>>8&0xff)
 	}
@@ -147,11 +167,32 @@ func (m *SPIRVModule) checkEntry(entry string) error {
 	if !found {
 		return fmt.Errorf("no entry point %q in the module (it has %s)", entry, strings.Join(names, ", "))
 	}
-	if m.LocalSizeXSpecID != 0 {
-		return errors.New("workgroup size X is not specialization constant 0: declare layout(local_size_x_id = 0) in;")
+	size, fixed := m.WorkgroupSize, m.HasWorkgroupSize
+	if !fixed {
+		size, fixed = m.LocalSizeModes[entry]
 	}
-	if m.HasWorkgroupSize && (m.WorkgroupSize[1] != 1 || m.WorkgroupSize[2] != 1) {
-		return fmt.Errorf("workgroup size is %d x %d in Y x Z; the executor dispatches in X only, so declare local_size_y = local_size_z = 1 (the default)", m.WorkgroupSize[1], m.WorkgroupSize[2])
+	if !fixed {
+		return fmt.Errorf("entry point %q has no workgroup size: declare layout(local_size_x_id = 0) in; (GLSL, workgroup size X = specialization constant 0, set from Binding.LocalSize) or [numthreads(N, 1, 1)] (HLSL, with Binding.LocalSize = N)", entry)
+	}
+	if size[1] != 1 || size[2] != 1 {
+		return fmt.Errorf("workgroup size is %d x %d in Y x Z; the executor dispatches in X only, so declare local_size_y = local_size_z = 1 (the default; HLSL [numthreads(N, 1, 1)])", size[1], size[2])
+	}
+	if m.LocalSizeXSpecID == 0 {
+		return nil // the executor sets X to Binding.LocalSize
+	}
+	// A fixed X (GLSL local_size_x = N, HLSL [numthreads(N, 1, 1)], or a
+	// specialization constant other than 0, which the executor does not
+	// set) must be the LocalSize the executor counts items with.
+	const how = "set Binding.LocalSize to the shader's workgroup size, or declare layout(local_size_x_id = 0) in; (GLSL) so that the executor sets it"
+	switch {
+	case size[0] == 0 || size[0] > MaxLocalSize:
+		return fmt.Errorf("workgroup size X is %d; it must be 1 to %d", size[0], MaxLocalSize)
+	case local != 0 && size[0] != local:
+		what := "fixed at"
+		if m.LocalSizeXSpecID > 0 {
+			what = fmt.Sprintf("specialization constant %d (not 0, so the executor leaves it at its default), which is", m.LocalSizeXSpecID)
+		}
+		return fmt.Errorf("workgroup size X is %s %d in the shader, but the executor dispatches it with Binding.LocalSize = %d (%d when left 0) and counts items by that: %s", what, size[0], local, DefaultLocalSize, how)
 	}
 	return nil
 }
@@ -162,18 +203,26 @@ func (m *SPIRVModule) checkEntry(entry string) error {
 // kernel with a GPU binding, so a kernel whose shader would read or write
 // the wrong buffers is refused before any task runs. It checks:
 //   - the module (structure, SPIR-V 1.0, a GLCompute entry point named
-//     Entry, workgroup size X = specialization constant 0 and Y = Z = 1),
-//     and LocalSize <= MaxLocalSize;
+//     Entry, workgroup size X = specialization constant 0 or fixed at
+//     LocalSize (64 when 0), and Y = Z = 1), and LocalSize <= MaxLocalSize;
 //   - the push-constant block: at most PushConstantSize bytes, at least
-//     the 40 that reach begin and end, and both begin and end read by
-//     the shader (a shader that never reads them computes the wrong items
-//     whenever a task is split into ranges, and one whose block is
-//     shorter or in another order reads params as its range);
-//   - the descriptors: exactly one buffer per declared stream, all in set
-//     0, input i at binding i (a uniform block when UniformIn[i], else a
-//     storage buffer, which the shader does not store to: inputs are not
-//     copied back), output j at binding 4+j (a storage buffer that is not
-//     readonly and that the shader stores to), and nothing else;
+//     the 40 that reach begin and end, both begin and end read by the
+//     shader, and not only as elements of an array indexed with a variable
+//     (a shader that never reads them computes the wrong items whenever a
+//     task is split into ranges, and one whose block is shorter or in
+//     another order reads params as its range); members named params,
+//     begin or end at the contract's offsets (where the module has names:
+//     glslc -O strips them), and a 4-byte member at byte 32 or 36 an
+//     integer;
+//   - the descriptors the shader statically uses (unused declarations are
+//     ignored, so the verdict does not depend on the optimisation level):
+//     all in set 0, input i at binding i (a uniform block when
+//     UniformIn[i], else a storage buffer, which the shader does not store
+//     to: inputs are not copied back), output j at binding 4+j (a storage
+//     buffer that is not readonly), and nothing else; every output stored
+//     to (an input the shader does not use may have no binding). Pointers
+//     are followed through access chains, OpCopyObject and function
+//     parameters;
 //   - element types where SPIR-V states them: a buffer whose block ends in
 //     an array of elements of ElemStride bytes is bound to a stream of
 //     Stride bytes only if one divides the other (a vec3 array under
@@ -184,11 +233,14 @@ func (m *SPIRVModule) checkEntry(entry string) error {
 //     stride of 16).
 //
 // What Check cannot see: which items a shader indexes (a vec4 array bound
-// to a float stream passes, since a shader may read four items at once),
-// element types of the same size (float for uint), and shared arrays
+// to a float stream passes, since a shader may read four items at once;
+// indexes relative to begin pass), element types of the same size (float
+// for uint), two outputs written to each other's binding, push-constant
+// members of the contract's sizes in another order when the module has no
+// names, which component of a uvec2 at byte 32 is begin, and shared arrays
 // smaller than the workgroup (size them with gl_WorkGroupSize.x: an
 // access past their end is undefined behaviour, which on lavapipe
-// corrupts the process's heap).
+// corrupts the process's heap). docs/gpu-kernels.md lists these.
 //
 // Errors wrap ErrBadBinding.
 func (b *Binding) Check(in, out []Stream) error {
@@ -216,6 +268,12 @@ func (b *Binding) Check(in, out []Stream) error {
 	}
 	var seen [FirstOutBinding + MaxStreams]bool
 	for _, r := range m.Resources {
+		if !r.Used {
+			// A declaration the shader never uses is harmless (Vulkan
+			// needs descriptors only for what is statically used), and
+			// glslc -O would have removed it.
+			continue
+		}
 		if r.Set != 0 {
 			errs = append(errs, fmt.Sprintf("binding %d%s, a %s, uses descriptor set %d, the contract has only set 0", r.Binding, r.tag(), r.Kind, r.Set))
 			continue
@@ -267,27 +325,32 @@ func (b *Binding) Check(in, out []Stream) error {
 		case r.ReadOnly:
 			errs = append(errs, fmt.Sprintf("binding %d (output %q) is readonly in the shader, so the output is never written", r.Binding, out[j].Name))
 		case !r.Written:
-			errs = append(errs, fmt.Sprintf("binding %d (output stream %d %q) is never stored to by the shader, so the output would come back undefined (zeros on most devices)", r.Binding, j, out[j].Name))
+			errs = append(errs, neverStored(j, out[j]))
 		default:
 			if e := elemMismatch(r, "output", j, out[j]); e != "" {
 				errs = append(errs, e)
 			}
 		}
 	}
-	for i, s := range in {
-		if !seen[FirstInBinding+i] {
-			errs = append(errs, fmt.Sprintf("input stream %d %q has no binding %d in the shader", i, s.Name, FirstInBinding+i))
-		}
-	}
+	// An input the shader does not use may lack its binding (the kernel
+	// declares it for its CPU function, or the shader ignores it); an
+	// output may not, used or not: it would come back undefined.
 	for j, s := range out {
 		if !seen[FirstOutBinding+j] {
-			errs = append(errs, fmt.Sprintf("output stream %d %q has no binding %d in the shader (outputs are bindings %d-%d)", j, s.Name, FirstOutBinding+j, FirstOutBinding, FirstOutBinding+MaxStreams-1))
+			errs = append(errs, neverStored(j, s))
 		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %s", ErrBadBinding, strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// neverStored is the error for output stream j, which the shader never
+// stores to: whether glslc removed its unused binding (-O) or kept it (-O0,
+// -g), the message is the same.
+func neverStored(j int, s Stream) string {
+	return fmt.Sprintf("binding %d (output stream %d %q) is never stored to by the shader (outputs are bindings %d-%d), so the output would come back undefined, not zeros", FirstOutBinding+j, j, s.Name, FirstOutBinding, FirstOutBinding+MaxStreams-1)
 }
 
 // MaxStreams is the contract's number of input (and of output) bindings;
@@ -327,6 +390,9 @@ func pushConstantMismatch(m *SPIRVModule) string {
 	case m.PushConstantBytes < PushConstantSize:
 		return fmt.Sprintf("push-constant block is %d bytes, so it has no begin and end (bytes 32-39 of the contract's block; what it reads as begin and end are params): %s", m.PushConstantBytes, decl)
 	}
+	if e := pushConstantLayout(m.PushConstantMembers); e != "" {
+		return e + "; " + decl
+	}
 	var miss []string
 	if m.PushConstantRead&(1<<beginWord) == 0 {
 		miss = append(miss, "32-35 (begin)")
@@ -334,10 +400,57 @@ func pushConstantMismatch(m *SPIRVModule) string {
 	if m.PushConstantRead&(1<<endWord) == 0 {
 		miss = append(miss, "36-39 (end)")
 	}
-	if len(miss) == 0 {
-		return ""
+	if len(miss) > 0 {
+		return fmt.Sprintf("the shader never reads push-constant bytes %s: its block's members are not in the contract's order, or it ignores the range it is given; %s", strings.Join(miss, " and "), decl)
 	}
-	return fmt.Sprintf("the shader never reads push-constant bytes %s: its block's members are not in the contract's order, or it ignores the range it is given; %s", strings.Join(miss, " and "), decl)
+	// Read, but only as elements of an array indexed with a variable (in
+	// { uint begin; uint end; uint params[8]; }, params[k] reaches bytes
+	// 32-39): the shader does not read begin and end as such.
+	for _, w := range []struct {
+		word uint
+		name string
+	}{{beginWord, "32-35 (begin)"}, {endWord, "36-39 (end)"}} {
+		if m.PushConstantReadExact&(1<<w.word) == 0 {
+			miss = append(miss, w.name)
+		}
+	}
+	if len(miss) > 0 {
+		return fmt.Sprintf("the shader reads push-constant bytes %s only through an array indexed with a variable, never on their own: its block's members are not in the contract's order (begin and end are the uints at bytes 32 and 36); %s", strings.Join(miss, " and "), decl)
+	}
+	return ""
+}
+
+// contractMembers are the offsets of the contract's push-constant members,
+// by name.
+var contractMembers = map[string]uint32{"params": 0, "begin": 4 * beginWord, "end": 4 * endWord}
+
+// pushConstantLayout checks the push-constant block's members against the
+// contract: by their names where the module kept them (glslc without -O,
+// -g, HLSL), a member named params, begin or end must be at the contract's
+// offset; by their offsets and types always, a 4-byte member at byte 32
+// or 36 must be an integer. Without names, members of the same sizes in
+// another order (params[8], end, begin) cannot be told from the contract's.
+func pushConstantLayout(ms []SPIRVMember) string {
+	for _, mem := range ms {
+		if want, ok := contractMembers[mem.Name]; ok && mem.Offset != want {
+			return fmt.Sprintf("push-constant member %q is at byte %d, but the contract's %s is at byte %d: declare the members in the contract's order", mem.Name, mem.Offset, mem.Name, want)
+		}
+	}
+	for _, w := range []struct {
+		at   uint32
+		name string
+	}{{4 * beginWord, "begin"}, {4 * endWord, "end"}} {
+		for i, mem := range ms {
+			if mem.Offset == w.at && mem.Size == 4 && !mem.Scalar {
+				l := fmt.Sprintf("member %d", i)
+				if mem.Name != "" {
+					l = fmt.Sprintf("member %d (%q)", i, mem.Name)
+				}
+				return fmt.Sprintf("push-constant %s at bytes %d-%d, the contract's %s, is not a 32-bit integer (uint or int)", l, w.at, w.at+3, w.name)
+			}
+		}
+	}
+	return ""
 }
 
 // elemMismatch compares the element the shader indexes with the stream's
@@ -368,13 +481,14 @@ const spvMaxVersion = 0x00010000
 // CheckSPIRV checks a module's structure and its entry point before it
 // reaches the driver (some drivers, lavapipe among them, may crash on a
 // malformed module): the header, that every instruction fits, SPIR-V 1.0,
-// that entry is a GLCompute entry point and that the workgroup size X is
-// specialization constant 0. It is no substitute for spirv-val, which the
-// build runs on every module.
+// that entry is a GLCompute entry point and that its workgroup size is
+// 1 to MaxLocalSize in X (specialization constant 0, or fixed: it has no
+// Binding to compare that with) and 1 in Y and Z. It is no substitute for
+// spirv-val, which the build runs on every module.
 func CheckSPIRV(code []byte, entry string) error {
 	m, err := ParseSPIRV(code)
 	if err != nil {
 		return err
 	}
-	return m.checkEntry(entry)
+	return m.checkEntry(entry, 0)
 }

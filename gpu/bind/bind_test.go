@@ -45,11 +45,11 @@ layout(binding = 4) writeonly buffer Out0 { float v[]; };
 ` + pc + `void main() { uint i = pc.begin + gl_GlobalInvocationID.x; if (i < pc.end) { v[i] = x[i]; } }`,
 			"workgroup size is 2 x 1 in Y x Z"},
 		{"fixed workgroup", `#version 450
-layout(local_size_x = 64) in;
+layout(local_size_x = 32) in;
 layout(binding = 0) readonly buffer In0 { float x[]; };
 layout(binding = 4) writeonly buffer Out0 { float v[]; };
 ` + pc + `void main() { uint i = pc.begin + gl_GlobalInvocationID.x; if (i < pc.end) { v[i] = x[i]; } }`,
-			"local_size_x_id = 0"},
+			"workgroup size X is fixed at 32 in the shader, but the executor dispatches it with Binding.LocalSize = 64"},
 		{"push constants", `#version 450
 layout(local_size_x_id = 0) in;
 layout(binding = 0) readonly buffer In0 { float x[]; };
@@ -68,7 +68,7 @@ layout(local_size_x_id = 0) in;
 layout(binding = 0) readonly buffer In0 { float x[]; };
 layout(binding = 1) writeonly buffer Out0 { float v[]; };
 ` + pc + `void main() { uint i = pc.begin + gl_GlobalInvocationID.x; if (i < pc.end) { v[i] = x[i]; } }`,
-			`shader binding 1 reads input stream 1, but the kernel declares 1 inputs ("x"); output stream 0 "v" has no binding 4`},
+			`shader binding 1 reads input stream 1, but the kernel declares 1 inputs ("x"); binding 4 (output stream 0 "v") is never stored to`},
 	} {
 		b := &Binding{SPIRV: glsl(t, c.src)}
 		err := b.Check(in, out)

@@ -96,16 +96,6 @@ void main() {
     x[i] = 2.0 * x[i];
 }
 `, sched.Kernel{}, bind.Binding{}, []string{"y"}},
-		{"no input binding", `#version 450
-layout(local_size_x_id = 0) in;
-layout(set = 0, binding = 4) writeonly buffer Out0 { float y[]; };
-` + pcBlock + `
-void main() {
-    uint i = pc.begin + gl_GlobalInvocationID.x;
-    if (i >= pc.end) { return; }
-    y[i] = 2.0;
-}
-`, sched.Kernel{}, bind.Binding{}, []string{"x"}},
 		{"extra binding 5", `#version 450
 layout(local_size_x_id = 0) in;
 layout(set = 0, binding = 0) readonly buffer In0 { float x[]; };
@@ -170,7 +160,7 @@ layout(set = 0, binding = 4) writeonly buffer Out0 { vec3 y[]; };
 layout(local_size_x = 64) in;
 layout(set = 0, binding = 0) readonly buffer In0 { float x[]; };
 layout(set = 0, binding = 4) writeonly buffer Out0 { float y[]; };
-` + pcBlock + body, sched.Kernel{}, bind.Binding{}, []string{"specialization"}},
+` + pcBlock + body, sched.Kernel{}, bind.Binding{LocalSize: 128}, []string{"fixed at 64", "LocalSize = 128", "local_size_x_id = 0"}},
 		{"local_size_y 2", `#version 450
 layout(local_size_x_id = 0, local_size_y = 2) in;
 layout(set = 0, binding = 0) readonly buffer In0 { float x[]; };

@@ -17,8 +17,12 @@ import (
 const (
 	spirvMagic = SPVMagic
 
+	opMemberName            = 6
 	opName                  = 5
+	opLine                  = 8
+	opExtInst               = 12
 	opEntryPoint            = 15
+	opExecutionMode         = 16
 	opTypeInt               = 21
 	opTypeFloat             = 22
 	opTypeVector            = 23
@@ -29,6 +33,7 @@ const (
 	opTypePointer           = 32
 	opConstant              = 43
 	opFunction              = 54
+	opFunctionParameter     = 55
 	opFunctionEnd           = 56
 	opFunctionCall          = 57
 	opLoad                  = 61
@@ -38,9 +43,19 @@ const (
 	opAccessChain           = 65
 	opInBoundsAccessChain   = 66
 	opPtrAccessChain        = 67
+	opArrayLength           = 68
+	opCopyObject            = 83
+	opBitcast               = 124
+	opSelect                = 169
+	opAtomicLoad            = 227
 	opAtomicStore           = 228
 	opAtomicFirstRMW        = 229 // OpAtomicExchange
 	opAtomicLastRMW         = 242 // OpAtomicXor
+	opPhi                   = 245
+	opNoLine                = 317
+	opAtomicFMinEXT         = 5614
+	opAtomicFMaxEXT         = 5615
+	opAtomicFAddEXT         = 6035
 	opConstantComposite     = 44
 	opSpecConstant          = 50
 	opSpecConstantComposite = 51
@@ -59,6 +74,8 @@ const (
 	decOffset        = 35
 
 	builtInWorkgroupSize = 25
+
+	execModeLocalSize = 17
 
 	scUniformConstant = 0
 	scUniform         = 2
@@ -129,9 +146,16 @@ type SPIRVResource struct {
 	// ReadOnly: every member of the block is NonWritable (GLSL readonly).
 	ReadOnly bool
 	// Written: the module stores to the buffer (OpStore, OpCopyMemory or
-	// an atomic through a pointer into it). Stores through pointers
-	// passed to functions are not followed (glslc -O inlines them).
+	// an atomic through a pointer into it). Pointers are followed through
+	// access chains, OpCopyObject, OpBitcast, OpSelect, OpPhi and function
+	// parameters.
 	Written bool
+	// Used: the module statically uses the buffer (loads, stores, atomics,
+	// OpArrayLength or copies through a pointer into it, followed as for
+	// Written). glslc -O removes a declaration the shader never uses, -O0
+	// and -g keep it; Check ignores the unused ones, so that its verdict
+	// does not depend on the optimisation level.
+	Used bool
 }
 
 // Label is the resource's variable name, else its block's type name, else
@@ -172,14 +196,44 @@ type SPIRVModule struct {
 	// whose place is not known to the reader sets the bits of every word
 	// it may reach): Check requires the words of begin and end (8 and 9).
 	PushConstantRead uint64
+	// PushConstantReadExact has bit w set when the module reads word w
+	// through a pointer that no variable index reached (pc.begin, pc.w[8],
+	// a load of the whole block), not only as a possible element of an
+	// array indexed with a variable (pc.params[k]).
+	PushConstantReadExact uint64
 	// LocalSizeXSpecID is the SpecId of the workgroup size's X component
 	// (0 for layout(local_size_x_id = 0)), or -1 when it is not a
 	// specialization constant.
 	LocalSizeXSpecID int
 	// WorkgroupSize is the WorkgroupSize built-in's (default) value, when
-	// the module has one (HasWorkgroupSize).
+	// the module has one (HasWorkgroupSize). It overrides the entry
+	// points' LocalSize execution modes.
 	WorkgroupSize    [3]uint32
 	HasWorkgroupSize bool
+	// LocalSizeModes maps each entry point's name to its LocalSize
+	// execution mode (GLSL layout(local_size_x = N) in;, HLSL
+	// [numthreads(X, Y, Z)]), where it has one.
+	LocalSizeModes map[string][3]uint32
+	// PushConstantMembers are the push-constant block's members in
+	// declaration order (nil when there is no block).
+	PushConstantMembers []SPIRVMember
+	// NeedsScalarBlockLayout: a buffer or push-constant block of the
+	// module is laid out with offsets or strides that only the scalar
+	// block layout allows (GL_EXT_scalar_block_layout's layout(scalar),
+	// such as a vec3 array with a stride of 12), so the device must have
+	// the scalarBlockLayout feature enabled (VK_EXT_scalar_block_layout).
+	NeedsScalarBlockLayout bool
+	// ScalarLayoutBlock names the first such block, for messages.
+	ScalarLayoutBlock string
+}
+
+// SPIRVMember is a member of a block: its name (OpMemberName; "" when the
+// module kept no names), its byte Offset and its size in bytes (0 when
+// unknown). Scalar is set when it is one 32-bit integer.
+type SPIRVMember struct {
+	Name         string
+	Offset, Size uint32
+	Scalar       bool
 }
 
 // typeOperands is the minimum operand count (result id included) of the
@@ -216,21 +270,44 @@ type spvParser struct {
 	// pcVar is the push-constant variable's id (0: none yet); pcPtrs
 	// maps it and every pointer derived from it by access chains to the
 	// byte range of the block it may point into and the pointee type.
-	pcVar  uint32
-	pcPtrs map[uint32]pcPtr
-	pcRead uint64
-	// resPtrs maps each descriptor-bound variable and the pointers
-	// derived from it by access chains to the variable; written holds the
-	// variables stored to.
-	resPtrs map[uint32]uint32
-	written map[uint32]bool
+	pcVar       uint32
+	pcPtrs      map[uint32]pcPtr
+	pcRead      uint64
+	pcReadExact uint64
+	// The pointer graph of the functions, resolved in finish: bases
+	// maps an id computed from pointers (access chains, OpCopyObject,
+	// OpBitcast, OpSelect, OpPhi, and function parameters through calls)
+	// to the ids it was computed from; stored and accessed are the ids
+	// that are stored through and that are accessed in any way (loads,
+	// stores, atomics, OpArrayLength, copies).
+	bases          map[uint32][]uint32
+	stored         map[uint32]bool
+	accessed       map[uint32]bool
+	calls          []spvCall
+	params         map[uint32][]uint32 // function id -> its parameters
+	curFunc        uint32              // the open function's id (0 outside)
+	nedges         int
+	memberNames    map[[2]uint32]string
+	localSizeModes map[uint32][3]uint32 // function id -> LocalSize
+	entryFunctions map[string]uint32    // entry point name -> function id
+	alignMemo      map[layoutKey]uint32
+	misalignMemo   map[layoutKey]bool
+}
+
+// spvCall is an OpFunctionCall: the callee and its arguments.
+type spvCall struct {
+	fn   uint32
+	args []uint32
 }
 
 // pcPtr is a pointer into the push-constant block: bytes [lo, hi) and the
-// type it points to (0 when the reader lost track of it).
+// type it points to (0 when the reader lost track of it); inexact when a
+// variable index (or a type the reader does not follow) made the range
+// wider than what the pointer points to.
 type pcPtr struct {
-	lo, hi uint64
-	typ    uint32
+	lo, hi  uint64
+	typ     uint32
+	inexact bool
 }
 
 func (p *spvParser) dec(id uint32) *spvDecor {
@@ -284,8 +361,16 @@ func ParseSPIRV(b []byte) (*SPIRVModule, error) {
 		names:     map[uint32]string{},
 		sizes:     map[uint32]uint64{},
 		pcPtrs:    map[uint32]pcPtr{},
-		resPtrs:   map[uint32]uint32{},
-		written:   map[uint32]bool{},
+		bases:     map[uint32][]uint32{},
+		stored:    map[uint32]bool{},
+		accessed:  map[uint32]bool{},
+		params:    map[uint32][]uint32{},
+
+		memberNames:    map[[2]uint32]string{},
+		localSizeModes: map[uint32][3]uint32{},
+		entryFunctions: map[string]uint32{},
+		alignMemo:      map[layoutKey]uint32{},
+		misalignMemo:   map[layoutKey]bool{},
 	}
 	// inFunc is where the open OpFunction began (0: none). A module cut
 	// at an instruction boundary would otherwise pass as whole, and the
@@ -361,6 +446,15 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 			return fmt.Errorf("OpName: %w", err)
 		}
 		p.names[in[0]] = s
+	case opMemberName:
+		if err := need(op, in, 3); err != nil {
+			return err
+		}
+		s, _, err := literalString(in[2:])
+		if err != nil {
+			return fmt.Errorf("OpMemberName: %w", err)
+		}
+		p.memberNames[[2]uint32{in[0], in[1]}] = s
 	case opEntryPoint:
 		if err := need(op, in, 3); err != nil {
 			return err
@@ -370,6 +464,43 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 			return fmt.Errorf("OpEntryPoint: %w", err)
 		}
 		m.EntryPoints = append(m.EntryPoints, SPIRVEntryPoint{Model: in[0], Name: s})
+		if _, ok := p.entryFunctions[s]; !ok {
+			p.entryFunctions[s] = in[1]
+		}
+	case opExecutionMode:
+		if err := need(op, in, 2); err != nil {
+			return err
+		}
+		if in[1] == execModeLocalSize {
+			if err := need(op, in, 5); err != nil {
+				return err
+			}
+			p.localSizeModes[in[0]] = [3]uint32{in[2], in[3], in[4]}
+		}
+	case opFunction:
+		if err := need(op, in, 2); err != nil {
+			return err
+		}
+		p.curFunc = in[1]
+	case opFunctionEnd:
+		p.curFunc = 0
+	case opFunctionParameter:
+		if err := need(op, in, 2); err != nil {
+			return err
+		}
+		if p.curFunc != 0 {
+			p.params[p.curFunc] = append(p.params[p.curFunc], in[1])
+		}
+	case opFunctionCall:
+		if err := need(op, in, 3); err != nil {
+			return err
+		}
+		p.calls = append(p.calls, spvCall{fn: in[2], args: in[3:]})
+		p.pcUse(in[3:])
+	case opLine, opNoLine, opExtInst:
+		// Debug lines carry literals that may equal any id; extended
+		// instructions (GLSL.std.450, debug info) take no buffer pointers
+		// in a shader the contract accepts.
 	case opTypeInt, opTypeFloat, opTypeVector, opTypeMatrix, opTypeArray, opTypeRuntimeArray, opTypeStruct, opTypePointer:
 		if err := need(op, in, typeOperands[op]); err != nil {
 			return err
@@ -403,9 +534,6 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 			}
 			p.pcPtrs[in[1]] = pcPtr{lo: 0, hi: 1 << 32, typ: t}
 		}
-		if in[2] == scUniform || in[2] == scStorageBuffer {
-			p.resPtrs[in[1]] = in[1]
-		}
 	case opAccessChain, opInBoundsAccessChain, opPtrAccessChain:
 		if err := need(op, in, 3); err != nil {
 			return err
@@ -417,19 +545,55 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 			}
 			p.pcPtrs[in[1]] = p.pcChain(base, idx)
 		}
-		if v, ok := p.resPtrs[in[2]]; ok {
-			p.resPtrs[in[1]] = v
+		p.derive(in[2], in[1])
+	case opCopyObject, opBitcast:
+		// Result type, result, operand: the same pointer under another id.
+		if err := need(op, in, 3); err != nil {
+			return err
 		}
-	case opStore, opCopyMemory, opCopyMemorySized, opAtomicStore:
-		// The target pointer is the first operand.
-		if len(in) > 0 {
-			if v, ok := p.resPtrs[in[0]]; ok {
-				p.written[v] = true
-			}
+		if base, ok := p.pcPtrs[in[2]]; ok {
+			p.pcPtrs[in[1]] = base
 		}
-		if op == opCopyMemory || op == opCopyMemorySized {
-			p.pcUse(in[1:])
+		p.derive(in[2], in[1])
+	case opSelect:
+		if err := need(op, in, 5); err != nil {
+			return err
 		}
+		p.derive(in[3], in[1])
+		p.derive(in[4], in[1])
+		p.pcUse(in[3:5])
+	case opPhi:
+		if err := need(op, in, 2); err != nil {
+			return err
+		}
+		for k := 2; k < len(in); k += 2 {
+			p.derive(in[k], in[1])
+		}
+		p.pcUse(in[2:])
+	case opLoad, opAtomicLoad, opArrayLength:
+		// Result type, result, pointer (OpArrayLength: the block).
+		if err := need(op, in, 3); err != nil {
+			return err
+		}
+		p.accessed[in[2]] = true
+		p.pcUse(in[2:3])
+	case opStore, opAtomicStore:
+		// The target pointer is the first operand; OpStore's second is
+		// the value stored.
+		if err := need(op, in, 2); err != nil {
+			return err
+		}
+		p.stored[in[0]] = true
+		if op == opStore {
+			p.pcUse(in[1:2])
+		}
+	case opCopyMemory, opCopyMemorySized:
+		if err := need(op, in, 2); err != nil {
+			return err
+		}
+		p.stored[in[0]] = true
+		p.accessed[in[1]] = true
+		p.pcUse(in[1:2])
 	case opDecorate:
 		if err := need(op, in, 2); err != nil {
 			return err
@@ -480,17 +644,30 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 			p.offsets[[2]uint32{in[0], in[1]}] = in[3]
 		}
 	default:
-		if op >= opAtomicFirstRMW && op <= opAtomicLastRMW && len(in) > 2 {
+		if (op >= opAtomicFirstRMW && op <= opAtomicLastRMW || op == opAtomicFMinEXT || op == opAtomicFMaxEXT || op == opAtomicFAddEXT) && len(in) > 2 {
 			// Result type, result, pointer, ...: read-modify-write.
-			if v, ok := p.resPtrs[in[2]]; ok {
-				p.written[v] = true
-			}
+			p.stored[in[2]] = true
+			p.accessed[in[2]] = true
 		}
-		// Any other use of a pointer into the push-constant block (a
-		// load, a function call) reads the bytes it may reach.
-		p.pcUse(in)
+		// Any other use of a pointer into the push-constant block inside
+		// a function reads the bytes it may reach.
+		if p.curFunc != 0 {
+			p.pcUse(in)
+		}
 	}
 	return nil
+}
+
+// maxPointerEdges bounds the pointer graph (bases) of one module.
+const maxPointerEdges = 1 << 22
+
+// derive records that id to is computed from pointer from.
+func (p *spvParser) derive(from, to uint32) {
+	if p.nedges >= maxPointerEdges || from == to {
+		return
+	}
+	p.nedges++
+	p.bases[to] = append(p.bases[to], from)
 }
 
 // pcUse marks the push-constant bytes that the pointers among operands
@@ -514,6 +691,7 @@ func (p *spvParser) pcUse(operands []uint32) {
 func (p *spvParser) pcChain(base pcPtr, idx []uint32) pcPtr {
 	r := base
 	if r.typ == 0 {
+		r.inexact = true
 		return r
 	}
 	if r.hi == 1<<32 { // the variable itself: its block's size
@@ -524,24 +702,24 @@ func (p *spvParser) pcChain(base pcPtr, idx []uint32) pcPtr {
 	for _, ix := range idx {
 		t, ok := p.types[r.typ]
 		if !ok {
-			return pcPtr{lo: r.lo, hi: r.hi}
+			return pcPtr{lo: r.lo, hi: r.hi, inexact: true}
 		}
 		c, isConst := p.consts[ix]
 		switch t.op {
 		case opTypeStruct:
 			if !isConst || int(c) >= len(t.args) {
-				return pcPtr{lo: r.lo, hi: r.hi}
+				return pcPtr{lo: r.lo, hi: r.hi, inexact: true}
 			}
 			off, ok := p.offsets[[2]uint32{r.typ, c}]
 			if !ok {
-				return pcPtr{lo: r.lo, hi: r.hi}
+				return pcPtr{lo: r.lo, hi: r.hi, inexact: true}
 			}
 			mt := t.args[c]
 			n, err := p.size(mt, 0)
 			if err != nil {
-				return pcPtr{lo: r.lo + uint64(off), hi: r.hi}
+				return pcPtr{lo: r.lo + uint64(off), hi: r.hi, inexact: true}
 			}
-			r = pcPtr{lo: r.lo + uint64(off), hi: r.lo + uint64(off) + n, typ: mt}
+			r = pcPtr{lo: r.lo + uint64(off), hi: r.lo + uint64(off) + n, typ: mt, inexact: r.inexact}
 		case opTypeArray, opTypeRuntimeArray, opTypeVector, opTypeMatrix:
 			et := t.args[0]
 			var stride uint64
@@ -551,16 +729,16 @@ func (p *spvParser) pcChain(base pcPtr, idx []uint32) pcPtr {
 				stride = n
 			}
 			if !isConst || stride == 0 {
-				return pcPtr{lo: r.lo, hi: r.hi}
+				return pcPtr{lo: r.lo, hi: r.hi, inexact: true}
 			}
 			lo := r.lo + uint64(c)*stride
 			n, err := p.size(et, 0)
 			if err != nil || lo+n > r.hi {
-				return pcPtr{lo: r.lo, hi: r.hi}
+				return pcPtr{lo: r.lo, hi: r.hi, inexact: true}
 			}
-			r = pcPtr{lo: lo, hi: lo + n, typ: et}
+			r = pcPtr{lo: lo, hi: lo + n, typ: et, inexact: r.inexact}
 		default:
-			return pcPtr{lo: r.lo, hi: r.hi}
+			return pcPtr{lo: r.lo, hi: r.hi, inexact: true}
 		}
 	}
 	return r
@@ -570,6 +748,9 @@ func (p *spvParser) pcChain(base pcPtr, idx []uint32) pcPtr {
 func (p *spvParser) pcMark(r pcPtr) {
 	for w := r.lo / 4; w < 64 && 4*w < r.hi; w++ {
 		p.pcRead |= 1 << w
+		if !r.inexact && r.typ != 0 {
+			p.pcReadExact |= 1 << w
+		}
 	}
 }
 
@@ -657,6 +838,28 @@ func (p *spvParser) pointee(ptr uint32) (uint32, uint32, error) {
 }
 
 func (p *spvParser) finish(m *SPIRVModule) error {
+	for name, fn := range p.entryFunctions {
+		if ls, ok := p.localSizeModes[fn]; ok {
+			if m.LocalSizeModes == nil {
+				m.LocalSizeModes = map[string][3]uint32{}
+			}
+			m.LocalSizeModes[name] = ls
+		}
+	}
+	// Arguments flow into the callee's parameters.
+	for _, c := range p.calls {
+		params := p.params[c.fn]
+		for k, a := range c.args {
+			if k < len(params) {
+				p.derive(a, params[k])
+			} else {
+				p.accessed[a] = true
+			}
+		}
+	}
+	// The ids from which a store, or any access, is reached.
+	written := p.reaching(p.stored, nil)
+	used := p.reaching(p.accessed, written)
 	pushSeen := false
 	for _, v := range p.vars {
 		switch v.class {
@@ -675,12 +878,27 @@ func (p *spvParser) finish(m *SPIRVModule) error {
 			}
 			m.PushConstantBytes = uint32(n)
 			m.PushConstantRead = p.pcRead
+			m.PushConstantReadExact = p.pcReadExact
+			if tt, ok := p.types[t]; ok && tt.op == opTypeStruct {
+				for i, mt := range tt.args {
+					mem := SPIRVMember{Name: p.memberNames[[2]uint32{t, uint32(i)}], Offset: p.offsets[[2]uint32{t, uint32(i)}]}
+					if n, err := p.size(mt, 0); err == nil {
+						mem.Size = uint32(n)
+					}
+					if it, ok := p.types[mt]; ok && it.op == opTypeInt && it.args[0] == 32 {
+						mem.Scalar = true
+					}
+					m.PushConstantMembers = append(m.PushConstantMembers, mem)
+				}
+			}
+			p.scalarLayout(m, t, false, p.names[t])
 		case scUniform, scStorageBuffer, scUniformConstant:
 			d := p.decor[v.id]
 			if d == nil || !d.hasSet || !d.hasBinding {
 				return fmt.Errorf("spirv: resource variable %d %q lacks DescriptorSet or Binding", v.id, p.names[v.id])
 			}
-			r := SPIRVResource{Set: d.set, Binding: d.binding, Kind: ResourceOther, Name: p.names[v.id], Written: p.written[v.id]}
+			r := SPIRVResource{Set: d.set, Binding: d.binding, Kind: ResourceOther, Name: p.names[v.id]}
+			r.Used, r.Written = used[v.id], written[v.id]
 			t, _, err := p.pointee(v.typ)
 			if err != nil {
 				return fmt.Errorf("spirv: resource %d: %w", v.id, err)
@@ -712,6 +930,9 @@ func (p *spvParser) finish(m *SPIRVModule) error {
 					r.Kind = ResourceStorage
 				case v.class == scUniform && sd.block:
 					r.Kind = ResourceUniform
+				}
+				if r.Kind != ResourceOther {
+					p.scalarLayout(m, t, r.Kind == ResourceUniform, r.Label())
 				}
 			}
 			m.Resources = append(m.Resources, r)
@@ -748,4 +969,142 @@ func (p *spvParser) finish(m *SPIRVModule) error {
 		}
 	}
 	return nil
+}
+
+// reaching returns the ids from which the pointer graph leads to one of
+// from's (or is one of them), with those of also added: a variable is
+// written when a stored pointer derives from it. Linear in the graph.
+func (p *spvParser) reaching(from, also map[uint32]bool) map[uint32]bool {
+	seen := make(map[uint32]bool, len(from)+len(also))
+	var stack []uint32
+	for _, m := range []map[uint32]bool{from, also} {
+		for id := range m {
+			if !seen[id] {
+				seen[id] = true
+				stack = append(stack, id)
+			}
+		}
+	}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, b := range p.bases[id] {
+			if !seen[b] {
+				seen[b] = true
+				stack = append(stack, b)
+			}
+		}
+	}
+	return seen
+}
+
+// scalarLayout sets m.NeedsScalarBlockLayout when the block struct t (or a
+// struct nested in it) has a member whose Offset, or an array whose
+// ArrayStride, is not a multiple of the alignment the standard layout
+// gives it: std140's for uniform blocks, std430's for storage and
+// push-constant blocks (Vulkan specification, "Offset and Stride
+// Assignment"). Only the scalar block layout allows that.
+func (p *spvParser) scalarLayout(m *SPIRVModule, t uint32, std140 bool, name string) {
+	if m.NeedsScalarBlockLayout {
+		return
+	}
+	if p.misaligned(t, std140, 0) {
+		m.NeedsScalarBlockLayout = true
+		m.ScalarLayoutBlock = name
+	}
+}
+
+// misaligned reports whether type t, or a type in it, breaks the standard
+// layout's alignment rules (see scalarLayout).
+func (p *spvParser) misaligned(t uint32, std140 bool, depth int) bool {
+	key := layoutKey{t, std140}
+	if r, ok := p.misalignMemo[key]; ok {
+		return r
+	}
+	r := p.computeMisaligned(t, std140, depth)
+	p.misalignMemo[key] = r
+	return r
+}
+
+// layoutKey memoises align and misaligned (shared subtypes would cost
+// time exponential in the nesting depth otherwise).
+type layoutKey struct {
+	t      uint32
+	std140 bool
+}
+
+func (p *spvParser) computeMisaligned(t uint32, std140 bool, depth int) bool {
+	tt, ok := p.types[t]
+	if !ok || depth > maxTypeDepth {
+		return false
+	}
+	switch tt.op {
+	case opTypeStruct:
+		for i, mt := range tt.args {
+			if off, ok := p.offsets[[2]uint32{t, uint32(i)}]; ok {
+				if a := p.align(mt, std140, depth+1); a > 1 && off%a != 0 {
+					return true
+				}
+			}
+			if p.misaligned(mt, std140, depth+1) {
+				return true
+			}
+		}
+	case opTypeArray, opTypeRuntimeArray:
+		if d := p.decor[t]; d != nil && d.hasArrayStride {
+			if a := p.align(t, std140, depth+1); a > 1 && d.arrayStride%a != 0 {
+				return true
+			}
+		}
+		return p.misaligned(tt.args[0], std140, depth+1)
+	}
+	return false
+}
+
+// align is the base alignment of type t under std430, or std140's
+// extended alignment (arrays and structs rounded up to 16), in bytes; 1
+// when unknown.
+func (p *spvParser) align(t uint32, std140 bool, depth int) uint32 {
+	key := layoutKey{t, std140}
+	if a, ok := p.alignMemo[key]; ok {
+		return a
+	}
+	a := p.computeAlign(t, std140, depth)
+	p.alignMemo[key] = a
+	return a
+}
+
+func (p *spvParser) computeAlign(t uint32, std140 bool, depth int) uint32 {
+	tt, ok := p.types[t]
+	if !ok || depth > maxTypeDepth {
+		return 1
+	}
+	round := func(a uint32) uint32 {
+		if std140 {
+			return max(a, 16)
+		}
+		return a
+	}
+	switch tt.op {
+	case opTypeInt, opTypeFloat:
+		return max(tt.args[0]/8, 1)
+	case opTypeVector:
+		c := p.align(tt.args[0], std140, depth+1)
+		if tt.args[1] == 2 {
+			return 2 * c
+		}
+		return 4 * c
+	case opTypeMatrix:
+		// Column-major: an array of column vectors.
+		return round(p.align(tt.args[0], std140, depth+1))
+	case opTypeArray, opTypeRuntimeArray:
+		return round(p.align(tt.args[0], std140, depth+1))
+	case opTypeStruct:
+		a := uint32(1)
+		for _, mt := range tt.args {
+			a = max(a, p.align(mt, std140, depth+1))
+		}
+		return round(a)
+	}
+	return 1
 }

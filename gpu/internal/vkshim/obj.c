@@ -108,8 +108,25 @@ int vkj_robust_buffer_access(VkInstance inst, VkPhysicalDevice pd) {
 	return feat.robustBufferAccess == VK_TRUE;
 }
 
+int vkj_scalar_block_layout(VkInstance inst, VkPhysicalDevice pd) {
+	PFN_vkGetPhysicalDeviceFeatures2KHR f =
+		(PFN_vkGetPhysicalDeviceFeatures2KHR)instance_fn(inst, "vkGetPhysicalDeviceFeatures2KHR");
+	if (f == NULL) {
+		return 0;
+	}
+	VkPhysicalDeviceScalarBlockLayoutFeaturesEXT sb;
+	memset(&sb, 0, sizeof(sb));
+	sb.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SCALAR_BLOCK_LAYOUT_FEATURES_EXT;
+	VkPhysicalDeviceFeatures2KHR feat;
+	memset(&feat, 0, sizeof(feat));
+	feat.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2_KHR;
+	feat.pNext = &sb;
+	f(pd, &feat);
+	return sb.scalarBlockLayout == VK_TRUE;
+}
+
 VkResult vkj_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t qfam,
-	const char *layers, uint32_t nlayers, const char *exts, uint32_t nexts, int robust, VkDevice *out) {
+	const char *layers, uint32_t nlayers, const char *exts, uint32_t nexts, int robust, int scalar, VkDevice *out) {
 	*out = VK_NULL_HANDLE;
 	PFN_vkCreateDevice f = (PFN_vkCreateDevice)instance_fn(inst, "vkCreateDevice");
 	if (f == NULL) {
@@ -140,6 +157,13 @@ VkResult vkj_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t qfam,
 	ci.ppEnabledExtensionNames = ep;
 	if (robust) {
 		ci.pEnabledFeatures = &feat;
+	}
+	VkPhysicalDeviceScalarBlockLayoutFeaturesEXT sb;
+	memset(&sb, 0, sizeof(sb));
+	sb.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SCALAR_BLOCK_LAYOUT_FEATURES_EXT;
+	sb.scalarBlockLayout = VK_TRUE;
+	if (scalar) {
+		ci.pNext = &sb;
 	}
 	return f(pd, &ci, NULL, out);
 }

@@ -179,17 +179,31 @@ func RobustBufferAccess(inst Instance, pd PhysicalDevice) bool {
 	return C.vkj_robust_buffer_access(cInstance(inst), cPhys(pd)) != 0
 }
 
+// ScalarBlockLayout reports whether the device has the scalarBlockLayout
+// feature (VK_EXT_scalar_block_layout), through
+// vkGetPhysicalDeviceFeatures2KHR: call it only on an instance created with
+// VK_KHR_get_physical_device_properties2 and for a device that lists
+// VK_EXT_scalar_block_layout.
+func ScalarBlockLayout(inst Instance, pd PhysicalDevice) bool {
+	return C.vkj_scalar_block_layout(cInstance(inst), cPhys(pd)) != 0
+}
+
 // CreateDevice calls vkCreateDevice: one queue of family qfam, the layers
-// and extensions, and robustBufferAccess when robust is set.
-func CreateDevice(inst Instance, pd PhysicalDevice, qfam uint32, layers, exts []string, robust bool) (Device, Result) {
+// and extensions, robustBufferAccess when robust is set, and
+// scalarBlockLayout when scalar is set (exts must then name
+// VK_EXT_scalar_block_layout).
+func CreateDevice(inst Instance, pd PhysicalDevice, qfam uint32, layers, exts []string, robust, scalar bool) (Device, Result) {
 	lb, eb := packNames(layers), packNames(exts)
-	rb := C.int(0)
+	rb, sb := C.int(0), C.int(0)
 	if robust {
 		rb = 1
 	}
+	if scalar {
+		sb = 1
+	}
 	var out C.VkDevice
 	r := C.vkj_create_device(cInstance(inst), cPhys(pd), C.uint32_t(qfam), cstr(lb), C.uint32_t(len(layers)),
-		cstr(eb), C.uint32_t(len(exts)), rb, &out)
+		cstr(eb), C.uint32_t(len(exts)), rb, sb, &out)
 	return Device(uintptr(unsafe.Pointer(out))), Result(r)
 }
 

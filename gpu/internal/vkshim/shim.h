@@ -56,11 +56,17 @@ VkResult vkj_physical_devices(VkInstance inst, VkPhysicalDevice *out, uint32_t m
 void vkj_physical_device_properties(VkInstance inst, VkPhysicalDevice pd, VkPhysicalDeviceProperties *out);
 void vkj_memory_properties(VkInstance inst, VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties *out);
 int vkj_robust_buffer_access(VkInstance inst, VkPhysicalDevice pd); // the feature robustBufferAccess
+// vkj_scalar_block_layout reports the feature scalarBlockLayout of
+// VK_EXT_scalar_block_layout, through vkGetPhysicalDeviceFeatures2KHR (the
+// instance must have VK_KHR_get_physical_device_properties2 enabled; 0
+// without it).
+int vkj_scalar_block_layout(VkInstance inst, VkPhysicalDevice pd);
 // vkj_create_device creates a device with one queue of family qfam
-// (priority 1), the layers and extensions given as for the instance, and
-// robustBufferAccess when robust != 0.
+// (priority 1), the layers and extensions given as for the instance,
+// robustBufferAccess when robust != 0, and scalarBlockLayout when scalar
+// != 0 (exts must then name VK_EXT_scalar_block_layout).
 VkResult vkj_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t qfam,
-	const char *layers, uint32_t nlayers, const char *exts, uint32_t nexts, int robust, VkDevice *out);
+	const char *layers, uint32_t nlayers, const char *exts, uint32_t nexts, int robust, int scalar, VkDevice *out);
 // vkj_destroy_device_gipa destroys a device whose table could not be
 // loaded (vkDestroyDevice through vkGetInstanceProcAddr).
 void vkj_destroy_device_gipa(VkInstance inst, VkDevice dev);
