@@ -110,8 +110,7 @@
 // one 64 KiB uniform block (UniformPaletteBytes): a GPU task must bind that
 // whole size even for a shorter palette (pad the stream); their CPU
 // functions refuse a palette longer than the block. On lavapipe the uniform
-// block is faster than the storage buffer, by less than the 2x sometimes
-// quoted for it, and DQS outruns LBS there, gathering half as many palette
+// block is faster than the storage buffer, and DQS outruns LBS there, gathering half as many palette
 // bytes per vertex (BenchmarkGPUSkinPalette; figures in BENCHMARKS.md,
 // section kernels).
 //
@@ -137,9 +136,9 @@
 //
 // CRC32CBlocks computes CRC-32C (Castagnoli, as hash/crc32) per 4 KiB block;
 // the CPU uses hash/crc32 (hardware instructions), the shader a 256-entry
-// table that each workgroup builds in shared memory (a constant array
-// indexed by data took lavapipe more than 10 s to compile at the first
-// dispatch), and both agree bit for bit. CRC32COfBlocks combines the block
+// table that each workgroup builds in shared memory (lavapipe compiles a
+// constant array indexed by data far too slowly at the first dispatch),
+// and both agree bit for bit. CRC32COfBlocks combines the block
 // CRCs into the CRC of the whole stream (CRC32CCombine, zlib's method).
 //
 // # Tolerances: what a GPU result must match
@@ -190,31 +189,28 @@
 // the Go code's multiply-adds itself and the skinning paths then differ by
 // a few ULPs (the tests check a relative tolerance there). The assembly
 // computes without FMA wherever the Go code's bits can be kept, at some
-// cost in speed (FMA in LBS was 10-12% faster but moved short normals by
-// more than 1e-6); the float sums cannot be kept both fast and in index
+// cost in speed (FMA in LBS is faster but moves short normals by more
+// than 1e-6); the float sums cannot be kept both fast and in index
 // order (a single chain of adds is bound by the add latency, not by
 // memory), so they have the tolerance above, which is also what they must
 // match on the GPU (whose shaders sum in index order). Partial blocks (a
 // valid count that ends inside a block) run the Go loop.
 //
-// Rejected alternatives, measured on one goroutine (BENCHMARKS.md, section
+// Rejected alternatives (measured on one goroutine; BENCHMARKS.md, section
 // kernels): for LBS, a 48-byte 3x4 palette, SoA input and output, 8-bit
-// packed weights in a 32-byte vertex and skipping zero weights with a
-// branch were all slower than the registered 48-byte AoS vertex with float
+// packed weights in a 32-byte vertex and a branch skipping zero weights
+// are all slower than the registered 48-byte AoS vertex with float
 // weights; vectorising the sums across blocks (one block per lane, which
 // keeps index order) needs a transpose that costs more shuffles than the
-// loads it feeds; one DQS vertex per iteration left the out-of-order core
-// waiting on a chain of some 130 cycles of latency per vertex, two vertices
-// per register (one per 128-bit half, the dual quaternions as loaded)
-// roughly halved the time, and eight per register, one per lane, cut it
-// by a further third: every arithmetic instruction then serves eight
-// vertices (some 190 per group of eight), for some 100 shuffles and 44
-// inserts that transpose the rows in-lane on load and store. The square
-// root and division then held up the loop until the next group's indices
-// and weights were read in their shadow. Lanes that carry no result must
-// still hold ordinary floats: in the two-vertex version the normal's 16-byte load
-// brought the joints word along, a denormal as a float, whose microcode
-// assists cost DQS about a third of its time until the lane was zeroed.
+// loads it feeds. DQS runs eight vertices per iteration, one per lane of
+// every register, because a single vertex is a long chain of dependent
+// latency that leaves the out-of-order core waiting: with eight, every
+// arithmetic instruction serves eight vertices, which pays for the
+// shuffles that transpose the rows in-lane on load and store, and the next
+// group's indices and weights are read in the shadow of the square root
+// and division. Lanes that carry no result hold ordinary floats (zeroed),
+// since a denormal costs a slow microcode assist in every instruction
+// that reads it.
 //
 // cmd/kbench states every CPU kernel's speed as a fraction of its bound,
 // the copy bound of its bytes or a compute bound from its arithmetic per

@@ -241,25 +241,6 @@ func BenchmarkSkinDQSPath(b *testing.B) {
 			b.Fatal(err)
 		}
 		d := benchSkinData(b, c.id == SkinDQS)
-		for _, fast := range []bool{false, true} {
-			name := c.name + "/go"
-			if fast {
-				if !lbsHasAsm {
-					continue
-				}
-				name = c.name + "/asm"
-			}
-			b.Run(name, func(b *testing.B) {
-				defer func(f bool) { lbsFast = f }(lbsFast)
-				lbsFast = fast
-				b.ReportAllocs()
-				for b.Loop() {
-					if err := k.CPU(nil, &d); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(d.End-d.Begin), "ns/vert")
-			})
-		}
+		benchGoAndAsm(b, c.name, &lbsFast, lbsHasAsm, func(b *testing.B) { benchSkin(b, k, &d) })
 	}
 }

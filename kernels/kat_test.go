@@ -266,11 +266,21 @@ func poseTask(local []Transform, parents []int32, nb int, invBind []Mat4) (sched
 }
 
 func TestLocalToModelByHand(t *testing.T) {
-	// Root: rotate 90 degrees about Z, translate (1, 0, 0).
-	// Child: translate (1, 0, 0) in the root's frame: origin (1, 1, 0).
-	// Grandchild: scale 2, translate (0, 1, 0) in the child's frame, which
-	// is rotated like the root: origin (1, 1, 0) + (-1, 0, 0) = (0, 1, 0);
-	// its X axis is the root's rotated X (0, 1, 0) scaled by 2.
+	d, model, _ := poseTask(handChain(), []int32{-1, 0, 1}, 3, nil)
+	if err := runDirect(t, LocalToModel, &d, 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	checkHandChain(t, model)
+}
+
+// handChain returns the local transforms of two identical three-bone
+// chains (parents -1, 0, 1) worked out by hand:
+// Root: rotate 90 degrees about Z, translate (1, 0, 0).
+// Child: translate (1, 0, 0) in the root's frame: origin (1, 1, 0).
+// Grandchild: scale 2, translate (0, 1, 0) in the child's frame, which
+// is rotated like the root: origin (1, 1, 0) + (-1, 0, 0) = (0, 1, 0);
+// its X axis is the root's rotated X (0, 1, 0) scaled by 2.
+func handChain() []Transform {
 	one := [3]float32{1, 1, 1}
 	id := [4]float32{0, 0, 0, 1}
 	local := []Transform{
@@ -278,12 +288,12 @@ func TestLocalToModelByHand(t *testing.T) {
 		{Rot: id, Trans: [3]float32{1, 0, 0}, Scale: one},
 		{Rot: id, Trans: [3]float32{0, 1, 0}, Scale: [3]float32{2, 2, 2}},
 	}
-	// Two skeletons, the second one identical.
-	local = append(local, local...)
-	d, model, _ := poseTask(local, []int32{-1, 0, 1}, 3, nil)
-	if err := runDirect(t, LocalToModel, &d, 0, 2); err != nil {
-		t.Fatal(err)
-	}
+	return append(local, local...)
+}
+
+// checkHandChain checks the model matrices of handChain's two skeletons.
+func checkHandChain(t *testing.T, model []Mat4) {
+	t.Helper()
 	for s := 0; s < 2; s++ {
 		m := model[3*s:]
 		checkVec(t, "root origin", [3]float32(m[0][12:15]), [3]float64{1, 0, 0}, 1e-6)

@@ -183,7 +183,6 @@ func TestGPUKnownAnswers(t *testing.T) {
 
 func gpuKATs() []gpuKAT {
 	ident := [4]float32{0, 0, 0, 1}
-	one := [3]float32{1, 1, 1}
 	lbsCase := func(id sched.KernelID, bones int) gpuKAT {
 		// Bone 0 translates by (1, 0, 0); bone 1 rotates 90 degrees about
 		// Z. Vertex (1, 0, 0), normal (1, 0, 0), half on each bone:
@@ -224,18 +223,10 @@ func gpuKATs() []gpuKAT {
 		}}
 	}
 	poseCase := func(id sched.KernelID) gpuKAT {
-		// Root: rotate 90 degrees about Z, translate (1, 0, 0); child:
-		// translate (1, 0, 0): origin (1, 1, 0); grandchild: scale 2,
-		// translate (0, 1, 0): origin (0, 1, 0), X axis (0, 2, 0). Two
-		// identical skeletons. With skin, the inverse bind matrices are the
-		// identity, so skin == model.
+		// handChain's skeletons. With skin, the inverse bind matrices are
+		// the identity, so skin == model.
 		return gpuKAT{name: "pose", id: id, data: func() sched.TaskData {
-			local := []Transform{
-				{Rot: AxisAngle([3]float32{0, 0, 1}, math.Pi/2), Trans: [3]float32{1, 0, 0}, Scale: one},
-				{Rot: ident, Trans: [3]float32{1, 0, 0}, Scale: one},
-				{Rot: ident, Trans: [3]float32{0, 1, 0}, Scale: [3]float32{2, 2, 2}},
-			}
-			local = append(local, local...)
+			local := handChain()
 			var inv []Mat4
 			if id == LocalToModelSkin {
 				inv = []Mat4{Identity(), Identity(), Identity()}
@@ -247,17 +238,7 @@ func gpuKATs() []gpuKAT {
 				if id == LocalToModel && o == 1 {
 					break
 				}
-				all := sched.View[Mat4](d.Out[o])
-				for s := range 2 {
-					m := all[3*s:]
-					checkVec(t, "root origin", [3]float32(m[0][12:15]), [3]float64{1, 0, 0}, 1e-6)
-					checkVec(t, "child origin", [3]float32(m[1][12:15]), [3]float64{1, 1, 0}, 1e-6)
-					checkVec(t, "grandchild origin", [3]float32(m[2][12:15]), [3]float64{0, 1, 0}, 1e-6)
-					checkVec(t, "grandchild X axis", [3]float32(m[2][0:3]), [3]float64{0, 2, 0}, 1e-6)
-					if m[2][3] != 0 || m[2][7] != 0 || m[2][11] != 0 || m[2][15] != 1 {
-						t.Fatalf("last row of %v is not 0 0 0 1", m[2])
-					}
-				}
+				checkHandChain(t, sched.View[Mat4](d.Out[o]))
 			}
 		}}
 	}

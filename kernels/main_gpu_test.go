@@ -6,7 +6,8 @@ package kernels
 // message (warning, performance warning or error) fails the test that was
 // running when it arrived; TestMain fails the run on messages that arrive
 // while the shared devices close (leaked objects). Without any Vulkan
-// device the GPU tests skip, unless CI=true, where they fail.
+// device the GPU tests skip, unless CI=true, where they fail; under
+// KERNELS_GO=1 (fallback_test.go) they skip.
 
 import (
 	"fmt"
@@ -21,8 +22,8 @@ import (
 	"github.com/vkjobs/vkjobs/sched"
 )
 
-// Shared devices: opening one and compiling the 14 shaders (65-100 ms each
-// on lavapipe, the first time) is paid once per test binary.
+// Shared devices: opening one and compiling the kernels' shaders (slow on
+// lavapipe the first time) is paid once per test binary.
 var shared gputest.Shared
 
 // openDevice returns the shared validated device; staging forces the
@@ -30,6 +31,7 @@ var shared gputest.Shared
 // when there is no Vulkan device.
 func openDevice(t testing.TB, staging bool) (*gpu.Device, *gputest.Log) {
 	t.Helper()
+	skipOnGoPaths(t)
 	return shared.Get(t, fmt.Sprintf("staging=%v", staging), gpu.Options{ForceStaging: staging}, func(d *gpu.Device) error {
 		reg := sched.NewRegistry()
 		if err := Register(reg); err != nil {

@@ -3,24 +3,9 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"unsafe"
 )
-
-// KERNELS_GO=1 forces the assembly kernels (poseChain, lbs, dqs and the
-// streaming loops of stream_amd64.s) onto their pure-Go paths for the
-// whole test binary, so that every LocalToModel, skinning, reduce, scan,
-// expand and saxpy test also covers the fallbacks:
-//
-//	KERNELS_GO=1 go test ./kernels/
-func init() {
-	if os.Getenv("KERNELS_GO") == "1" {
-		poseFast = false
-		lbsFast = false
-		streamFast = false
-	}
-}
 
 // poseTol bounds |asm - go| per element, relative to the element's
 // magnitude bound mag (see poseMagnitudes). The two paths differ only by

@@ -22,22 +22,11 @@ func BenchmarkPoseChain(b *testing.B) {
 	}{{"chain", randPoseParents(r, nb, 2)}, {"star", make([]int32, nb)}, {"tree", randParents(r, nb)}}
 	shapes[1].parents[0] = -1
 	for _, s := range shapes {
-		for _, fast := range []bool{false, true} {
-			name := s.name + "/go"
-			if fast {
-				if !poseHasAsm {
-					continue
-				}
-				name = s.name + "/asm"
+		benchGoAndAsm(b, s.name, &poseFast, poseHasAsm, func(b *testing.B) {
+			for b.Loop() {
+				poseChain(local, s.parents, model, invBind, skin)
 			}
-			b.Run(name, func(b *testing.B) {
-				defer func(f bool) { poseFast = f }(poseFast)
-				poseFast = fast
-				for b.Loop() {
-					poseChain(local, s.parents, model, invBind, skin)
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/nb, "ns/bone")
-			})
-		}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/nb, "ns/bone")
+		})
 	}
 }

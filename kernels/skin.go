@@ -138,8 +138,8 @@ func lbsGo(s *skinSetup, pal []Mat4, begin, end, stride uint32) error {
 		var m0, m1, m2, m4, m5, m6, m8, m9, m10, m12, m13, m14 float32
 		if w2 == 0 && w3 == 0 {
 			// One or two joints (most vertices of most meshes): the zero
-			// terms add nothing (a finite 0*x is ±0), so skip them; 0.72x
-			// the time per vertex.
+			// terms add nothing (a finite 0*x is ±0), so skipping them
+			// saves time on most vertices.
 			m0 = w0*p0[0] + w1*p1[0]
 			m1 = w0*p0[1] + w1*p1[1]
 			m2 = w0*p0[2] + w1*p1[2]

@@ -52,9 +52,9 @@ var lbsFast = lbsHasAsm
 // right; the float64 sqrt that Go rounds to float32 is the correctly
 // rounded float32 sqrt), so the results are bit-identical to lbsGo as the
 // gc compiler builds it for GOAMD64=v1 and v2, and a machine without AVX2
-// computes the same bits. Fusing the blend and the transform into FMAs was
-// measured 10-12% faster but moved normals of short blended normals by up
-// to 1.3e-6, beyond TestLayoutVariantsAgree's 1e-6. With GOAMD64=v3 the
+// computes the same bits. Fusing the blend and the transform into FMAs is
+// faster but moves normals of short blended normals beyond
+// TestLayoutVariantsAgree's 1e-6. With GOAMD64=v3 the
 // compiler fuses lbsGo's multiply-adds itself, and the paths then differ
 // by a few ULPs of each component's magnitude (TestSkinLBSAsm checks a
 // relative tolerance and, below v3, equal bits).

@@ -33,25 +33,36 @@ func BenchmarkSkinLBSPath(b *testing.B) {
 	}{{"2joint", two}, {"4joint", four}, {"mixed", mixed}} {
 		d := base
 		d.In[0] = sched.StreamOf(m.verts)
-		for _, fast := range []bool{false, true} {
-			name := m.name + "/go"
-			if fast {
-				if !lbsHasAsm {
-					continue
-				}
-				name = m.name + "/asm"
-			}
-			b.Run(name, func(b *testing.B) {
-				defer func(f bool) { lbsFast = f }(lbsFast)
-				lbsFast = fast
-				b.ReportAllocs()
-				for b.Loop() {
-					if err := k.CPU(nil, &d); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(d.End-d.Begin), "ns/vert")
-			})
+		benchGoAndAsm(b, m.name, &lbsFast, lbsHasAsm, func(b *testing.B) { benchSkin(b, k, &d) })
+	}
+}
+
+// benchGoAndAsm runs bench as name/go with *fast cleared and, when
+// hasAsm, as name/asm with *fast set, restoring *fast after each.
+func benchGoAndAsm(b *testing.B, name string, fast *bool, hasAsm bool, bench func(b *testing.B)) {
+	for _, f := range []bool{false, true} {
+		if f && !hasAsm {
+			continue
+		}
+		sub := name + "/go"
+		if f {
+			sub = name + "/asm"
+		}
+		b.Run(sub, func(b *testing.B) {
+			defer func(old bool) { *fast = old }(*fast)
+			*fast = f
+			bench(b)
+		})
+	}
+}
+
+// benchSkin runs the skinning kernel k on d and reports ns per vertex.
+func benchSkin(b *testing.B, k sched.Kernel, d *sched.TaskData) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := k.CPU(nil, d); err != nil {
+			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(d.End-d.Begin), "ns/vert")
 }

@@ -48,31 +48,25 @@ func BenchmarkMergeSort(b *testing.B) {
 	const nctx, per = 8, 100000 / 8
 	sc := benchScene(b, nctx, per)
 	s, m := newSched(b, 0)
-	b.Run("merge-n-sort", func(b *testing.B) {
-		r := newRenderer(b, s, Config{})
-		_, err := r.MergeSort(m, sc.ctxs, sc.reg) // grow the scratch
-		must(b, err)
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := r.MergeSort(m, sc.ctxs, sc.reg); err != nil {
-				b.Fatal(err)
-			}
+	for _, serial := range []bool{false, true} {
+		name := "merge-n-sort"
+		if serial {
+			name += "-1thread"
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nctx*per), "ns/packet")
-	})
-	b.Run("merge-n-sort-1thread", func(b *testing.B) {
-		r := newRenderer(b, s, Config{})
-		r.serial = true
-		_, err := r.MergeSort(m, sc.ctxs, sc.reg)
-		must(b, err)
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := r.MergeSort(m, sc.ctxs, sc.reg); err != nil {
-				b.Fatal(err)
+		b.Run(name, func(b *testing.B) {
+			r := newRenderer(b, s, Config{})
+			r.serial = serial
+			_, err := r.MergeSort(m, sc.ctxs, sc.reg) // grow the scratch
+			must(b, err)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.MergeSort(m, sc.ctxs, sc.reg); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nctx*per), "ns/packet")
-	})
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nctx*per), "ns/packet")
+		})
+	}
 	b.Run("SortStableFunc", func(b *testing.B) {
 		var all []ref
 		for i, c := range sc.ctxs {

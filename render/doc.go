@@ -1,7 +1,7 @@
 // Package render is the platform-independent half of the renderer: per-job
 // packet streams, the 64-bit sort key, merge-n-sort and parallel
-// display-list building. It knows no GPU; a backend (the Vulkan one lives in
-// package gpu) plugs in through the Recorder interface.
+// display-list building. It knows no GPU; a backend (the Vulkan one is package
+// gpu/gfx) plugs in through the Recorder interface.
 //
 // # The design: three steps, each wide
 //
@@ -33,9 +33,9 @@
 //     items in place, so merging costs nothing extra). The result is
 //     stable: equal keys keep the context order, then the submission order,
 //     exactly like slices.SortStableFunc on the concatenation of the
-//     contexts. (Sorting each context and k-way merging the runs was tried
-//     and rejected: the merge alone cost as much as all the radix passes;
-//     see sort.go.)
+//     contexts. (One sort over all contexts rather than a sort per context
+//     and a k-way merge of the runs, whose merge alone costs as much as all
+//     the radix passes; see sort.go.)
 //  3. Display-list building (Renderer.Record). The sorted stream is split
 //     into R ranges, recorded in parallel as scheduler tasks through a
 //     Recorder: for Vulkan, one secondary command buffer per range from a

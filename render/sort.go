@@ -17,9 +17,9 @@ import "github.com/vkjobs/vkjobs/sched"
 // block, so no pass needs a separate histogram sweep.
 //
 // Rejected: per-context sorts followed by a k-way merge of the N runs
-// (the literal "merge" of "Parallel rendering"). It was implemented and measured: the merge
-// is branch-mispredict bound on interleaved keys (~20 ns per item for 8
-// runs with a loser tree) and cost as much as all the radix passes.
+// (the literal "merge" of "Parallel rendering"): the merge is
+// branch-mispredict bound on interleaved keys and costs as much as all the
+// radix passes.
 
 // item is one packet of the sorted stream: its key and where its payload
 // lies. 16 bytes, moved by value while sorting.

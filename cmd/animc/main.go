@@ -137,6 +137,64 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stdout, stderr)
+	if err != nil || o == nil {
+		return err
+	}
+	start := time.Now()
+	cp := newCompressor(o, stderr)
+	for _, path := range o.files {
+		if err := cp.file(path); err != nil {
+			return err
+		}
+	}
+	if cp.bar != nil {
+		cp.bar.Finish()
+	}
+	data, err := cp.b.Bytes()
+	if err != nil {
+		return err
+	}
+	if _, err := anim.Load(data); err != nil {
+		return fmt.Errorf("written blob does not load: %w", err)
+	}
+	if o.out != "" {
+		if err := os.WriteFile(o.out, data, 0o644); err != nil {
+			return err
+		}
+	}
+	for _, u := range cp.units {
+		fmt.Fprintln(stdout, u)
+	}
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "codec: %s\n", o.compress.Codec)
+	report(stdout, cp.rows, o.errCM, o.bitsquid, o.timing)
+	fmt.Fprintf(stdout, "\nblob: %d bytes, %s", len(data), plural(len(cp.rows), "clip"))
+	if o.out != "" {
+		fmt.Fprintf(stdout, ", written to %s", o.out)
+	}
+	fmt.Fprintf(stdout, "; %s total\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// options are animc's parsed and checked flags.
+type options struct {
+	errCM    float64 // error target in cm
+	out      string  // blob file, or ""
+	rates    []float64
+	files    []string
+	events   bool
+	bitsquid bool
+	timing   bool
+	verbose  bool
+	compress offline.CompressOptions
+	imp      offline.ImportOptions
+}
+
+// parseFlags parses and checks animc's command line. It returns nil
+// options and no error when the command has nothing more to do (-h,
+// -version).
+func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("animc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	errCM := fs.Float64("error", 0.01, "error target in cm at virtual vertices 3 cm from each bone (model space)")
@@ -165,57 +223,78 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, version.String("animc"))
-		return nil
+		return nil, nil
 	}
 	unit, err := offline.ParseUnit(*unitName)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	codec, err := anim.ParseCodec(*codecName)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !(*errCM > 0) || !(*share > 0) || !(*segment > 0) || *passes < 1 {
-		return errors.New("-error, -share, -passes and -segment must be positive")
+		return nil, errors.New("-error, -share, -passes and -segment must be positive")
 	}
 	if *calibrate {
 		*passes = max(*passes, 8)
 	}
-	rates := []float64{*resample}
 	if *acl && *ratesFlag == "" {
 		*ratesFlag = "0,30,24"
 	}
-	if *ratesFlag != "" {
-		if *resample != 0 {
-			return errors.New("-rates and -resample: give one")
-		}
-		rates = rates[:0]
-		for _, f := range strings.Split(*ratesFlag, ",") {
-			r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil || r < 0 || r > 1e4 {
-				return fmt.Errorf("-rates: bad rate %q (Hz, 0 for as recorded)", f)
-			}
-			rates = append(rates, r)
-		}
+	o := &options{errCM: *errCM, out: *out, events: *events, bitsquid: *bitsquid, timing: *timing, verbose: *verbose,
+		compress: offline.CompressOptions{Tolerance: *errCM / 100, ChainShare: *share, SegmentSeconds: *segment, Passes: *passes, OpenLoop: *openLoop,
+			Codec: codec, UniformSegmentFrames: *segFrames},
+		imp: offline.ImportOptions{BVH: offline.BVHOptions{Unit: unit}, GLTF: offline.GLTFOptions{Rate: *rate}}}
+	if o.rates, err = parseRates(*ratesFlag, *resample); err != nil {
+		return nil, err
 	}
-	files := fs.Args()
+	if o.files, err = inputFiles(fs.Args(), *acl); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// parseRates returns the rates to compress every clip at: those of -rates
+// (0: as recorded), else the one of -resample.
+func parseRates(ratesFlag string, resample float64) ([]float64, error) {
+	if ratesFlag == "" {
+		return []float64{resample}, nil
+	}
+	if resample != 0 {
+		return nil, errors.New("-rates and -resample: give one")
+	}
+	var rates []float64
+	for _, f := range strings.Split(ratesFlag, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || r < 0 || r > 1e4 {
+			return nil, fmt.Errorf("-rates: bad rate %q (Hz, 0 for as recorded)", f)
+		}
+		rates = append(rates, r)
+	}
+	return rates, nil
+}
+
+// inputFiles returns the files to compress: those given, ACL's clips
+// (-acl), or else every CMU clip in cmuDir.
+func inputFiles(files []string, acl bool) ([]string, error) {
 	switch {
-	case *acl && len(files) > 0:
-		return errors.New("-acl compresses ACL's clips: give no FILE")
-	case *acl:
+	case acl && len(files) > 0:
+		return nil, errors.New("-acl compresses ACL's clips: give no FILE")
+	case acl:
 		for _, f := range aclClips {
 			files = append(files, filepath.Join(cmuDir, f))
 		}
 	case len(files) == 0:
 		ents, err := os.ReadDir(cmuDir)
 		if err != nil {
-			return fmt.Errorf("no FILE given and %s is unreadable (install assimp-testmodels): %w", cmuDir, err)
+			return nil, fmt.Errorf("no FILE given and %s is unreadable (install assimp-testmodels): %w", cmuDir, err)
 		}
 		for _, e := range ents {
 			if cmuClip.MatchString(e.Name()) {
@@ -223,124 +302,118 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		if len(files) == 0 {
-			return fmt.Errorf("no FILE given and no CMU clips in %s (install assimp-testmodels)", cmuDir)
+			return nil, fmt.Errorf("no FILE given and no CMU clips in %s (install assimp-testmodels)", cmuDir)
 		}
 		sort.Strings(files)
 	}
-	opt := offline.CompressOptions{Tolerance: *errCM / 100, ChainShare: *share, SegmentSeconds: *segment, Passes: *passes, OpenLoop: *openLoop,
-		Codec: codec, UniformSegmentFrames: *segFrames}
-	imp := offline.ImportOptions{BVH: offline.BVHOptions{Unit: unit}, GLTF: offline.GLTFOptions{Rate: *rate}}
+	return files, nil
+}
 
-	// Progress: a bar on a terminal, else a line per finished clip.
-	var bar *progressbar.ProgressBar
+// compressor compresses clips into one blob, a row of the report per clip
+// and rate, and shows its progress.
+type compressor struct {
+	o      *options
+	stderr io.Writer
+	bar    *progressbar.ProgressBar // on a terminal; else a line per clip
+	b      offline.Builder
+	rows   []row
+	units  []string // the importer's notes on length units
+	done   int
+}
+
+func newCompressor(o *options, stderr io.Writer) *compressor {
+	cp := &compressor{o: o, stderr: stderr}
 	if f, ok := stderr.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			bar = progressbar.NewOptions(len(files)*len(rates), progressbar.OptionSetWriter(stderr),
+			cp.bar = progressbar.NewOptions(len(o.files)*len(o.rates), progressbar.OptionSetWriter(stderr),
 				progressbar.OptionSetDescription("compressing"), progressbar.OptionShowCount(),
 				progressbar.OptionClearOnFinish())
 		}
 	}
-	logf := func(format string, args ...any) {
-		if bar != nil {
-			bar.Clear()
-		}
-		fmt.Fprintf(stderr, format, args...)
+	return cp
+}
+
+func (cp *compressor) logf(format string, args ...any) {
+	if cp.bar != nil {
+		cp.bar.Clear()
 	}
-	start := time.Now()
-	var b offline.Builder
-	var rows []row
-	var units []string
-	done := 0
-	for _, path := range files {
-		im, err := offline.LoadFile(path, imp)
-		if err != nil {
-			return err
-		}
-		for _, n := range im.Notes {
-			if strings.HasPrefix(n, "unit:") {
-				units = append(units, filepath.Base(path)+": "+n)
-			} else if *verbose {
-				logf("%s: %s\n", filepath.Base(path), n)
-			}
-		}
-		si := b.AddSkeleton(im.Skeleton)
-		for _, src := range im.Clips {
-			if *events {
-				ev, err := offline.DetectFootContacts(im.Skeleton, src, offline.ContactOptions{})
-				if err == nil {
-					src.Events = ev
-				} else if *verbose {
-					logf("%s %s: no events: %v\n", filepath.Base(path), src.Name, err)
-				}
-			}
-			for _, hz := range rates {
-				c := src
-				if hz > 0 && hz != src.Rate {
-					if c, err = src.Resample(hz); err != nil {
-						return fmt.Errorf("%s: %w", path, err)
-					}
-				}
-				r := row{file: filepath.Base(path), name: filepath.Base(path) + ":" + c.Name, frames: c.Frames, bones: im.Skeleton.NumBones(), rate: c.Rate, events: len(c.Events)}
-				cc, err := offline.Compress(im.Skeleton, c, opt)
-				if err != nil {
-					return fmt.Errorf("%s: %w", path, err)
-				}
-				bl, err := ownBlob(im.Skeleton, cc)
-				if err != nil {
-					return fmt.Errorf("%s: %w", path, err)
-				}
-				if r.err, err = offline.Measure(im.Skeleton, c, bl.Clip(0), 0.03, 1); err != nil {
-					return fmt.Errorf("%s: %w", path, err)
-				}
-				r.stats = cc.Stats
-				if *timing {
-					r.fwd, r.seek = sampleCost(bl)
-				}
-				if *bitsquid {
-					if r.floor, err = offline.BitSquidFloor(im.Skeleton, c, 0.03, 1); err != nil {
-						return err
-					}
-				}
-				if err := b.AddClip(si, cc); err != nil {
-					return err
-				}
-				rows = append(rows, r)
-				done++
-				if bar != nil {
-					bar.Add(1)
-				} else {
-					fmt.Fprintf(stderr, "animc: [%d/%d] %s at %g Hz: %.2f:1, p99 %.4f cm (between samples %.4f) in %s\n",
-						done, len(files)*len(rates), r.name, r.rate, r.stats.Ratio(), r.err[0].P99*100, r.err[0].Between.P99*100, r.stats.Duration.Round(time.Millisecond))
-				}
-			}
-		}
-	}
-	if bar != nil {
-		bar.Finish()
-	}
-	data, err := b.Bytes()
+	fmt.Fprintf(cp.stderr, format, args...)
+}
+
+// file imports path and compresses each of its clips at every rate, with
+// the foot contacts detected as events (-events).
+func (cp *compressor) file(path string) error {
+	im, err := offline.LoadFile(path, cp.o.imp)
 	if err != nil {
 		return err
 	}
-	if _, err := anim.Load(data); err != nil {
-		return fmt.Errorf("written blob does not load: %w", err)
+	for _, n := range im.Notes {
+		if strings.HasPrefix(n, "unit:") {
+			cp.units = append(cp.units, filepath.Base(path)+": "+n)
+		} else if cp.o.verbose {
+			cp.logf("%s: %s\n", filepath.Base(path), n)
+		}
 	}
-	if *out != "" {
-		if err := os.WriteFile(*out, data, 0o644); err != nil {
+	si := cp.b.AddSkeleton(im.Skeleton)
+	for _, src := range im.Clips {
+		if cp.o.events {
+			ev, err := offline.DetectFootContacts(im.Skeleton, src, offline.ContactOptions{})
+			if err == nil {
+				src.Events = ev
+			} else if cp.o.verbose {
+				cp.logf("%s %s: no events: %v\n", filepath.Base(path), src.Name, err)
+			}
+		}
+		for _, hz := range cp.o.rates {
+			c := src
+			if hz > 0 && hz != src.Rate {
+				if c, err = src.Resample(hz); err != nil {
+					return fmt.Errorf("%s: %w", path, err)
+				}
+			}
+			if err := cp.clip(path, im.Skeleton, si, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// clip compresses c (of skeleton sk, the builder's skeleton si) into the
+// blob, measures it into a row of the report and shows the progress.
+func (cp *compressor) clip(path string, sk *offline.Skeleton, si int, c *offline.Clip) error {
+	r := row{file: filepath.Base(path), name: filepath.Base(path) + ":" + c.Name, frames: c.Frames, bones: sk.NumBones(), rate: c.Rate, events: len(c.Events)}
+	cc, err := offline.Compress(sk, c, cp.o.compress)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	bl, err := ownBlob(sk, cc)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if r.err, err = offline.Measure(sk, c, bl.Clip(0), 0.03, 1); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	r.stats = cc.Stats
+	if cp.o.timing {
+		r.fwd, r.seek = sampleCost(bl)
+	}
+	if cp.o.bitsquid {
+		if r.floor, err = offline.BitSquidFloor(sk, c, 0.03, 1); err != nil {
 			return err
 		}
 	}
-	for _, u := range units {
-		fmt.Fprintln(stdout, u)
+	if err := cp.b.AddClip(si, cc); err != nil {
+		return err
 	}
-	fmt.Fprintln(stdout)
-	fmt.Fprintf(stdout, "codec: %s\n", codec)
-	report(stdout, rows, *errCM, *bitsquid, *timing)
-	fmt.Fprintf(stdout, "\nblob: %d bytes, %s", len(data), plural(len(rows), "clip"))
-	if *out != "" {
-		fmt.Fprintf(stdout, ", written to %s", *out)
+	cp.rows = append(cp.rows, r)
+	cp.done++
+	if cp.bar != nil {
+		cp.bar.Add(1)
+	} else {
+		fmt.Fprintf(cp.stderr, "animc: [%d/%d] %s at %g Hz: %.2f:1, p99 %.4f cm (between samples %.4f) in %s\n",
+			cp.done, len(cp.o.files)*len(cp.o.rates), r.name, r.rate, r.stats.Ratio(), r.err[0].P99*100, r.err[0].Between.P99*100, r.stats.Duration.Round(time.Millisecond))
 	}
-	fmt.Fprintf(stdout, "; %s total\n", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

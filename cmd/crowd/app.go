@@ -215,7 +215,35 @@ func (a *app) setup() error {
 	if err := checkOutputs(cfg, !wantWindow); err != nil {
 		return err
 	}
-	// Compressing the clips takes seconds on a first run: say so first.
+	if err := a.loadRig(); err != nil {
+		return err
+	}
+	if err := a.openTarget(wantWindow); err != nil {
+		return err
+	}
+	if err := a.openDevice(); err != nil {
+		return err
+	}
+	workers, err := a.startScheduler()
+	if err != nil {
+		return err
+	}
+	if err := a.setupWorld(); err != nil {
+		return err
+	}
+	mode := "headless"
+	if a.win != nil {
+		mode = "window"
+	}
+	a.log("run: %d characters x %d bones, offload %s, pipeline %d, %s %dx%d, %d workers + main thread, %d frames\n",
+		cfg.count, a.rig.Bones, cfg.offload, cfg.pipeline, mode, cfg.width, cfg.height, workers, cfg.frames)
+	return nil
+}
+
+// loadRig builds the skeleton and clips (compressing them on a first run,
+// which takes seconds: the log says so first).
+func (a *app) loadRig() error {
+	cfg := a.cfg
 	src := "the CMU motion capture"
 	if cfg.model != "" {
 		src = cfg.model
@@ -236,9 +264,15 @@ func (a *app) setup() error {
 	for _, n := range r.Notes {
 		a.log("  note: %s\n", n)
 	}
+	return nil
+}
 
-	// Window or offscreen.
+// openTarget opens the window when one is wanted and can be had, else
+// renders offscreen, and settles the number of frames for either.
+func (a *app) openTarget(wantWindow bool) error {
+	cfg := a.cfg
 	if wantWindow {
+		var err error
 		if a.win, err = openWindow(cfg.width, cfg.height, "crowd"); err != nil {
 			a.log("no window (%v): rendering offscreen\n", err)
 			a.win = nil
@@ -255,12 +289,18 @@ func (a *app) setup() error {
 	case a.win != nil && !cfg.framesSet:
 		cfg.frames = 0
 	}
+	return nil
+}
 
-	// Vulkan.
+// openDevice opens the Vulkan device. Without one the run goes on, on the
+// CPU and without rendering, unless it was asked to use the device.
+func (a *app) openDevice() error {
+	cfg := a.cfg
 	opts := gpu.Options{AppName: "crowd", Validation: cfg.validate}
 	if a.win != nil {
 		opts.InstanceExtensions, opts.DeviceExtensions = a.win.extensions()
 	}
+	var err error
 	a.dev, err = gpu.Open(opts)
 	if err != nil && !errors.Is(err, gpu.ErrNoDevice) {
 		// Only "no Vulkan here" (no loader, driver or usable device) is
@@ -289,22 +329,28 @@ func (a *app) setup() error {
 		sel := a.dev.Selection()
 		a.log("device: %s\n", sel.Chosen.Name)
 	}
+	return nil
+}
 
-	// Scheduler and kernels.
-	workers := cfg.workers
+// startScheduler registers the kernels, creates the scheduler with its
+// observers and the placement -offload asks for, attaches the executors
+// and registers the main thread. It returns the number of workers.
+func (a *app) startScheduler() (workers int, err error) {
+	cfg := a.cfg
+	workers = cfg.workers
 	if workers == 0 {
 		workers = max(1, runtime.GOMAXPROCS(0)-1)
 	}
 	threads := workers + 1
 	a.reg = sched.NewRegistry()
 	if err := kernels.Register(a.reg); err != nil {
-		return err
+		return 0, err
 	}
 	if err := anim.RegisterSampleKernel(a.reg); err != nil {
-		return err
+		return 0, err
 	}
 	if err := a.registerKernels(); err != nil {
-		return err
+		return 0, err
 	}
 	const poolSize = 16384
 	a.st = newStats(poolSize, max(cfg.frames, 1<<14))
@@ -334,18 +380,38 @@ func (a *app) setup() error {
 	}
 	scfg.Observer = trace.Tee(obs)
 	if a.s, err = sched.New(scfg); err != nil {
-		return err
+		return 0, err
 	}
+	if err := a.attachExecutors(); err != nil {
+		return 0, err
+	}
+	if a.main, err = a.s.RegisterThread("main"); err != nil {
+		return 0, err
+	}
+	if a.tr != nil {
+		a.tr.SetKernelNames(trace.NamesFromRegistry(a.reg))
+		for i := range workers {
+			a.tr.SetThreadName(i, fmt.Sprintf("worker %d", i))
+		}
+		a.tr.SetThreadName(a.main.Index(), "main")
+	}
+	return workers, nil
+}
+
+// attachExecutors attaches the GPU executor (with the offloaded kernels'
+// pipelines compiled ahead) or the SPU executor that -offload asks for,
+// and the placer to the scheduler.
+func (a *app) attachExecutors() error {
+	var err error
 	if a.cfg.offload == "gpu" || a.cfg.offload == "auto" {
 		if a.exec, err = gpu.NewExecutor(a.dev, gpu.ExecutorOptions{FenceTimeout: a.fenceTimeout()}); err != nil {
 			return err
 		}
-
 		if err := a.s.AttachExecutor(sched.ExecGPU, a.exec); err != nil {
 			return err
 		}
-		// Compile the two kernels' pipelines now: a first dispatch would
-		// otherwise spend 65-100 ms compiling inside a frame.
+		// Compile the kernels' pipelines now, not in a first dispatch
+		// inside a frame.
 		pre := sched.NewRegistry()
 		for _, id := range []sched.KernelID{anim.SampleKernelID, kernels.LocalToModelSkin, kernels.SkinLBS, kernels.SkinLBSUniform} {
 			if err := pre.Register(id, *a.reg.Lookup(id)); err != nil {
@@ -367,19 +433,14 @@ func (a *app) setup() error {
 	if a.placer != nil {
 		a.placer.Attach(a.s)
 	}
-	if a.main, err = a.s.RegisterThread("main"); err != nil {
-		return err
-	}
-	if a.tr != nil {
-		a.tr.SetKernelNames(trace.NamesFromRegistry(a.reg))
-		for i := range workers {
-			a.tr.SetThreadName(i, fmt.Sprintf("worker %d", i))
-		}
-		a.tr.SetThreadName(a.main.Index(), "main")
-	}
+	return nil
+}
 
-	// World and the frame pipeline's buffers.
-	a.w = newWorld(r, cfg.count, cfg.seed, a.s.Threads())
+// setupWorld builds the crowd and the frame pipeline's buffers and the
+// drawing, and sets the time step.
+func (a *app) setupWorld() error {
+	cfg := a.cfg
+	a.w = newWorld(a.rig, cfg.count, cfg.seed, a.s.Threads())
 	if a.exec != nil && cfg.uniform {
 		sa, ua := a.dev.BindingAlignment()
 		if a.uniformGroup = uniformGroup(a.w.bones, a.w.verts, sa, ua); a.uniformGroup == 0 {
@@ -402,12 +463,6 @@ func (a *app) setup() error {
 	if cfg.dt > 0 {
 		a.dt = float32(cfg.dt)
 	}
-	mode := "headless"
-	if a.win != nil {
-		mode = "window"
-	}
-	a.log("run: %d characters x %d bones, offload %s, pipeline %d, %s %dx%d, %d workers + main thread, %d frames\n",
-		cfg.count, r.Bones, cfg.offload, cfg.pipeline, mode, cfg.width, cfg.height, workers, cfg.frames)
 	return nil
 }
 

@@ -456,8 +456,8 @@ func TestVulkanErrorsAreNotNoDevice(t *testing.T) {
 }
 
 // TestTooLargeForDevice: a crowd that does not fit the device is refused
-// before the first frame, saying what does not fit (it used to run for
-// 86 s and end with a fence time-out). On lavapipe 100000 characters
+// before the first frame, saying what does not fit, rather than running
+// into a fence time-out. On lavapipe 100000 characters
 // exceed the device's 2 GiB heap (offload cpu: the vertex sets) and its
 // 128 MiB maxStorageBufferRange (offload gpu: the bindings).
 func TestTooLargeForDevice(t *testing.T) {

@@ -65,11 +65,11 @@
 // -clip-rate (30 Hz; CMU records at 120) are resampled to it, as games
 // ship animation, then compressed at -tolerance (offline.Compress, a few
 // seconds) into one blob, cached in the user cache directory keyed by
-// sources and options. The rate is a content decision with a measured
-// price: at 0.1 cm, 120 Hz motion capture played at 60 Hz feeds the
-// sampler about three times the curve points per second that the 30 Hz
-// resampling does (anim's BenchmarkSample: cm=0.1 against
-// cm=0.1/src=30Hz), so -clip-rate 0 shows what the raw capture costs.
+// sources and options. The rate is a content decision with a price: 120 Hz
+// motion capture played at 60 Hz feeds the sampler several times the curve
+// points per second that the 30 Hz resampling does (anim's
+// BenchmarkSample: cm=0.1 against cm=0.1/src=30Hz), so -clip-rate 0 shows
+// what the raw capture costs.
 //
 // The default mesh is procedural: one box per bone (8 vertices, 12
 // triangles), the four vertices at the bone's head weighted 0.6 to the
@@ -110,8 +110,8 @@
 //     frame's skinned-vertex buffer, which is the vertex buffer the draws
 //     read. With -offload gpu, kernels.SkinLBSUniform instead: one task per
 //     11 characters, whose 990 palette matrices fit one 64 KiB uniform
-//     block (about a third faster than a storage palette on lavapipe;
-//     -uniform=false for the single storage-buffer task). With -offload
+//     block (faster than a storage palette on lavapipe; -uniform=false
+//     for the single storage-buffer task). With -offload
 //     spu, one task per -spu-group characters (their palettes fit the 256
 //     KiB local store; the vertices are streamed per item through an SPU
 //     binding).

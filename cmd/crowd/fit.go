@@ -69,10 +69,9 @@ func (a *app) fitErr(err error) error {
 // fenceTimeout bounds each wait for a frame or a GPU batch. On a GPU the
 // packages' default (10 s) stands: a frame that takes that long is hung.
 // On a CPU device (lavapipe) a frame's duration grows with the crowd, and
-// its threads compete with the simulation's: 100000 characters take about
-// 16 s a frame on 2 loaded vCPUs (108 M triangles drawn, 72 M vertices
-// skinned), so the bound grows by 1 µs per triangle and per vertex (several
-// times the cost measured), over the 10 s base. Zero means the default.
+// its threads compete with the simulation's, so the bound grows by 1 µs
+// per triangle and per vertex (several times what they cost there), over
+// the 10 s base. Zero means the default.
 func (a *app) fenceTimeout() time.Duration {
 	if a.dev == nil || !a.dev.Limits().CPU || a.rig == nil {
 		return 0

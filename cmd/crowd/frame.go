@@ -63,10 +63,55 @@ type frameTasks [numPhases]sched.TaskID
 // is created held, registered with the statistics, then started. Adding
 // tasks allocates nothing.
 func (a *app) issue(f int) error {
+	fb := a.beginFrame(f)
+	clk, err := fb.sample()
+	if err != nil {
+		return err
+	}
+	if err := fb.localToModel(); err != nil {
+		return err
+	}
+	if err := fb.skin(); err != nil {
+		return err
+	}
+	if err := fb.events(clk); err != nil {
+		return err
+	}
+	if err := fb.gather(); err != nil {
+		return err
+	}
+	if err := fb.sort(); err != nil {
+		return err
+	}
+	if err := fb.record(); err != nil {
+		return err
+	}
+	if err := fb.present(); err != nil {
+		return err
+	}
+	a.prev = fb.cur
+	a.done[f%len(a.done)] = fb.cur[phPresent]
+	return nil
+}
+
+// frameBuild is frame f being issued: its frame set (si), its slot in the
+// statistics ring, and the phase tasks issued so far.
+type frameBuild struct {
+	a     *app
+	f     int
+	si    int
+	set   *frameSet
+	ring  int
+	cur   frameTasks
+	nb    uint32 // bones per character
+	nchar uint32
+}
+
+// beginFrame readies frame f's set (events cleared, camera placed) and
+// statistics slot, and returns the frame to issue into.
+func (a *app) beginFrame(f int) frameBuild {
 	w := a.w
-	c := a.main
-	n := len(w.sets)
-	si := f % n
+	si := f % len(w.sets)
 	set := &w.sets[si]
 	set.frame = f
 	set.dt = a.dt
@@ -90,74 +135,78 @@ func (a *app) issue(f int) error {
 	if a.tr != nil {
 		a.tr.Frame(f)
 	}
+	return frameBuild{a: a, f: f, si: si, set: set, ring: ring, nb: uint32(w.bones), nchar: uint32(w.n)}
+}
 
-	prev := &a.prev
-	var cur frameTasks
-	nb := uint32(w.bones)
-	nchar := uint32(w.n)
+// lastOf returns the last task of a stage among ft's phases.
+func (fb *frameBuild) lastOf(stage int, ft *frameTasks) sched.TaskID {
+	var id sched.TaskID
+	for ph := range numPhases {
+		if fb.a.stageOf[ph] == stage && ft[ph] != sched.NoTask {
+			id = ft[ph]
+		}
+	}
+	return id
+}
 
-	// lastOf returns the last task of a stage. stageDeps adds to a
-	// phase's natural dependencies, when it is the first phase of its
-	// stage, the stage edges: the previous stage of this frame and this
-	// stage of the previous frame.
-	lastOf := func(stage int, ft *frameTasks) sched.TaskID {
-		var id sched.TaskID
-		for ph := range numPhases {
-			if a.stageOf[ph] == stage && ft[ph] != sched.NoTask {
-				id = ft[ph]
-			}
+// stageDeps joins a phase's natural dependencies n0 and n1 and, when it is
+// the first phase of its stage, the stage edges: the previous stage of
+// this frame and this stage of the previous frame.
+func (fb *frameBuild) stageDeps(ph int, n0, n1 sched.TaskID) (sched.TaskID, error) {
+	a := fb.a
+	sg := a.stageOf[ph]
+	firstOfStage := true
+	for p := 0; p < ph; p++ {
+		if a.stageOf[p] == sg {
+			firstOfStage = false
 		}
-		return id
 	}
-	stageDeps := func(ph int, n0, n1 sched.TaskID) (sched.TaskID, error) {
-		sg := a.stageOf[ph]
-		firstOfStage := true
-		for p := 0; p < ph; p++ {
-			if a.stageOf[p] == sg {
-				firstOfStage = false
-			}
+	var extra [2]sched.TaskID
+	if firstOfStage {
+		if sg > 0 {
+			extra[0] = fb.lastOf(sg-1, &fb.cur)
 		}
-		var extra [2]sched.TaskID
-		if firstOfStage {
-			if sg > 0 {
-				extra[0] = lastOf(sg-1, &cur)
-			}
-			extra[1] = lastOf(sg, prev)
-		}
-		return a.join(c, n0, n1, extra[0], extra[1])
+		extra[1] = fb.lastOf(sg, &a.prev)
 	}
-	add := func(ph int, t *sched.Task) (sched.TaskID, error) {
-		id, err := c.Create(t)
-		if err != nil {
-			return sched.NoTask, fmt.Errorf("frame %d %s: %w", f, phaseNames[ph], err)
-		}
-		a.st.track(id, ring, ph)
-		if err := c.Run(id); err != nil {
-			return sched.NoTask, err
-		}
-		return id, nil
-	}
-	var err error
-	var dep sched.TaskID
+	return a.join(a.main, n0, n1, extra[0], extra[1])
+}
 
-	// sample: clock (advance, sampler inputs, events) -> anim's sampling
-	// kernel -> procedural bones.
-	if dep, err = stageDeps(phSample, sched.NoTask, sched.NoTask); err != nil {
-		return err
+// add creates t held, registers it with the statistics as phase ph, and
+// starts it.
+func (fb *frameBuild) add(ph int, t *sched.Task) (sched.TaskID, error) {
+	c := fb.a.main
+	id, err := c.Create(t)
+	if err != nil {
+		return sched.NoTask, fmt.Errorf("frame %d %s: %w", fb.f, phaseNames[ph], err)
+	}
+	fb.a.st.track(id, fb.ring, ph)
+	if err := c.Run(id); err != nil {
+		return sched.NoTask, err
+	}
+	return id, nil
+}
+
+// sample issues the clock (advance, sampler inputs, events), anim's
+// sampling kernel and the procedural bones; it returns the clock task,
+// which also wrote the frame's events.
+func (fb *frameBuild) sample() (clk sched.TaskID, err error) {
+	a, w, set, nb, nchar := fb.a, fb.a.w, fb.set, fb.nb, fb.nchar
+	dep, err := fb.stageDeps(phSample, sched.NoTask, sched.NoTask)
+	if err != nil {
+		return sched.NoTask, err
 	}
 	t := &a.task
 	*t = sched.Task{Kernel: kClock, Dependency: dep}
 	t.Data.Data = a
 	t.Data.Elements = nchar
 	t.Data.Grain = 64
-	t.Data.Params[0] = uint32(si)
+	t.Data.Params[0] = uint32(fb.si)
 	t.Data.Params[1] = math.Float32bits(a.dt)
 	t.Data.In[0] = sched.StreamOf(w.chars)
 	t.Data.Out[0] = sched.StreamOf(w.clocks)
 	t.Data.Out[1] = sched.StreamOf(w.inputs)
-	clk, err := add(phSample, t)
-	if err != nil {
-		return err
+	if clk, err = fb.add(phSample, t); err != nil {
+		return sched.NoTask, err
 	}
 	sw := a.sampleWhere
 	*t = sched.Task{Kernel: anim.SampleKernelID, Affinity: sw, Dependency: clk}
@@ -172,9 +221,9 @@ func (a *app) issue(f int) error {
 	t.Data.In[2] = w.cursors.stream(sw, uint32(w.stride*4), nchar)
 	t.Data.Out[0] = set.local.stream(sw, nb*48, nchar)
 	t.Data.Out[1] = t.Data.In[2]
-	smp, err := add(phSample, t)
+	smp, err := fb.add(phSample, t)
 	if err != nil {
-		return err
+		return sched.NoTask, err
 	}
 	*t = sched.Task{Kernel: kProcedural, Dependency: smp}
 	t.Data.Data = a
@@ -183,15 +232,21 @@ func (a *app) issue(f int) error {
 	t.Data.In[0] = sched.StreamOf(w.chars)
 	t.Data.In[1] = sched.StreamOf(w.clocks)
 	t.Data.Out[0] = sched.Stream{Bytes: set.local.host, Stride: nb * 48, Count: nchar}
-	if cur[phSample], err = add(phSample, t); err != nil {
-		return err
+	if fb.cur[phSample], err = fb.add(phSample, t); err != nil {
+		return sched.NoTask, err
 	}
+	return clk, nil
+}
 
-	// local-to-model (+ skinning palette)
-	if dep, err = stageDeps(phLTM, cur[phSample], sched.NoTask); err != nil {
+// localToModel issues the model matrices and the skinning palette.
+func (fb *frameBuild) localToModel() error {
+	a, w, set, nb, nchar := fb.a, fb.a.w, fb.set, fb.nb, fb.nchar
+	dep, err := fb.stageDeps(phLTM, fb.cur[phSample], sched.NoTask)
+	if err != nil {
 		return err
 	}
 	lw := a.ltmWhere
+	t := &a.task
 	*t = sched.Task{Kernel: kernels.LocalToModelSkin, Affinity: lw, Dependency: dep}
 	t.Data.Elements = nchar
 	t.Data.Params[0] = nb
@@ -200,51 +255,49 @@ func (a *app) issue(f int) error {
 	t.Data.In[2] = w.invBind.stream(lw, 64, nb)
 	t.Data.Out[0] = set.model.stream(lw, nb*64, nchar)
 	t.Data.Out[1] = set.palette.stream(lw, nb*64, nchar)
-	if cur[phLTM], err = add(phLTM, t); err != nil {
+	if fb.cur[phLTM], err = fb.add(phLTM, t); err != nil {
 		return err
 	}
-	if err := a.mark(ring, phLTM, phSample, cur[phLTM], lw); err != nil {
-		return err
-	}
+	return a.mark(fb.ring, phLTM, phSample, fb.cur[phLTM], lw)
+}
 
-	// skin
-	if dep, err = stageDeps(phSkin, cur[phLTM], sched.NoTask); err != nil {
+// skin issues the skinning of every character's vertices.
+func (fb *frameBuild) skin() error {
+	a := fb.a
+	dep, err := fb.stageDeps(phSkin, fb.cur[phLTM], sched.NoTask)
+	if err != nil {
 		return err
 	}
-	if cur[phSkin], err = a.issueSkin(ring, set, dep); err != nil {
+	if fb.cur[phSkin], err = a.issueSkin(fb.ring, fb.set, dep); err != nil {
 		return err
 	}
-	if err := a.mark(ring, phSkin, phLTM, cur[phSkin], a.skinWhere); err != nil {
-		return err
-	}
+	return a.mark(fb.ring, phSkin, phLTM, fb.cur[phSkin], a.skinWhere)
+}
 
-	// events (written by the clock)
-	if dep, err = stageDeps(phEvents, clk, sched.NoTask); err != nil {
-		return err
-	}
-	*t = sched.Task{Kernel: kEvents, Dependency: dep}
-	t.Data.Data = a
-	t.Data.Params[0] = uint32(si)
-	if cur[phEvents], err = add(phEvents, t); err != nil {
-		return err
-	}
+// events issues the handling of the events the clock wrote.
+func (fb *frameBuild) events(clk sched.TaskID) error {
+	return fb.addFrameTask(phEvents, kEvents, sched.AnyWorker, clk, sched.NoTask)
+}
 
-	// gather: one job per render context, under a join
+// gather issues one job per render context, under a join.
+func (fb *frameBuild) gather() error {
+	a, c := fb.a, fb.a.main
+	t := &a.task
 	*t = sched.Task{}
 	gj, err := c.Create(t)
 	if err != nil {
 		return err
 	}
 	for j := range a.draw.ctxs {
-		*t = sched.Task{Kernel: kGather, Parent: gj, Dependency: cur[phEvents]}
+		*t = sched.Task{Kernel: kGather, Parent: gj, Dependency: fb.cur[phEvents]}
 		t.Data.Data = a
-		t.Data.Params[0] = uint32(si)
+		t.Data.Params[0] = uint32(fb.si)
 		t.Data.Params[1] = uint32(j)
 		id, err := c.Create(t)
 		if err != nil {
 			return err
 		}
-		a.st.track(id, ring, phGather)
+		a.st.track(id, fb.ring, phGather)
 		if err := c.Run(id); err != nil {
 			return err
 		}
@@ -252,44 +305,42 @@ func (a *app) issue(f int) error {
 	if err := c.Run(gj); err != nil {
 		return err
 	}
-	cur[phGather] = gj
-
-	// merge-n-sort, record
-	if dep, err = stageDeps(phSort, gj, sched.NoTask); err != nil {
-		return err
-	}
-	*t = sched.Task{Kernel: kSort, Dependency: dep}
-	t.Data.Data = a
-	if cur[phSort], err = add(phSort, t); err != nil {
-		return err
-	}
-	// Recording frame f begins a Graphics frame, which must follow the
-	// previous frame's end (its submit): with -pipeline 4, where submit is
-	// a stage of its own, this is what orders them.
-	if dep, err = stageDeps(phRecord, cur[phSort], prev[phPresent]); err != nil {
-		return err
-	}
-	*t = sched.Task{Kernel: kRecord, Dependency: dep}
-	t.Data.Data = a
-	t.Data.Params[0] = uint32(si)
-	if cur[phRecord], err = add(phRecord, t); err != nil {
-		return err
-	}
-
-	// submit/present: after recording and after the vertices it draws
-	// are skinned; on the main thread, which talks to the window.
-	if dep, err = stageDeps(phPresent, cur[phRecord], cur[phSkin]); err != nil {
-		return err
-	}
-	*t = sched.Task{Kernel: kPresent, Affinity: sched.OnThread(0), Dependency: dep}
-	t.Data.Data = a
-	t.Data.Params[0] = uint32(si)
-	if cur[phPresent], err = add(phPresent, t); err != nil {
-		return err
-	}
-	*prev = cur
-	a.done[f%len(a.done)] = cur[phPresent]
+	fb.cur[phGather] = gj
 	return nil
+}
+
+// sort issues the merge-n-sort of the gathered contexts.
+func (fb *frameBuild) sort() error {
+	return fb.addFrameTask(phSort, kSort, sched.AnyWorker, fb.cur[phGather], sched.NoTask)
+}
+
+// record issues the recording of the sorted frame. Recording frame f
+// begins a Graphics frame, which must follow the previous frame's end (its
+// submit): with -pipeline 4, where submit is a stage of its own, this is
+// what orders them.
+func (fb *frameBuild) record() error {
+	return fb.addFrameTask(phRecord, kRecord, sched.AnyWorker, fb.cur[phSort], fb.a.prev[phPresent])
+}
+
+// present issues submit/present: after recording and after the vertices
+// it draws are skinned; on the main thread, which talks to the window.
+func (fb *frameBuild) present() error {
+	return fb.addFrameTask(phPresent, kPresent, sched.OnThread(0), fb.cur[phRecord], fb.cur[phSkin])
+}
+
+// addFrameTask issues phase ph as one task of kernel k on the app and the
+// frame's set (Params[0]), after n0 and n1 and the stage edges.
+func (fb *frameBuild) addFrameTask(ph int, k sched.KernelID, where sched.Affinity, n0, n1 sched.TaskID) error {
+	dep, err := fb.stageDeps(ph, n0, n1)
+	if err != nil {
+		return err
+	}
+	t := &fb.a.task
+	*t = sched.Task{Kernel: k, Affinity: where, Dependency: dep}
+	t.Data.Data = fb.a
+	t.Data.Params[0] = uint32(fb.si)
+	fb.cur[ph], err = fb.add(ph, t)
+	return err
 }
 
 // issueSkin adds the skinning of set's characters: one task over every
@@ -323,15 +374,8 @@ func (a *app) issueSkin(ring int, set *frameSet, dep sched.TaskID) (sched.TaskID
 	// SPU: item i is vertex i of spuVerts (G copies of the mesh whose
 	// palette bases step by B), streamed through the local store; each
 	// group's palette is a Whole stream small enough to fit beside it.
-	*t = sched.Task{Dependency: dep}
-	join, err := c.Create(t)
-	if err != nil {
-		return sched.NoTask, err
-	}
-	g := a.cfg.spuGroup
-	for first := 0; first < w.n; first += g {
-		k := min(g, w.n-first)
-		*t = sched.Task{Kernel: kSkinSPU, Affinity: sched.SPU, Parent: join, Dependency: dep}
+	return a.issueGroups(ring, dep, a.cfg.spuGroup, func(t *sched.Task, first, k int) {
+		t.Kernel, t.Affinity = kSkinSPU, sched.SPU
 		t.Data.Elements = uint32(k) * nv
 		t.Data.Params[0], t.Data.Params[1] = 0, nb
 		t.Data.In[0] = sched.Stream{Bytes: asBytes(w.spuVerts), Stride: 48, Count: uint32(len(w.spuVerts))}
@@ -339,6 +383,23 @@ func (a *app) issueSkin(ring int, set *frameSet, dep sched.TaskID) (sched.TaskID
 		t.Data.In[1] = sched.Stream{Bytes: set.palette.host[pb : pb+k*w.bones*64], Stride: 64, Count: uint32(k) * nb}
 		vb := first * w.verts * 24
 		t.Data.Out[0] = sched.Stream{Bytes: vs.skinned.host[vb : vb+k*w.verts*24], Stride: 24, Count: uint32(k) * nv}
+	})
+}
+
+// issueGroups adds, under a join that it returns, one task per group of
+// at most g characters, each depending on dep: fill describes the task of
+// the k characters from first (t comes with its Parent and Dependency).
+func (a *app) issueGroups(ring int, dep sched.TaskID, g int, fill func(t *sched.Task, first, k int)) (sched.TaskID, error) {
+	c := a.main
+	t := &a.task
+	*t = sched.Task{Dependency: dep}
+	join, err := c.Create(t)
+	if err != nil {
+		return sched.NoTask, err
+	}
+	for first := 0; first < a.w.n; first += g {
+		*t = sched.Task{Parent: join, Dependency: dep}
+		fill(t, first, min(g, a.w.n-first))
 		id, err := c.Create(t)
 		if err != nil {
 			return sched.NoTask, err
@@ -389,19 +450,10 @@ func markKernel(_ *sched.Ctx, d *sched.TaskData) error {
 // in the palette buffer (which is padded for the last group).
 func (a *app) issueSkinUniform(ring int, set *frameSet, dep sched.TaskID) (sched.TaskID, error) {
 	w := a.w
-	c := a.main
-	t := &a.task
 	nb, nv := uint32(w.bones), uint32(w.verts)
 	vs := &w.vsets[set.vset]
-	*t = sched.Task{Dependency: dep}
-	join, err := c.Create(t)
-	if err != nil {
-		return sched.NoTask, err
-	}
-	g := a.uniformGroup
-	for first := 0; first < w.n; first += g {
-		k := min(g, w.n-first)
-		*t = sched.Task{Kernel: kernels.SkinLBSUniform, Affinity: sched.GPU, Parent: join, Dependency: dep}
+	return a.issueGroups(ring, dep, a.uniformGroup, func(t *sched.Task, first, k int) {
+		t.Kernel, t.Affinity = kernels.SkinLBSUniform, sched.GPU
 		t.Data.Elements = uint32(k) * nv
 		t.Data.Params[0], t.Data.Params[1] = nv, nb
 		t.Data.In[0] = w.bindVerts.stream(sched.GPU, 48, nv)
@@ -409,16 +461,7 @@ func (a *app) issueSkinUniform(ring int, set *frameSet, dep sched.TaskID) (sched
 		t.Data.In[1].Offset = uint64(first * w.bones * 64)
 		t.Data.Out[0] = vs.skinned.stream(sched.GPU, 24, uint32(k)*nv)
 		t.Data.Out[0].Offset = uint64(first * w.verts * 24)
-		id, err := c.Create(t)
-		if err != nil {
-			return sched.NoTask, err
-		}
-		a.st.track(id, ring, phSkin)
-		if err := c.Run(id); err != nil {
-			return sched.NoTask, err
-		}
-	}
-	return join, c.Run(join)
+	})
 }
 
 // join returns a task that completes when all of deps (NoTask entries

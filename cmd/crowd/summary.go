@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,14 +22,30 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) 
 // summary prints what the run did and measured.
 func (a *app) summary() {
 	out := a.out
-	cfg, w, st := a.cfg, a.w, a.st
 	var timed []frameResult
-	for _, fr := range st.frames {
+	for _, fr := range a.st.frames {
 		if fr.frame >= a.warm {
 			timed = append(timed, fr)
 		}
 	}
+	wall := a.t1.Sub(a.t0)
 	fmt.Fprintf(out, "\n== crowd summary ==\n")
+	a.summarizeSetup(out, wall)
+	a.summarizeFrames(out, timed, wall)
+	a.summarizePhases(out, timed)
+	a.summarizeGoals(out, timed)
+	a.summarizePlacement(out)
+	a.summarizeCosts(out, wall)
+	a.summarizeRender(out)
+	if n := a.st.unknown.Load(); n > 0 {
+		fmt.Fprintf(out, "(%d timing reports arrived too late to be counted)\n", n)
+	}
+}
+
+// summarizeSetup prints the scene, the device and target, the placement
+// of the kernels and the number of frames.
+func (a *app) summarizeSetup(out io.Writer, wall time.Duration) {
+	cfg, w := a.cfg, a.w
 	if extra := w.bones - a.rig.SourceBones; extra > 0 {
 		fmt.Fprintf(out, "scene: %d characters x %d bones (%s; %d procedural bones: %s)\n", w.n, w.bones, a.rig.Source, extra, strings.Join(a.rig.Chains, ", "))
 	} else {
@@ -53,13 +70,16 @@ func (a *app) summary() {
 	fmt.Fprintf(out, "setup: %v (content %v); device: %s; target: %s\n", a.setupTime.Round(time.Millisecond), a.rigTime.Round(time.Millisecond), dev, target)
 	fmt.Fprintf(out, "offload: %s (sample %v, local-to-model %v, skin %v); pipeline: %d stage(s), %d buffer sets, %d vertex sets; %d scheduler threads\n",
 		cfg.offload, a.sampleWhere, a.ltmWhere, a.skinWhere, cfg.pipeline, len(w.sets), len(w.vsets), a.s.Threads())
-	wall := a.t1.Sub(a.t0)
 	fmt.Fprintf(out, "frames: %d (%d timed after %d warm-up) in %v", a.timedFrames+a.warm, a.timedFrames, a.warm, wall.Round(time.Millisecond))
 	if a.stopped != nil {
 		fmt.Fprintf(out, "; stopped early by %v", a.stopped)
 	}
 	fmt.Fprintln(out)
+}
 
+// summarizeFrames prints the frame time (frame to frame, at submit) and
+// the latency from issue to submit of the timed frames.
+func (a *app) summarizeFrames(out io.Writer, timed []frameResult, wall time.Duration) {
 	var ft []int64
 	for i := 1; i < len(timed); i++ {
 		if timed[i].frame == timed[i-1].frame+1 && timed[i].present > 0 && timed[i-1].present > 0 {
@@ -79,7 +99,11 @@ func (a *app) summary() {
 	if d := distOf(lat); d.n > 0 {
 		fmt.Fprintf(out, "latency (frame issued to submitted): median %s, 95th percentile %s\n", ms(d.median), ms(d.p95))
 	}
+}
 
+// summarizePhases prints each phase's median and 95th percentile and each
+// pipeline stage's median.
+func (a *app) summarizePhases(out io.Writer, timed []frameResult) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "phase\tstage\tmedian\tp95\t\n")
 	for ph := range numPhases {
@@ -109,6 +133,11 @@ func (a *app) summary() {
 		}
 		fmt.Fprintf(out, "stage %d [%s]: median %s\n", sg, strings.Join(names, ", "), ms(distOf(v).median))
 	}
+}
+
+// summarizeGoals prints the animation and simulation times against the
+// demo's goals.
+func (a *app) summarizeGoals(out io.Writer, timed []frameResult) {
 	var sim, ani []int64
 	for _, fr := range timed {
 		sim, ani = append(sim, fr.sim), append(ani, fr.animate)
@@ -121,12 +150,17 @@ func (a *app) summary() {
 		return "goal missed"
 	}
 	fmt.Fprintf(out, "sampling + local-to-model (%d x %d bones): median %s, p95 %s (goal <= %s for 1000 x 90 on 2 cores: %s)\n",
-		w.n, w.bones, ms(da.median), ms(da.p95), ms(goalAnimate), verdict(da.median, goalAnimate))
+		a.w.n, a.w.bones, ms(da.median), ms(da.p95), ms(goalAnimate), verdict(da.median, goalAnimate))
 	fmt.Fprintf(out, "simulation (sample + local-to-model + skin): median %s, p95 %s (goal <= %s: %s)\n",
 		ms(ds.median), ms(ds.p95), ms(goalSim), verdict(ds.median, goalSim))
+}
 
+// summarizePlacement prints where each kernel ran, where sampling ran, the
+// run's notes and the executors' and the placer's work.
+func (a *app) summarizePlacement(out io.Writer) {
+	st := a.st
 	fmt.Fprintf(out, "where kernels ran (invocations, work items; split pieces count one each):\n")
-	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	a.reg.Each(func(id sched.KernelID, k *sched.Kernel) {
 		if int(id) >= len(st.kernels) || id == sched.KernelNone {
 			return
@@ -167,7 +201,12 @@ func (a *app) summary() {
 	if a.placer != nil {
 		fmt.Fprintf(out, "auto placement: the affinity Placer (learned cost model) decided each local-to-model and skin task\n")
 	}
+}
 
+// summarizeCosts prints the CPU utilisation, the allocations per frame and
+// the footsteps counted from the animation's events.
+func (a *app) summarizeCosts(out io.Writer, wall time.Duration) {
+	w := a.w
 	cpu := func(r *timeval) float64 { return float64(r.Sec) + float64(r.Usec)/1e6 }
 	used := cpu(&a.ru1.Utime) + cpu(&a.ru1.Stime) - cpu(&a.ru0.Utime) - cpu(&a.ru0.Stime)
 	if wall > 0 {
@@ -186,6 +225,10 @@ func (a *app) summary() {
 		fmt.Fprintf(out, "footsteps: %d in %.1f s of animation = %.1f per second of animation, %.1f per second of wall time (%d in total; %d foot lifts, %d other events skipped, %d dropped)\n",
 			steps, simT, float64(steps)/simT, float64(steps)/wall.Seconds(), w.footsteps, w.footUps, w.unknownEvents, w.droppedEvents)
 	}
+}
+
+// summarizeRender prints what the last frame sorted, recorded and drew.
+func (a *app) summarizeRender(out io.Writer) {
 	dr := &a.draw
 	rs := dr.lastRecord
 	var visible int64
@@ -193,7 +236,7 @@ func (a *app) summary() {
 		visible += dr.visible[i].n
 	}
 	fmt.Fprintf(out, "render (last frame): %d of %d characters in view, %d packets sorted from %d contexts, %d draws in %d ranges, %d pipeline and %d mesh binds",
-		visible, w.n, dr.lastSort.Packets, dr.lastSort.Contexts, rs.Draws, rs.Ranges, rs.PipelineBinds, rs.MeshBinds)
+		visible, a.w.n, dr.lastSort.Packets, dr.lastSort.Contexts, rs.Draws, rs.Ranges, rs.PipelineBinds, rs.MeshBinds)
 	if dr.gfx != nil {
 		gs := dr.gfx.Stats()
 		fmt.Fprintf(out, "; Vulkan: %d frames submitted, %d draws, %d discarded, %d skipped", gs.Frames, gs.Draws, gs.Discarded, gs.Skipped)
@@ -204,7 +247,4 @@ func (a *app) summary() {
 		fmt.Fprintf(out, "; %d frames dropped packets", dr.frameErrs)
 	}
 	fmt.Fprintln(out)
-	if n := st.unknown.Load(); n > 0 {
-		fmt.Fprintf(out, "(%d timing reports arrived too late to be counted)\n", n)
-	}
 }

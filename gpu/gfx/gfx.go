@@ -184,8 +184,8 @@ type GraphicsStats struct {
 // from a command pool per worker and frame in flight, executed in range
 // order by one primary command buffer inside a render pass), owns the
 // target (an offscreen image or a window's swapchain), the frames in
-// flight, and the pipelines and meshes that draw packets name. See
-// gfx_doc.go for the design.
+// flight, and the pipelines and meshes that draw packets name. The package
+// documentation (doc.go) gives the design.
 //
 // Threading: the Recorder methods follow render.Recorder's protocol
 // (BeginFrame and EndFrame on the recording thread, the per-range methods

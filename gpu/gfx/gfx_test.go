@@ -15,6 +15,7 @@ import (
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/render"
+	"github.com/vkjobs/vkjobs/sched"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite gpu/gfx/testdata/gfx_golden.png from this run")
@@ -78,7 +79,7 @@ func buildScene(t testing.TB, e *gfxEnv, d *gpu.Device, g *Graphics) *scene {
 	ib, err := d.NewBuffer(uint64(4 * len(idx)))
 	must(t, err)
 	t.Cleanup(func() { ib.Close() })
-	must(t, ib.Write(0, asBytes(idx)))
+	must(t, ib.Write(0, sched.StreamOf(idx).Bytes))
 	for c := range 2 {
 		id, err := g.AddMesh(sc.reg, Mesh{Name: fmt.Sprintf("character %d", c),
 			Vertices: skinned, VertexOffset: uint64(c*len(verts)) * VertexSize, VertexCount: uint32(len(verts)),

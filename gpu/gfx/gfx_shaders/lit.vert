@@ -1,5 +1,5 @@
-// lit.vert: the built-in vertex shader of package gpu's graphics pipelines
-// (see gpu/gfx_doc.go). Compiled twice by gen.sh: as is (lit.vert.spv) and
+// lit.vert: the built-in vertex shader of package gpu/gfx's graphics pipelines
+// (see gpu/gfx/doc.go). Compiled twice by gen.sh: as is (lit.vert.spv) and
 // with -DINSTANCED (lit_inst.vert.spv).
 //
 // Interface (every custom vertex shader given to gfx.Pipeline follows it):

@@ -11,6 +11,7 @@ import (
 	"github.com/vkjobs/vkjobs/gpu/internal/devhook"
 	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/render"
+	"github.com/vkjobs/vkjobs/sched"
 )
 
 // The built-in shaders (gfx_shaders/lit.vert and lit.frag; see gen.sh).
@@ -346,16 +347,16 @@ func (g *Graphics) NewMesh(reg *render.Registry, name string, verts []Vertex, in
 		return b, b.Write(0, p)
 	}
 	var err error
-	if m.Vertices, err = upload(asBytes(verts)); err != nil {
+	if m.Vertices, err = upload(sched.StreamOf(verts).Bytes); err != nil {
 		return fail(err)
 	}
 	if len(indices) > 0 {
-		if m.Indices, err = upload(asBytes(indices)); err != nil {
+		if m.Indices, err = upload(sched.StreamOf(indices).Bytes); err != nil {
 			return fail(err)
 		}
 	}
 	if len(instances) > 0 {
-		if m.Instances, err = upload(asBytes(instances)); err != nil {
+		if m.Instances, err = upload(sched.StreamOf(instances).Bytes); err != nil {
 			return fail(err)
 		}
 	}
@@ -367,13 +368,4 @@ func (g *Graphics) NewMesh(reg *render.Registry, name string, verts []Vertex, in
 	// at Close.
 	g.owned = append(g.owned, made...)
 	return id, nil
-}
-
-// asBytes views a slice of plain values as bytes.
-func asBytes[T any](s []T) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	var z T
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(z)))
 }

@@ -1,6 +1,6 @@
 package main
 
-// The trace a user opens in Perfetto after `crowd -offload gpu|auto
+// The trace Perfetto opens after `crowd -offload gpu|auto
 // -trace FILE`, checked twice: by the project's trace.CheckChrome and by
 // an independent reading written here, as a strict viewer would read it
 // (float64 microseconds, no tolerance).
