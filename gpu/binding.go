@@ -22,10 +22,14 @@ const (
 // bindingOf returns a kernel's binding (sched.Kernel.GPU) with defaults
 // applied.
 func bindingOf(k *sched.Kernel) (Binding, error) {
-	if k.GPU == nil {
+	kb, ok := bind.OfKernel(k)
+	if !ok {
+		return Binding{}, fmt.Errorf("%w: kernel %q: sched.Kernel.GPU is a %T, not a *gpu.Binding (package gpu/bind), so this executor cannot run it", ErrNoBinding, k.Name, k.GPU)
+	}
+	if kb == nil {
 		return Binding{}, fmt.Errorf("%w: kernel %q has none (sched.Kernel.GPU is nil)", ErrNoBinding, k.Name)
 	}
-	b := *k.GPU
+	b := *kb
 	if b.Entry == "" {
 		b.Entry = DefaultEntry
 	}

@@ -67,7 +67,7 @@ func TestMisboundShaderRefused(t *testing.T) {
 			`binding 1 (input "coef") is a uniform block in the shader, but Binding.UniformIn[1] = false says storage buffer`},
 		{"workgroup size", func() sched.Kernel {
 			k := scaleKernel(saxpySPV)
-			k.GPU.LocalSize = 4096
+			k.GPU.(*Binding).LocalSize = 4096
 			return k
 		}(), "LocalSize 4096 exceeds 1024"},
 		{"bad module", func() sched.Kernel {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/vkjobs/vkjobs/gpu/bind"
 	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -82,7 +83,7 @@ func (d *Device) pipelineFor(k *sched.Kernel) (*pipeline, error) {
 // pipelineReady reports whether k's pipeline exists and is ready, so that
 // a task of it can be planned without compiling (Enqueue's inline path).
 func (d *Device) pipelineReady(k *sched.Kernel) bool {
-	if k.GPU == nil || len(k.GPU.SPIRV) == 0 {
+	if b := bind.Of(k); b == nil || len(b.SPIRV) == 0 {
 		return false
 	}
 	b, _ := bindingOf(k)
@@ -193,8 +194,8 @@ func (d *Device) createPipelineObjects(p *pipeline, k *sched.Kernel, b *Binding)
 func (d *Device) PreparePipelines(reg *sched.Registry) error {
 	var errs []error
 	reg.Each(func(id sched.KernelID, k *sched.Kernel) {
-		if k.GPU == nil {
-			return
+		if b, ok := bind.OfKernel(k); ok && b == nil {
+			return // no GPU version (a binding of another type fails below)
 		}
 		if _, err := d.pipelineFor(k); err != nil {
 			errs = append(errs, fmt.Errorf("kernel %d: %w", id, err))

@@ -79,7 +79,7 @@ func definition(t *testing.T, id sched.KernelID) (sched.Kernel, *bind.Binding) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k, k.GPU
+	return k, bind.Of(&k)
 }
 
 func TestCheckRefuses(t *testing.T) {

@@ -39,10 +39,14 @@ func ParseSPIRV(b []byte) (*SPIRVModule, error) { return bind.ParseSPIRV(b) }
 // has no GPU version). The error names the kernel, the binding and the
 // stream.
 func Check(k *sched.Kernel) error {
-	if k.GPU == nil {
+	b, ok := bind.OfKernel(k)
+	if !ok {
+		return fmt.Errorf("kernels: kernel %q: GPU binding is a %T, not a *bind.Binding", k.Name, k.GPU)
+	}
+	if b == nil {
 		return nil
 	}
-	if err := k.GPU.Check(streams(k.In), streams(k.Out)); err != nil {
+	if err := b.Check(streams(k.In), streams(k.Out)); err != nil {
 		return fmt.Errorf("kernels: kernel %q: %w", k.Name, err)
 	}
 	return nil

@@ -2,6 +2,8 @@ package sched
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -155,4 +157,250 @@ func TestAbandonedKernelParentSlotReused(t *testing.T) {
 		t.Errorf("Wait K: %v, want ErrAbandoned", err)
 	}
 	must(t, s.Close())
+}
+
+// Cancellation mid-graph: while a graph of chains runs on 1, 2 and 4
+// workers, Abandon hits random tasks (queued, running, waiting for a
+// dependency). Every Wait returns; an abandoned task's dependents fail
+// with ErrDepFailed; no task runs twice; Close succeeds.
+func TestAdversarialAbandonMidGraph(t *testing.T) {
+	const kStep KernelID = 107
+	const chains, length = 64, 20
+	var hits [chains * length]atomic.Int32
+	reg := NewRegistry()
+	must(t, reg.Register(kStep, Kernel{Name: "step", CPU: func(_ *Ctx, d *TaskData) error {
+		if spinWork(d.Params[0]) == 0 { // burn a little CPU, and use the result
+			time.Sleep(time.Microsecond)
+		}
+		hits[d.Params[0]].Add(1)
+		time.Sleep(20 * time.Microsecond)
+		return nil
+	}}))
+	for _, workers := range []int{1, 2, 4} {
+		for i := range hits {
+			hits[i].Store(0)
+		}
+		s, err := New(Config{Kernels: reg, Workers: workers})
+		must(t, err)
+		m, err := s.RegisterThread("main")
+		must(t, err)
+		ids := make([]TaskID, chains*length)
+		for c := range chains {
+			prev := NoTask
+			for l := range length {
+				i := c*length + l
+				ids[i], err = m.Add(&Task{Kernel: kStep, Dependency: prev, Data: TaskData{Params: Params{uint32(i)}}})
+				must(t, err)
+				prev = ids[i]
+			}
+		}
+		abandoned := make(map[int]bool)
+		rng := uint32(workers)
+		for range 40 {
+			rng = rng*1664525 + 1013904223
+			i := int(rng>>8) % len(ids)
+			if s.Abandon(ids[i], errors.New("cancelled")) == nil {
+				abandoned[i] = true
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		within(t, 20*time.Second, fmt.Sprintf("abandoned graph on %d workers", workers), func() {
+			for c := range chains {
+				failed := false
+				for l := range length {
+					i := c*length + l
+					err := m.Wait(ids[i])
+					switch {
+					case abandoned[i]:
+						if !errors.Is(err, ErrAbandoned) {
+							t.Errorf("abandoned %v: %v", ids[i], err)
+						}
+						failed = true
+					case failed:
+						if !errors.Is(err, ErrDepFailed) {
+							t.Errorf("dependent %v of an abandoned task: %v", ids[i], err)
+						}
+					case err != nil:
+						t.Errorf("%v: %v", ids[i], err)
+					}
+					if failed && !abandoned[i] && hits[i].Load() != 0 {
+						t.Errorf("%v ran after its dependency was abandoned", ids[i])
+					}
+				}
+			}
+			must(t, s.Close())
+		})
+		for i := range hits {
+			if h := hits[i].Load(); h > 1 {
+				t.Errorf("task %d ran %d times", i, h)
+			}
+		}
+	}
+}
+
+func TestHungKernelTimeoutAndAbandon(t *testing.T) {
+	block := make(chan struct{})
+	started := make(chan int, 1)
+	r := newRecorder(4)
+	reg := testRegistry(t, r, block)
+	const kHang KernelID = 70
+	must(t, reg.Register(kHang, Kernel{Name: "hang", CPU: func(c *Ctx, d *TaskData) error {
+		started <- c.Index()
+		<-block
+		return nil
+	}}))
+	s, m := start(t, Config{Workers: 2, Kernels: reg}, r, block)
+	parent, err := m.Create(&Task{})
+	must(t, err)
+	// The hung kernel must run on a worker, not on the waiting main thread:
+	// add it from a foreign goroutine and wait until a worker started it.
+	hung, err := s.Add(&Task{Kernel: kHang, Parent: parent})
+	must(t, err)
+	if w := <-started; w >= s.Workers() {
+		t.Fatalf("hung kernel started on thread %d, not a worker", w)
+	}
+	dep := rec(0)
+	dep.Dependency = hung
+	depID, err := m.Add(dep)
+	must(t, err)
+	must(t, m.Run(parent))
+	if err := m.WaitFor(hung, 20*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("WaitFor a hung kernel: %v, want ErrTimeout", err)
+	}
+	must(t, s.Abandon(hung, errors.New("watchdog")))
+	if err := s.Abandon(hung, nil); err == nil {
+		t.Fatal("second Abandon accepted")
+	}
+	if err := m.Wait(hung); !errors.Is(err, ErrAbandoned) || !strings.Contains(err.Error(), "watchdog") {
+		t.Fatalf("Wait on abandoned task: %v", err)
+	}
+	if err := m.Wait(depID); !errors.Is(err, ErrDepFailed) {
+		t.Fatalf("dependent of abandoned task: %v", err)
+	}
+	if err := m.Wait(parent); !errors.Is(err, ErrChildFailed) {
+		t.Fatalf("parent of abandoned task: %v", err)
+	}
+	// A dependent added after the abandon fails at once.
+	late := rec(1)
+	late.Dependency = hung
+	lateID, err := m.Add(late)
+	must(t, err)
+	if err := m.Wait(lateID); !errors.Is(err, ErrDepFailed) {
+		t.Fatalf("late dependent: %v", err)
+	}
+	if r.runs[0].Load() != 0 || r.runs[1].Load() != 0 {
+		t.Fatal("a dependent of an abandoned task ran")
+	}
+	// The other worker keeps the scheduler usable while one is stuck.
+	ok, err := m.Add(rec(2))
+	must(t, err)
+	must(t, m.Wait(ok))
+	// A queued task abandoned before it runs never runs.
+	q := rec(3)
+	q.Affinity = OnThread(0)
+	qid, err := m.Add(q)
+	must(t, err)
+	must(t, s.Abandon(qid, nil))
+	m.RunPinned()
+	if r.runs[3].Load() != 0 {
+		t.Fatal("abandoned queued task ran")
+	}
+	close(block) // the hung kernel returns; its slot is then reused
+	must(t, s.Close())
+}
+
+// TestAbandonWithSiblingsDone: a thread runs a child of P to completion,
+// then hangs in another child of P. Abandoning the hung child fails P at
+// once: completions the stuck thread has not yet reported to P (its
+// deferred parent decrements) must not keep P open.
+func TestAbandonWithSiblingsDone(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	hungID := make(chan TaskID, 1)
+	r := newRecorder(4)
+	reg := testRegistry(t, r, block)
+	const kHang, kFirst KernelID = 71, 72
+	must(t, reg.Register(kHang, Kernel{Name: "hang", CPU: func(c *Ctx, d *TaskData) error {
+		<-block
+		return nil
+	}}))
+	var parent TaskID
+	must(t, reg.Register(kFirst, Kernel{Name: "first", CPU: func(c *Ctx, d *TaskData) error {
+		// The sibling that hangs runs next on this very thread.
+		id, err := c.Add(&Task{Kernel: kHang, Parent: parent, Affinity: OnThread(1)})
+		hungID <- id
+		return err
+	}}))
+	s, m := start(t, Config{Workers: 1, MainThreads: 2, Kernels: reg}, r, block)
+	runner, err := s.RegisterThread("runner")
+	must(t, err)
+	parent, err = m.Create(&Task{})
+	must(t, err)
+	first, err := m.Add(&Task{Kernel: kFirst, Parent: parent, Affinity: OnThread(1)}) // the runner
+	must(t, err)
+	must(t, m.Run(parent))
+	go runner.RunPinned() // runs first, then hangs in its sibling
+	hung := <-hungID
+	if err := m.Wait(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WaitFor(hung, 20*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("WaitFor the hung child: %v, want ErrTimeout", err)
+	}
+	must(t, s.Abandon(hung, errors.New("watchdog")))
+	if err := m.WaitFor(parent, 2*time.Second); !errors.Is(err, ErrChildFailed) {
+		t.Fatalf("parent after its last open child was abandoned: %v, want ErrChildFailed at once", err)
+	}
+}
+
+// TestAbandonParentOfReusedSlot: the abandoned kernel returns while
+// Abandon is still failing its many dependents, so its slot is freed and
+// reused at once by a child of another task Q. Abandon must fail its own
+// task's parent, not Q.
+func TestAbandonParentOfReusedSlot(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	reg := testRegistry(t, nil, nil)
+	const kHang2, kAddChild KernelID = 81, 82
+	var q TaskID
+	must(t, reg.Register(kHang2, Kernel{Name: "hang2", CPU: func(c *Ctx, d *TaskData) error {
+		close(started)
+		<-release
+		return nil
+	}}))
+	must(t, reg.Register(kAddChild, Kernel{Name: "addchild", CPU: func(c *Ctx, d *TaskData) error {
+		_, err := c.Add(&Task{Parent: q})
+		return err
+	}}))
+	s, m := start(t, Config{Workers: 1, PoolSize: 1 << 17, Kernels: reg}, nil, nil)
+	var err error
+	q, err = m.Create(&Task{})
+	must(t, err)
+	p, err := m.Create(&Task{})
+	must(t, err)
+	x, err := m.Add(&Task{Kernel: kHang2, Parent: p})
+	must(t, err)
+	must(t, m.Run(p))
+	<-started
+	const nd = 60000
+	var last TaskID
+	for range nd {
+		last, err = m.Add(&Task{Dependency: x})
+		must(t, err)
+	}
+	_, err = m.Add(&Task{Kernel: kAddChild}) // the worker takes it once x returns
+	must(t, err)
+	done := make(chan struct{})
+	go func() { s.Abandon(x, errors.New("watchdog")); close(done) }()
+	s.Wait(last) // Abandon has begun failing the dependents
+	close(release)
+	<-done
+	if err := m.WaitFor(p, 5*time.Second); !errors.Is(err, ErrChildFailed) {
+		t.Errorf("parent of the abandoned task: %v, want ErrChildFailed", err)
+	}
+	if err := s.slots[q.index()].err.Load(); err != nil {
+		t.Errorf("Q, whose child never failed, got the error %v", err)
+	}
+	must(t, m.Run(q))
+	must(t, m.Wait(q))
 }

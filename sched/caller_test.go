@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -154,4 +155,98 @@ func BenchmarkCallerCtx(b *testing.B) {
 			})
 		}
 	}
+}
+
+// Kernels that spawn and wait recursively through the Scheduler (no Ctx
+// at hand: Scheduler.Wait finds the calling thread and helps), on 1, 2
+// and 4 workers: every node runs once. Scheduler.Add queues on the shared
+// FIFO, so such a tree runs breadth first and needs a pool that holds a
+// level of it (in a pool of 64 it fails with ErrPoolDeadlock, an error
+// rather than a hang; Ctx.Add runs it depth first).
+func TestAdversarialRecursiveSchedulerCalls(t *testing.T) {
+	const kNode KernelID = 100
+	var s *Scheduler
+	var runs atomic.Int64
+	reg := NewRegistry()
+	must(t, reg.Register(kNode, Kernel{Name: "node", CPU: func(_ *Ctx, d *TaskData) error {
+		runs.Add(1)
+		depth := d.Params[0]
+		if depth == 0 {
+			return nil
+		}
+		var ids [3]TaskID
+		for i := range ids {
+			id, err := s.Add(&Task{Kernel: kNode, Data: TaskData{Params: Params{depth - 1}}})
+			if err != nil {
+				return err
+			}
+			ids[i] = id
+		}
+		for _, id := range ids {
+			if err := s.Wait(id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}))
+	const depth = 7 // 3^0 + ... + 3^7 = 3280 nodes, each waiting on the way down
+	want := int64(0)
+	for p := int64(1); p <= 2187; p *= 3 {
+		want += p
+	}
+	for _, workers := range []int{1, 2, 4} {
+		var err error
+		s, err = New(Config{Kernels: reg, Workers: workers, PoolSize: 4096})
+		must(t, err)
+		runs.Store(0)
+		within(t, 60*time.Second, fmt.Sprintf("recursive tree on %d workers", workers), func() {
+			root, err := s.Add(&Task{Kernel: kNode, Data: TaskData{Params: Params{depth}}})
+			must(t, err)
+			if err := s.Wait(root); err != nil {
+				t.Errorf("%d workers: %v", workers, err)
+			} else if runs.Load() != want {
+				t.Errorf("%d workers: %d nodes ran, want %d", workers, runs.Load(), want)
+			}
+			must(t, s.Close())
+		})
+	}
+}
+
+// Scheduler.Wait and Scheduler.Add's back-pressure called from a kernel
+// on the only worker: they used to block the one thread that could run
+// what they waited for. Now they run tasks meanwhile, as Ctx's do.
+func TestSchedulerCallsFromKernel(t *testing.T) {
+	const kInner, kWaiter, kAdder KernelID = 46, 47, 48
+	var s *Scheduler
+	var inner atomic.Int64
+	reg := NewRegistry()
+	must(t, reg.Register(kInner, Kernel{Name: "inner", CPU: func(*Ctx, *TaskData) error { inner.Add(1); return nil }}))
+	must(t, reg.Register(kWaiter, Kernel{Name: "waiter", CPU: func(*Ctx, *TaskData) error {
+		id, err := s.Add(&Task{Kernel: kInner})
+		if err != nil {
+			return err
+		}
+		return s.Wait(id) // no Ctx used: the scheduler finds the thread
+	}}))
+	must(t, reg.Register(kAdder, Kernel{Name: "adder", CPU: func(*Ctx, *TaskData) error {
+		for range 100 { // far more than the pool holds
+			if _, err := s.Add(&Task{Kernel: kInner}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}))
+	var err error
+	s, err = New(Config{Kernels: reg, Workers: 1, PoolSize: 16})
+	must(t, err)
+	defer s.Close()
+	for _, k := range []KernelID{kWaiter, kAdder} {
+		inner.Store(0)
+		within(t, 20*time.Second, s.reg.Lookup(k).Name, func() {
+			id, err := s.Add(&Task{Kernel: k})
+			must(t, err)
+			must(t, s.Wait(id))
+		})
+	}
+	within(t, 20*time.Second, "Close", func() { must(t, s.Close()) })
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestDebtPaidOnce: a thread defers decrements of two parents' open
@@ -61,5 +62,36 @@ func TestDebtPaidOnce(t *testing.T) {
 		}
 		must(t, m.Run(p))
 		must(t, m.Wait(p))
+	}
+}
+
+// TestRunPinnedRunsReadiedDependents: P's children and a dependent of P
+// are all pinned to this thread; one RunPinned runs the children, which
+// complete P, and then the dependent (a deferred parent decrement must not
+// leave it for the next call).
+func TestRunPinnedRunsReadiedDependents(t *testing.T) {
+	r := newRecorder(16)
+	s, m := start(t, Config{Workers: 1}, r, nil)
+	p, err := m.Create(&Task{})
+	must(t, err)
+	for i := range 3 {
+		tk := rec(i)
+		tk.Parent = p
+		tk.Affinity = OnThread(0)
+		_, err := m.Add(tk)
+		must(t, err)
+	}
+	d := rec(5)
+	d.Dependency = p
+	d.Affinity = OnThread(0)
+	did, err := m.Add(d)
+	must(t, err)
+	must(t, m.Run(p))
+	// Let the worker run P's own (empty) work: only the pinned children keep it open.
+	for atomic.LoadInt32(&s.slots[p.index()].open) != 3 {
+		time.Sleep(time.Millisecond)
+	}
+	if n := m.RunPinned(); n != 4 || !s.IsFinished(did) {
+		t.Errorf("RunPinned ran %d tasks, want 4 (3 children, then the dependent P's completion readied); dependent finished: %v", n, s.IsFinished(did))
 	}
 }

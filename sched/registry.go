@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/vkjobs/vkjobs/gpu/bind"
 )
 
 // Rate says how a stream's element count relates to a task's work items.
@@ -35,9 +33,20 @@ type StreamSpec struct {
 // retain t or c after returning. A returned error (or a panic) fails the task.
 type KernelFunc func(c *Ctx, t *TaskData) error
 
+// GPUBinding is a kernel's GPU version, opaque to the scheduler: the GPU
+// executor knows its type (package gpu runs a *bind.Binding, from package
+// gpu/bind, which is pure Go). The scheduler only asks it, when the kernel
+// is registered, whether it matches the kernel's declared streams; so the
+// scheduler's contract with executors depends on no GPU package.
+type GPUBinding interface {
+	// CheckStreams returns an error naming the binding and the stream if
+	// the binding does not match the kernel's input and output streams.
+	CheckStreams(in, out []StreamSpec) error
+}
+
 // Kernel is a registered kernel: a name, its data shape, a pure-Go CPU
 // implementation, and optionally a GPU binding that the GPU executor runs
-// (package gpu; the contract is package gpu/bind, which is pure Go).
+// (package gpu runs a *bind.Binding of package gpu/bind).
 type Kernel struct {
 	Name   string
 	Kind   Kind
@@ -46,11 +55,13 @@ type Kernel struct {
 	Out    []StreamSpec
 	Grain  uint32 // default split grain in work items (0 = 1024)
 	CPU    KernelFunc
-	// GPU is the kernel's compute shader and how it binds the streams;
-	// nil means the kernel has no GPU version. Register checks it against
-	// In and Out (bind.Binding.Check: bindings, storage or uniform, element
-	// sizes, push constants, workgroup size) and refuses a mismatch.
-	GPU *bind.Binding
+	// GPU is the kernel's compute shader and how it binds the streams
+	// (a *bind.Binding for package gpu's executor); nil means the kernel
+	// has no GPU version. Register checks it against In and Out
+	// (GPUBinding.CheckStreams; for a *bind.Binding: bindings, storage or
+	// uniform, element sizes, push constants, workgroup size) and refuses
+	// a mismatch.
+	GPU GPUBinding
 	// SPU, when set, is an opaque binding for the local-store executor.
 	SPU any
 }
@@ -129,7 +140,7 @@ func (r *Registry) Register(id KernelID, k Kernel) error {
 		k.Grain = DefaultGrain
 	}
 	if k.GPU != nil {
-		if err := k.GPU.Check(bindStreams(k.In), bindStreams(k.Out)); err != nil {
+		if err := k.GPU.CheckStreams(k.In, k.Out); err != nil {
 			return fmt.Errorf("sched: register kernel %d %q: GPU binding: %w", id, k.Name, err)
 		}
 	}
@@ -178,21 +189,6 @@ func (r *Registry) RegisterNext(k Kernel) (KernelID, error) {
 		}
 		// Another Register took id between the look and the claim: again.
 	}
-}
-
-// The GPU contract has MaxStreams bindings per direction.
-var (
-	_ [MaxStreams - bind.MaxStreams]struct{}
-	_ [bind.MaxStreams - MaxStreams]struct{}
-)
-
-// bindStreams converts stream declarations for bind.Binding.Check.
-func bindStreams(specs []StreamSpec) []bind.Stream {
-	s := make([]bind.Stream, len(specs))
-	for i, sp := range specs {
-		s[i] = bind.Stream{Name: sp.Name, Stride: sp.Stride}
-	}
-	return s
 }
 
 // Lookup returns the kernel registered under id, or nil.

@@ -325,7 +325,7 @@ func TestSampleKernelRegistration(t *testing.T) {
 		t.Fatal("SampleInput is not 8 bytes")
 	}
 	// What kernels' own TestSPIRVShippedShaders checks of its shaders.
-	m, err := kernels.ParseSPIRV(k.GPU.SPIRV)
+	m, err := kernels.ParseSPIRV(bind.Of(&k).SPIRV)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -786,7 +786,7 @@ func BenchmarkSampleGPU(b *testing.B) {
 	reg := sampleRegistry(b)
 	for i, ls := range locals {
 		kk := k
-		bb := *k.GPU
+		bb := *bind.Of(&k)
 		bb.LocalSize = ls
 		kk.GPU = &bb
 		if err := reg.Register(anim.SampleKernelID+1+sched.KernelID(i), kk); err != nil {

@@ -2,9 +2,11 @@
 // Vulkan executor: the Binding that a sched.Kernel's GPU field carries, and
 // the project's one SPIR-V reader (ParseSPIRV), with which Binding.Check
 // compares a shader with the kernel's declared streams when the kernel is
-// registered. It is pure Go and imports nothing of the project, so package
-// sched can name its type and packages that declare kernels (kernels, anim)
-// do not link Vulkan; only package gpu, which runs them, does.
+// registered (CheckStreams, through sched.GPUBinding). It is pure Go and
+// imports only package sched, whose contract with executors names no GPU
+// package: packages that declare kernels (kernels, anim) do not link
+// Vulkan, and CPU-only users of sched link no SPIR-V reader; only package
+// gpu, which runs the kernels, links Vulkan.
 package bind
 
 import (
@@ -68,9 +70,10 @@ var ErrBadBinding = errors.New("gpu: invalid GPU binding")
 //   - On lavapipe, a loop ends after about 65535 iterations per invocation
 //     (llvmpipe's loop limiter), silently: bound per-invocation loops.
 //
-// A *Binding is stored in sched.Kernel.GPU; Register checks it against the
-// kernel's streams (Check). Its SPIR-V bytes must not change after
-// registration (pipelines are cached by their address).
+// A *Binding is stored in sched.Kernel.GPU (a sched.GPUBinding; Of reads it
+// back); Register checks it against the kernel's streams (CheckStreams).
+// Its SPIR-V bytes must not change after registration (pipelines are
+// cached by their address).
 type Binding struct {
 	SPIRV              []byte  // the compute module (SPIR-V 1.0, little-endian)
 	Entry              string  // entry point, default "main"

@@ -1,0 +1,320 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Configuration, the Scheduler, New and the errors.
+//
+// The model and the invariants are in doc.go. Each protocol has its file,
+// which opens with its design as numbered steps:
+//
+//  1. ids.go: the tags and generations of TaskIDs, checks of given IDs,
+//     the errors of finished tasks.
+//  2. lifecycle.go: a task from Add to the reuse of its slot.
+//  3. pool.go: slots, the free list, back-pressure.
+//  4. executor.go: executors, bursts, placement.
+//  5. worker.go: the thread loop, stealing, splitting, running a kernel.
+//  6. debt.go: deferred decrements of a parent's open count.
+//  7. wake.go: the idle list, sleeping and waking, lost wake-ups.
+//  8. wait.go: Wait, WaitFor, WaitEvent, RunPinned, RunOne.
+//  9. hang.go: cycles and deadlocks refused or reported.
+//  10. abandon.go: failing a task that has not finished.
+//  11. caller.go: which thread a call without a Ctx comes from.
+//  12. close.go: Close, the drain, and Adds that race with it.
+//
+// Measurements are in BENCHMARKS.md (sections sched-peers, sched-design).
+
+// Config configures a Scheduler. The zero value gives sensible defaults.
+type Config struct {
+	// MainThreads is how many threads created elsewhere (main, render...)
+	// will register with RegisterThread. Default 1.
+	MainThreads int
+	// Workers is the number of worker goroutines. Default: the number of
+	// usable CPUs (GOMAXPROCS) minus MainThreads, at least 1, so the
+	// scheduler neither over- nor under-subscribes the machine.
+	Workers int
+	// PoolSize is the number of task slots (rounded up to a power of two,
+	// default 16384; at most MaxPoolSize). When every slot is in use, Add
+	// applies back-pressure: the caller helps run work (or sleeps) until a
+	// slot frees. If nothing can run and nothing but the caller could free
+	// a slot (the pool holds held tasks and what waits for them), Add fails
+	// with ErrPoolDeadlock instead.
+	PoolSize int
+	// DequeSize is each thread's deque capacity per priority level (power
+	// of two, default PoolSize up to maxDefaultDeque). Overflow goes to the
+	// shared queue. A deque as large as the pool never overflows: with
+	// 1024, a thread that added faster than the others took its tasks
+	// spilled into the shared queue, whose lock the adder and every
+	// thief then took once per task: a slow mode that lasted as long as
+	// the adder stayed ahead (BENCHMARKS.md, section sched-design).
+	DequeSize int
+	// Kernels is the kernel registry; default a new one with KernelNone.
+	Kernels *Registry
+	// Placer decides where Auto tasks run; nil runs them on CPU workers.
+	Placer Placer
+	// Observer, when set, is told about every kernel invocation (profiling,
+	// learned placement). Nil costs nothing.
+	Observer Observer
+	// SpinRounds is how many rounds an idle thread looks for work before it
+	// sleeps (default 2048, some tens of microseconds). A round does not
+	// yield the P (every 16th yields the CPU to other OS threads, see
+	// spinPause): Gosched puts the goroutine on the global run queue and
+	// wakes no idle P for it, so a worker that had just woken another
+	// goroutine (queued on its own P) waited there while the other core
+	// idled (runtime trace of the crowd demo). Waking a sleeping thread
+	// (the runtime's M hand-off) takes much longer than a task; the spin
+	// covers the gaps between dependent stages of a frame, so both cores
+	// stay in the frame. The spin is bounded, then the thread sleeps: an
+	// idle scheduler costs no CPU. A Wait for a task that an executor
+	// holds does not spin (see Ctx.Wait). Measurements: BENCHMARKS.md,
+	// section sched-design.
+	SpinRounds int
+	// OnWorkerStart, when set, is called on each worker goroutine before
+	// it runs any task, with the worker's index (0..Workers-1). A hook that
+	// calls runtime.LockOSThread keeps the worker on that OS thread for its
+	// life (the thread exits with the worker at Close);
+	// affinity.Pinner.OnWorkerStart pins it to a CPU. Off by default:
+	// pinning goroutines that are not locked fights Go's own scheduler.
+	OnWorkerStart func(index int)
+	// MaxRetainedErrors bounds how many failed tasks' errors are kept for
+	// Wait/Err on IDs whose slots were reused (default 65536). When more fail
+	// before being collected, the oldest are dropped and counted.
+	MaxRetainedErrors int
+}
+
+// RunEvent describes one finished kernel invocation.
+type RunEvent struct {
+	Thread      int // scheduler thread index; -1 for an executor
+	Where       Affinity
+	Task        TaskID
+	Parent      TaskID
+	Dependency  TaskID
+	Kernel      KernelID
+	Begin, End  uint32 // work items
+	Start, Stop int64  // Nanotime()
+	Err         error
+}
+
+// Observer receives RunEvents. It is called on the thread that ran the
+// kernel, so it must be cheap and safe for concurrent use. The event is only
+// valid during the call: copy what you keep.
+type Observer interface {
+	TaskRan(ev *RunEvent)
+}
+
+var clockBase = time.Now()
+
+// Nanotime returns monotonic nanoseconds used in RunEvents.
+func Nanotime() int64 { return int64(time.Since(clockBase)) }
+
+// Errors reported by the scheduler. Task errors wrap them or a kernel's error.
+var (
+	ErrClosed       = errors.New("sched: scheduler closed")
+	ErrForeignTask  = errors.New("task belongs to another scheduler")
+	ErrNotIssued    = errors.New("task ID was never issued (freed or forged slot)")
+	ErrSelfDepend   = errors.New("task would depend on itself")
+	ErrParentDone   = errors.New("parent task already finished")
+	ErrNoExecutor   = errors.New("no executor attached for affinity")
+	ErrBadAffinity  = errors.New("invalid affinity")
+	ErrBadPriority  = errors.New("invalid priority")
+	ErrDepFailed    = errors.New("dependency failed")
+	ErrChildFailed  = errors.New("child task failed")
+	ErrKernelPanic  = errors.New("kernel panicked")
+	ErrPlacerPanic  = errors.New("Config.Placer panicked placing the task")
+	ErrAbandoned    = errors.New("task abandoned")
+	ErrTimeout      = errors.New("wait timed out")
+	ErrThreadsTaken = errors.New("all MainThreads are already registered")
+	ErrCycle        = errors.New("dependency cycle")
+	ErrDeadlock     = errors.New("wait can never return")
+	ErrPoolDeadlock = errors.New("task pool full and nothing can run")
+	// ErrCloseInKernel: Close would wait for the kernel that called it
+	// (or, from Config.Observer's TaskRan, for the thread it runs on).
+	ErrCloseInKernel = errors.New("scheduler closed from one of its kernels, which Close would wait for: call Close after the last Wait, outside kernels")
+)
+
+// TaskError is the error of a failed task: it names the task and kernel.
+type TaskError struct {
+	Task   TaskID
+	Kernel KernelID
+	Name   string
+	Err    error
+}
+
+func (e *TaskError) Error() string {
+	return fmt.Sprintf("%v (kernel %d %q): %v", e.Task, e.Kernel, e.Name, e.Err)
+}
+
+func (e *TaskError) Unwrap() error { return e.Err }
+
+// Scheduler runs tasks over worker goroutines and registered threads. Create
+// with New, stop with Close. All methods are safe for concurrent use unless
+// their comment says otherwise.
+type Scheduler struct {
+	// Read-mostly fields first: set up by New, read by every Add and every
+	// idle round. The groups that threads write are padded off their
+	// lines and each other's: the free list's lock used to share a line
+	// with the slots' slice header, which every Add reads for its bounds
+	// check, so each time a worker returned slots, the next Add missed.
+	// TestSchedulerLayout checks the padding.
+	id       uint16 // the tag in this scheduler's TaskIDs (see TaskID)
+	genBase  uint32 // every slot's first generation (see TaskID)
+	closing  atomic.Bool
+	stopping atomic.Bool
+	// drained is set when Close found that nothing can run: from then on
+	// WaitEvent returns when it finds nothing to run, signalled or not.
+	drained  atomic.Bool
+	cfg      Config
+	reg      *Registry
+	slots    []slot
+	cacheCap int
+	threads  []*Ctx // workers first, then registered threads
+	nwork    int
+	execs    [2]Executor
+	bursters [2]Burster // execs[k] when it is a Burster, else nil
+	_        [cacheLine]byte
+
+	// The shared free list: written when a thread's slot cache spills or
+	// refills (every cacheCap/2 tasks).
+	freeMu  sync.Mutex
+	freeIdx []uint32     // free slot indices (a stack; capacity PoolSize)
+	nfree   atomic.Int32 // len(freeIdx), readable without the lock
+	_       [cacheLine]byte
+
+	inject [numPriorities]ring
+	queued [numPriorities]atomic.Int32 // tasks queued at High and Low levels
+	_      [cacheLine]byte
+
+	execJobs atomic.Int64  // jobs handed to executors and not yet Done
+	activity atomic.Uint64 // counts threads leaving the idle list
+	nreg     atomic.Int32
+	idleMu   sync.Mutex
+	idle     []*Ctx
+	nIdle    atomic.Int32
+	extMu    sync.Mutex
+	extCond  *sync.Cond
+	extWait  atomic.Int32
+	poolWait atomic.Int32
+	_        [cacheLine]byte
+
+	workersWG sync.WaitGroup
+	drainMu   sync.Mutex // orders Close's last look with lateAdd
+	closeOnce sync.Once
+	closeErr  error
+
+	// waitCycle's scratch, guarded by idleMu: a bit per slot and the log
+	// of the walk, made on first use and reused.
+	cycSeen []uint64
+	cycLog  []cycVisit
+
+	failMu   sync.Mutex
+	failed   map[TaskID]*TaskError
+	failFIFO []TaskID
+	nFailed  atomic.Int64
+	dropped  atomic.Int64
+}
+
+// New creates a scheduler and starts its workers.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.MainThreads < 0 || cfg.Workers < 0 || cfg.PoolSize < 0 || cfg.DequeSize < 0 {
+		return nil, fmt.Errorf("sched: negative value in Config %+v", cfg)
+	}
+	if cfg.MainThreads == 0 {
+		cfg.MainThreads = 1
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = max(1, runtime.GOMAXPROCS(0)-cfg.MainThreads)
+	}
+	if cfg.PoolSize == 0 {
+		cfg.PoolSize = 16384
+	}
+	if cfg.PoolSize > MaxPoolSize {
+		return nil, fmt.Errorf("sched: PoolSize %d exceeds %d", cfg.PoolSize, MaxPoolSize)
+	}
+	cfg.PoolSize = pow2(cfg.PoolSize)
+	if cfg.DequeSize == 0 {
+		cfg.DequeSize = min(cfg.PoolSize, maxDefaultDeque)
+	}
+	cfg.DequeSize = pow2(cfg.DequeSize)
+	if cfg.Kernels == nil {
+		cfg.Kernels = NewRegistry()
+	}
+	if cfg.SpinRounds == 0 {
+		cfg.SpinRounds = 2048
+	}
+	if cfg.MaxRetainedErrors == 0 {
+		cfg.MaxRetainedErrors = 65536
+	}
+	tag, base, ok := takeTag()
+	if !ok {
+		return nil, fmt.Errorf("sched: New: %d schedulers are open, the most a process can have at once (Close the ones no longer used)", MaxSchedulers)
+	}
+	s := &Scheduler{
+		id:      tag,
+		genBase: base,
+		cfg:     cfg,
+		reg:     cfg.Kernels,
+		slots:   make([]slot, cfg.PoolSize),
+		nwork:   cfg.Workers,
+		failed:  make(map[TaskID]*TaskError),
+	}
+	s.freeIdx = make([]uint32, 0, cfg.PoolSize)
+	s.extCond = sync.NewCond(&s.extMu)
+	// Free list: every slot, lowest index on top.
+	for i := len(s.slots) - 1; i >= 0; i-- {
+		s.freeIdx = append(s.freeIdx, uint32(i))
+		s.nfree.Store(int32(len(s.freeIdx)))
+		s.slots[i].deps.Store(uint64(base) << 32)
+	}
+	for p := range s.inject {
+		s.inject[p].init(cfg.PoolSize)
+	}
+	n := cfg.Workers + cfg.MainThreads
+	s.threads = make([]*Ctx, n)
+	s.idle = make([]*Ctx, 0, n) // never grows: a thread is listed at most once
+	for i := range s.threads {
+		c := &Ctx{s: s, index: i, worker: i < cfg.Workers, wake: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+		c.timer.Stop()
+		for p := range c.dq {
+			c.dq[p].init(cfg.DequeSize)
+		}
+		if !c.worker {
+			for p := range c.pinned {
+				c.pinned[p].init(cfg.PoolSize)
+			}
+		}
+		s.threads[i] = c
+	}
+	s.cacheCap = min(slotCacheSize, cfg.PoolSize/(4*n))
+	for i := 0; i < cfg.Workers; i++ {
+		s.workersWG.Add(1)
+		go s.threads[i].workerLoop()
+	}
+	return s, nil
+}
+
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// Kernels returns the scheduler's kernel registry.
+func (s *Scheduler) Kernels() *Registry { return s.reg }
+
+// Workers returns the number of worker goroutines.
+func (s *Scheduler) Workers() int { return s.nwork }
+
+// Threads returns workers plus MainThreads: the threads that run CPU tasks.
+func (s *Scheduler) Threads() int { return len(s.threads) }
+
+// Observer returns the configured observer (nil if none); executors report
+// their own RunEvents through it.
+func (s *Scheduler) Observer() Observer { return s.cfg.Observer }
