@@ -99,6 +99,51 @@
 // exactly as a CPU completion does. A Placer decides where Auto tasks run,
 // and an Observer sees every kernel invocation with its timing.
 //
+// # Frame graphs and children run in place
+//
+// A frame whose tasks and edges repeat every frame is built once as a
+// Graph (Scheduler.NewGraph, Graph.Add, Graph.Precede) and replayed with
+// Run or RunCtx: a run validates nothing that was validated when the
+// node was added, hands out no IDs and no slots, and readies each node
+// with one atomic decrement of a precomputed count. A node may have any
+// number of predecessors (no joins). Nodes that need the dynamic path (an
+// executor, a pinned thread, a streaming node larger than a grain) take
+// it, and GPU nodes readied together leave in one submission. Streams and
+// parameters are re-pointed between runs (SetData, Params). graph.go
+// opens with the design.
+//
+// Recursive parallelism keeps one half of each split on the calling
+// thread with Ctx.RunInPlace (Rayon's join, TBB's run_and_wait): the
+// half it shares goes through Add, the half it keeps is a function call
+// (inplace.go).
+//
+// # Misuse the peers' users reported
+//
+// Hangs filed against other schedulers, written in this API
+// (peer_misuse_test.go); each completes, ends with an error naming its
+// cause, or is marked as the hang it still is:
+//
+//	Taskflow #756 corun_until: flows that wait (WaitEvent) for a future
+//	    the previous flow sets: hangs. A helping wait nests flow j on top
+//	    of flow i on one goroutine, and i cannot return before j, whose
+//	    event needs i. Written with each future as a held gate (Create,
+//	    Run): completes.
+//	Taskflow #435 run_and_wait: two kernels run one frame graph at once:
+//	    the second run gets ErrGraphRunning, then runs it; completes.
+//	Taskflow #506 nested tasks and a semaphore: the semaphore as a chain
+//	    of dependencies completes; as a Go mutex held across WaitFor, the
+//	    holders end with ErrTimeout naming the task they waited for (a
+//	    mutex is invisible to any scheduler; a helping Wait under it can
+//	    hang the thread).
+//	oneTBB #1316 nested parallelism with a barrier among inner pieces:
+//	    WaitEvent runs the other pieces meanwhile; completes.
+//	oneTBB #2156 a task added during a wait, one worker: completes.
+//	enkiTS #128 a pinned task that loops until shutdown: its WaitEvent
+//	    returns at Close; Close returns.
+//	enkiTS #51 waiting for all with a registered thread that serves
+//	    nothing: WaitFor ends with ErrTimeout; Close fails the pinned task
+//	    with ErrClosed and returns.
+//
 // # Where the design is
 //
 // Each protocol has its own file, which opens with its design as numbered
@@ -134,7 +179,8 @@
 //   - Spinning idle workers (beyond the bounded spin above): they would
 //     steal the cores that a GPU driver (lavapipe here) or the rest of the
 //     program needs.
-//   - A static task graph built ahead of time: engines create work on the
-//     fly (immediate mode), so tasks, children and dependencies are added
-//     from any thread and from running kernels.
+//   - Only a static task graph built ahead of time: engines create work on
+//     the fly (immediate mode), so tasks, children and dependencies are
+//     added from any thread and from running kernels. Frame graphs are the
+//     replayed form of what repeats, beside the dynamic API, not instead.
 package sched
