@@ -365,7 +365,11 @@
 //
 // # Sampling: the kernel
 //
-// SampleJob samples many characters in one call, each with its own clip
+// ClipView.Sample samples one character on the caller's goroutine, into
+// []kernels.Transform, the type kernels.ToModel, ToModelSkin, LBS and DQS
+// (the per-step calls of package kernels) take as they are; time is
+// float32 seconds at run time (the offline side is float64). SampleJob
+// samples many characters in one call, each with its own clip
 // and time, over [begin, end) (RunRange, the form a scheduler split
 // calls). It reads only the blob's words and flat arrays, so a compute
 // shader can run the same code over the same bytes:

@@ -164,6 +164,22 @@
 // 2-ULP sqrt/inversesqrt of GLSL. The CPU kernels themselves are tested
 // against independent float64 references with the same bounds.
 //
+// # Direct calls: one character per step
+//
+// ToModel, ToModelSkin, Palette, LBS and DQS (direct.go) run the CPU code
+// of the LocalToModel, LocalToModelSkin, SkinLBS and SkinDQS kernels on
+// the caller's goroutine for one skeleton or mesh, without a registry or
+// scheduler: the per-step form, of which the tasks are the batch form. They
+// take the kernels' element types (Transform, Mat4, DualQuat, SkinVertex)
+// and what the importer gives (inverse bind matrices as [][16]float32,
+// joints as [4]uint16 through SkinVertices and JointsOf, which refuse a
+// joint above MaxSkinJoint); DualQuatFromMatrix and DualQuatPalette turn a
+// matrix palette into DQS's. TransformsOf and Mat4sOf view flat float32
+// (anim.SampleJob's poses) as Transform and Mat4 without a copy, and
+// PerSkeleton makes them the one-skeleton-per-item streams of the
+// local-to-model tasks. They never allocate. ToModelGo is ToModel always in Go, the same
+// bits on every machine.
+//
 // # CPU paths: the Go reference and the AVX2 assembly
 //
 // Every kernel's Go code is the reference and the fallback: it computes

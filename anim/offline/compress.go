@@ -107,6 +107,41 @@ func (o *CompressOptions) defaults() {
 	}
 }
 
+// check names the first bad field of defaulted options.
+func (o *CompressOptions) check(clip string) error {
+	bad := func(field, msg string, args ...any) error {
+		return fmt.Errorf("anim: compress %q: bad options: %s %s", clip, field, fmt.Sprintf(msg, args...))
+	}
+	pos := func(name string, v float64) error {
+		if !(v > 0) || !format.Finite(v) {
+			return bad(name, "%v (want a finite value > 0, or 0 for the default)", v)
+		}
+		return nil
+	}
+	if err := pos("Tolerance", o.Tolerance); err != nil {
+		return err
+	}
+	if err := pos("ChainShare", o.ChainShare); err != nil {
+		return err
+	}
+	if err := pos("SegmentSeconds", o.SegmentSeconds); err != nil {
+		return err
+	}
+	if !(o.VertexDistance >= 0) || !format.Finite(o.VertexDistance) {
+		return bad("VertexDistance", "%v (want a finite value >= 0; 0 for the default)", o.VertexDistance)
+	}
+	if !(o.MaxError > 0) {
+		return bad("MaxError", "%v (want > 0, +Inf for no bound, 0 for the default)", o.MaxError)
+	}
+	if o.Passes < 0 {
+		return bad("Passes", "%d (want >= 0; 0 for the default)", o.Passes)
+	}
+	if !format.Finite(o.Tolerance * o.SegmentSeconds * o.ChainShare) {
+		return bad("Tolerance", "%v × SegmentSeconds %v × ChainShare %v overflows", o.Tolerance, o.SegmentSeconds, o.ChainShare)
+	}
+	return nil
+}
+
 // CompressStats describes a compressed clip.
 type CompressStats struct {
 	RawBytes       int // ACL's count: (4+3+3) float32 per bone per sample
@@ -199,8 +234,8 @@ func Compress(sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, erro
 	}
 	start := time.Now()
 	opt.defaults()
-	if !(opt.Tolerance > 0) || !(opt.ChainShare > 0) || !(opt.VertexDistance >= 0) || !(opt.SegmentSeconds > 0) || !format.Finite(opt.Tolerance*opt.SegmentSeconds*opt.ChainShare) || opt.Passes < 0 || !(opt.MaxError > 0) {
-		return nil, fmt.Errorf("anim: compress %q: bad options %+v", c.Name, opt)
+	if err := opt.check(c.Name); err != nil {
+		return nil, err
 	}
 	if opt.Codec > anim.CodecUniform {
 		return nil, fmt.Errorf("anim: compress %q: bad option Codec %v", c.Name, opt.Codec)

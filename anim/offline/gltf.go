@@ -76,12 +76,18 @@ func (g *gltfReader) errf(elem, format string, args ...any) error {
 // (see Track). A file that requires an extension the importer does not
 // implement (extensionsRequired; see gltfIgnorableExtensions for those it
 // accepts, none of which changes what it reads) is refused, naming it;
-// so is a rotation key of (near) zero length. Errors name the file and
-// the element.
+// so is a rotation key of (near) zero length, and a glTF 1.0 file
+// (asset.version). A skinned mesh compressed by an extension the file
+// only uses (Draco, meshopt) is not imported: Import.MeshErr names the
+// extension, and the skeleton and clips still are. Import.Animations ties
+// each clip to its animation. Errors name the file and the element.
 func ParseGLTF(name string, data []byte, opt GLTFOptions) (*Import, error) {
 	g := &gltfReader{file: name}
 	jsonData, bin, err := g.container(data)
 	if err != nil {
+		return nil, err
+	}
+	if err := g.checkVersion(jsonData); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(jsonData, &g.doc); err != nil {
@@ -106,7 +112,9 @@ func ParseGLTF(name string, data []byte, opt GLTFOptions) (*Import, error) {
 		return nil, err
 	}
 	im.Skeleton = sk
-	if err := g.mesh(opt.Skin, boneOf, im); err != nil {
+	if im.MeshErr = g.meshCompressed(opt.Skin); im.MeshErr != nil {
+		im.notef("%v", im.MeshErr)
+	} else if err := g.mesh(opt.Skin, boneOf, im); err != nil {
 		return nil, err
 	}
 	for ai := range g.doc.Animations {
@@ -116,6 +124,7 @@ func ParseGLTF(name string, data []byte, opt GLTFOptions) (*Import, error) {
 		}
 		if c != nil {
 			im.Clips = append(im.Clips, c)
+			im.Animations = append(im.Animations, AnimationRef{Index: ai, Name: g.doc.Animations[ai].Name})
 		}
 	}
 	return im, nil

@@ -8,7 +8,8 @@ import (
 )
 
 // ParseError reports malformed input: the file, and either the line
-// (text formats) or the element path (glTF), and what is wrong.
+// (text formats) or the element path (glTF), and what is wrong. Its text
+// starts with "anim: ", as every error of this package does.
 type ParseError struct {
 	File    string
 	Line    int    // 1-based; 0 when not line-oriented
@@ -19,11 +20,11 @@ type ParseError struct {
 func (e *ParseError) Error() string {
 	switch {
 	case e.Line > 0:
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+		return fmt.Sprintf("anim: %s:%d: %s", e.File, e.Line, e.Msg)
 	case e.Element != "":
-		return fmt.Sprintf("%s: %s: %s", e.File, e.Element, e.Msg)
+		return fmt.Sprintf("anim: %s: %s: %s", e.File, e.Element, e.Msg)
 	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	return fmt.Sprintf("anim: %s: %s", e.File, e.Msg)
 }
 
 // LengthUnit is the length unit of a source file, as an explicit choice.
@@ -66,11 +67,46 @@ type Import struct {
 	File     string
 	Skeleton *Skeleton
 	Clips    []*Clip
+	// Animations ties each clip to its source: Animations[i] is the glTF
+	// animation (index in the file's animations array, and name) that
+	// Clips[i] was made from (an animation that targets no bone of the
+	// skeleton makes no clip, so i and the index may differ). Nil for BVH
+	// (one clip, the file's motion). Clip.Name is the animation's name
+	// (or made up when it has none) and is what anim.Blob.ClipByName
+	// finds at run time.
+	Animations []AnimationRef
 	// Mesh is the triangle mesh the skin deforms (glTF; nil for BVH and
 	// for a skin no node uses with a mesh).
-	Mesh  *SkinnedMesh
-	Unit  LengthUnit
-	Notes []string
+	Mesh *SkinnedMesh
+	// MeshErr, when not nil, says why the skin's mesh was not imported
+	// although the skeleton and clips were: its geometry is compressed by
+	// an extension the importer does not decode (KHR_draco_mesh_compression,
+	// EXT_meshopt_compression, KHR_meshopt_compression), which the error
+	// names. Mesh is nil then. A file that lists such an extension in
+	// extensionsRequired is refused whole instead (the glTF rule for a
+	// required extension).
+	MeshErr error
+	Unit    LengthUnit
+	Notes   []string
+}
+
+// AnimationRef names a glTF animation: its index in the file's animations
+// array and its name ("" when it has none).
+type AnimationRef struct {
+	Index int
+	Name  string
+}
+
+// ClipOf returns the clip made from the glTF animation with the given
+// index, or nil when there is none (no such animation, or it targets no
+// bone).
+func (im *Import) ClipOf(animation int) *Clip {
+	for i, a := range im.Animations {
+		if a.Index == animation && i < len(im.Clips) {
+			return im.Clips[i]
+		}
+	}
+	return nil
 }
 
 func (im *Import) notef(format string, args ...any) {
