@@ -291,7 +291,7 @@ func newRawRoundTrip(b *testing.B, e *env) func() error {
 	b.Cleanup(func() { sh.DestroyDescriptorPool(dp) })
 	const n = 64
 	var bufs [3]*Buffer
-	var writes [3]descWrite
+	var writes [3]vk.DescWrite
 	for i := range bufs {
 		bufs[i], err = d.NewBuffer(4 * n)
 		must(b, err)
@@ -300,10 +300,10 @@ func newRawRoundTrip(b *testing.B, e *env) func() error {
 		if i == 2 {
 			bind = FirstOutBinding
 		}
-		writes[i] = descWrite{Buffer: bufs[i].blk.buf, Range: 4 * n, Bind: bind, Type: uint32(vk.DescriptorTypeStorageBuffer)}
+		writes[i] = vk.DescWrite{Buffer: bufs[i].blk.buf, Range: 4 * n, Bind: bind, Type: uint32(vk.DescriptorTypeStorageBuffer)}
 	}
 	var set uint64
-	must(b, check("vkAllocateDescriptorSets", sh.set(dp, p.setLayout, writes[:], &set)))
+	must(b, check("vkAllocateDescriptorSets", Result(sh.Set(dp, p.setLayout, writes[:], &set))))
 	x, y, z := ramp(n, 1, 0), ramp(n, 1, 1), make([]float32, n)
 	xb, yb, zb := sched.StreamOf(x).Bytes, sched.StreamOf(y).Bytes, sched.StreamOf(z).Bytes
 	var params [8]uint32
@@ -311,21 +311,21 @@ func newRawRoundTrip(b *testing.B, e *env) func() error {
 	return func() error {
 		copy(bufs[0].Mapped(), xb)
 		copy(bufs[1].Mapped(), yb)
-		if err := check("vkResetFences/vkResetCommandPool", sh.slotReset(fence, pool, 0)); err != nil {
+		if err := check("vkResetFences/vkResetCommandPool", Result(sh.SlotReset(fence, pool, 0))); err != nil {
 			return err
 		}
-		if err := check("vkBeginCommandBuffer", sh.begin(cb)); err != nil {
+		if err := check("vkBeginCommandBuffer", Result(sh.Begin(cb))); err != nil {
 			return err
 		}
-		sh.dispatch(cb, p.pipe, p.layout, set, &params, 0, n, p.itemsPerGroup, d.lim.maxGroupCount, 0, -1, d.tsBegin, d.tsEnd)
-		sh.barrier(cb, stCompute, stHost, acSWrite, acHRead)
-		if err := check("vkEndCommandBuffer", sh.end(cb)); err != nil {
+		sh.Dispatch(cb, p.pipe, p.layout, set, &params, 0, n, p.itemsPerGroup, d.lim.maxGroupCount, 0, -1, d.tsBegin, d.tsEnd)
+		sh.Barrier(cb, stCompute, stHost, acSWrite, acHRead)
+		if err := check("vkEndCommandBuffer", Result(sh.End(cb))); err != nil {
 			return err
 		}
 		if err := d.submit(cb, fence); err != nil {
 			return err
 		}
-		if err := check("vkWaitForFences", sh.wait(fence, uint64(10*time.Second))); err != nil {
+		if err := check("vkWaitForFences", Result(sh.Wait(fence, uint64(10*time.Second)))); err != nil {
 			return err
 		}
 		copy(zb, bufs[2].Mapped())

@@ -362,31 +362,31 @@ func (d *Device) transferBuffer(b *Buffer, off uint64, p []byte, write bool) err
 	if write {
 		copy(o.stage.mapped, p)
 	}
-	if err := check("vkResetFences/vkResetCommandPool", d.shim.slotReset(o.fence, o.pool, 0)); err != nil {
+	if err := check("vkResetFences/vkResetCommandPool", Result(d.shim.SlotReset(o.fence, o.pool, 0))); err != nil {
 		return err
 	}
-	if err := check("vkBeginCommandBuffer", d.shim.begin(o.cb)); err != nil {
+	if err := check("vkBeginCommandBuffer", Result(d.shim.Begin(o.cb))); err != nil {
 		return err
 	}
-	region := []bufferCopy{{Src: 0, Dst: off, Size: n}}
+	region := []vk.BufferCopy{{Src: 0, Dst: off, Size: n}}
 	all := vk.AccessShaderWriteBit | vk.AccessTransferWriteBit | vk.AccessHostWriteBit
 	if write {
-		d.shim.barrier(o.cb, vk.PipelineStageAllCommandsBit, vk.PipelineStageTransferBit, all, vk.AccessTransferWriteBit|vk.AccessTransferReadBit)
-		d.shim.copy(o.cb, o.stage.buf, b.blk.buf, region)
+		d.shim.Barrier(o.cb, vk.PipelineStageAllCommandsBit, vk.PipelineStageTransferBit, all, vk.AccessTransferWriteBit|vk.AccessTransferReadBit)
+		d.shim.Copy(o.cb, o.stage.buf, b.blk.buf, region)
 	} else {
-		region[0] = bufferCopy{Src: off, Dst: 0, Size: n}
-		d.shim.barrier(o.cb, vk.PipelineStageAllCommandsBit, vk.PipelineStageTransferBit, all, vk.AccessTransferReadBit)
-		d.shim.copy(o.cb, b.blk.buf, o.stage.buf, region)
+		region[0] = vk.BufferCopy{Src: off, Dst: 0, Size: n}
+		d.shim.Barrier(o.cb, vk.PipelineStageAllCommandsBit, vk.PipelineStageTransferBit, all, vk.AccessTransferReadBit)
+		d.shim.Copy(o.cb, b.blk.buf, o.stage.buf, region)
 	}
-	d.shim.barrier(o.cb, vk.PipelineStageTransferBit, vk.PipelineStageHostBit|vk.PipelineStageAllCommandsBit,
+	d.shim.Barrier(o.cb, vk.PipelineStageTransferBit, vk.PipelineStageHostBit|vk.PipelineStageAllCommandsBit,
 		vk.AccessTransferWriteBit, vk.AccessHostReadBit|vk.AccessShaderReadBit|vk.AccessShaderWriteBit|vk.AccessTransferReadBit)
-	if err := check("vkEndCommandBuffer", d.shim.end(o.cb)); err != nil {
+	if err := check("vkEndCommandBuffer", Result(d.shim.End(o.cb))); err != nil {
 		return err
 	}
 	if err := d.submit(o.cb, o.fence); err != nil {
 		return err
 	}
-	r := d.shim.wait(o.fence, ^uint64(0))
+	r := Result(d.shim.Wait(o.fence, ^uint64(0)))
 	if err := check("vkWaitForFences", r); err != nil {
 		if r == ErrorDeviceLost {
 			d.markLost(err)

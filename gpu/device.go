@@ -235,7 +235,7 @@ type Device struct {
 	// Pipeline stages of the timestamps written before and after each
 	// dispatch: see pickDevice.
 	tsBegin, tsEnd vk.PipelineStageFlags
-	shim           shimDev
+	shim           vk.Dev
 	opts           Options
 
 	log     *messageLog
@@ -350,7 +350,7 @@ func openDevice(opts Options) (*Device, error) {
 func (d *Device) createInstance() error {
 	var layers, exts []string
 	if d.opts.Validation {
-		if !hasInstanceLayer(validationLayer) {
+		if !vk.HasInstanceLayer(validationLayer) {
 			return fmt.Errorf("gpu: validation requested but the instance layer %s is not installed (Debian: apt-get install vulkan-validationlayers)", validationLayer)
 		}
 		layers = append(layers, validationLayer)
@@ -365,7 +365,7 @@ func (d *Device) createInstance() error {
 	// need VK_KHR_portability_subset (createDevice), which needs this
 	// instance extension on Vulkan 1.0.
 	var flags uint32
-	if hasInstanceExtension(portabilityEnumeration) {
+	if vk.HasInstanceExtension(portabilityEnumeration) {
 		flags |= vk.InstanceCreateEnumeratePortabilityBit
 		if !slices.Contains(exts, portabilityEnumeration) {
 			exts = append(exts, portabilityEnumeration)
@@ -374,7 +374,7 @@ func (d *Device) createInstance() error {
 	// VK_KHR_get_physical_device_properties2, wherever the loader has it:
 	// portability devices need it, and createDevice queries and enables
 	// scalarBlockLayout through it.
-	if hasInstanceExtension(physicalDeviceProperties2) && !slices.Contains(exts, physicalDeviceProperties2) {
+	if vk.HasInstanceExtension(physicalDeviceProperties2) && !slices.Contains(exts, physicalDeviceProperties2) {
 		exts = append(exts, physicalDeviceProperties2)
 	}
 	d.props2 = slices.Contains(exts, physicalDeviceProperties2)
@@ -405,8 +405,8 @@ func (d *Device) createInstance() error {
 	}
 	d.inst = inst
 	if d.opts.Validation {
-		cb, r := debugCreate(inst, drReported, d.sinkID)
-		if err := check("vkCreateDebugReportCallbackEXT", r); err != nil {
+		cb, r := vk.DebugCreate(inst, drReported, d.sinkID)
+		if err := check("vkCreateDebugReportCallbackEXT", Result(r)); err != nil {
 			return err
 		}
 		d.debugCB = cb
@@ -436,11 +436,11 @@ func (d *Device) physicalDevices() ([]vk.PhysicalDevice, []DeviceInfo, error) {
 			Driver:     p.DriverVersion,
 		}
 		for _, e := range d.opts.DeviceExtensions {
-			if !hasDeviceExtension(d.inst, pd, e) {
+			if !vk.HasDeviceExtension(d.inst, pd, e) {
 				infos[i].Missing = append(infos[i].Missing, e)
 			}
 		}
-		for _, qf := range queueFamilies(d.inst, pd) {
+		for _, qf := range vk.QueueFamilies(d.inst, pd) {
 			if qf.Flags&vk.QueueComputeBit != 0 && qf.Count > 0 {
 				infos[i].Compute = true
 				infos[i].Timestamps = infos[i].Timestamps || qf.TimestampValid > 0
@@ -499,7 +499,7 @@ func (d *Device) pickDevice() error {
 		maxViewport:       l.MaxViewportDimensions,
 	}
 
-	fams := queueFamilies(d.inst, d.phys)
+	fams := vk.QueueFamilies(d.inst, d.phys)
 	best := -1
 	for i, f := range fams {
 		if f.Flags&vk.QueueComputeBit == 0 || f.Count == 0 {
@@ -607,7 +607,7 @@ func (d *Device) createDevice() error {
 	exts := slices.Clone(d.opts.DeviceExtensions)
 	// A device that lists VK_KHR_portability_subset (MoltenVK) must have it
 	// enabled (VUID-VkDeviceCreateInfo-pProperties-04451).
-	if hasDeviceExtension(d.inst, d.phys, portabilitySubset) && !slices.Contains(d.opts.DeviceExtensions, portabilitySubset) {
+	if vk.HasDeviceExtension(d.inst, d.phys, portabilitySubset) && !slices.Contains(d.opts.DeviceExtensions, portabilitySubset) {
 		exts = append(exts, portabilitySubset)
 	}
 	var layers []string
@@ -620,7 +620,7 @@ func (d *Device) createDevice() error {
 	// module that needs it on a device without it is refused when its
 	// pipeline is created (checkModuleFeatures), never run.
 	d.scalar = false
-	if d.props2 && hasDeviceExtension(d.inst, d.phys, scalarBlockLayoutExt) && vk.ScalarBlockLayout(d.inst, d.phys) {
+	if d.props2 && vk.HasDeviceExtension(d.inst, d.phys, scalarBlockLayoutExt) && vk.ScalarBlockLayout(d.inst, d.phys) {
 		d.scalar = true
 		if !slices.Contains(exts, scalarBlockLayoutExt) {
 			exts = append(exts, scalarBlockLayoutExt)
@@ -642,7 +642,7 @@ func (d *Device) createDevice() error {
 		return fmt.Errorf("%w (device %v)", err, d.sel.Chosen)
 	}
 	d.dev = dev
-	s, err := newShimDev(d.inst, dev)
+	s, err := newDevTable(d.inst, dev)
 	if err != nil {
 		vk.DestroyDeviceWithoutTable(d.inst, dev) // destroy has no table to do it with
 		d.dev = 0
@@ -905,7 +905,7 @@ func (d *Device) submitQueue(cb vk.CommandBuffer, fence vk.Fence, held bool) err
 	if !held {
 		d.qmu.Lock()
 	}
-	r := d.shim.submit(d.queue, cb, fence)
+	r := Result(d.shim.Submit(d.queue, cb, fence))
 	if !held {
 		d.qmu.Unlock()
 	}
@@ -920,7 +920,7 @@ func (d *Device) submitQueue(cb vk.CommandBuffer, fence vk.Fence, held bool) err
 // are returned).
 func (d *Device) waitIdle() error {
 	d.qmu.Lock()
-	r := d.shim.queueIdle(d.queue)
+	r := Result(d.shim.QueueIdle(d.queue))
 	d.qmu.Unlock()
 	if r == ErrorDeviceLost {
 		return nil
@@ -1027,13 +1027,13 @@ func (d *Device) destroy() {
 		}
 		d.pmu.Unlock()
 		d.shim.DestroyDevice()
-		d.shim.free()
-		d.shim = shimDev{}
+		d.shim.Free()
+		d.shim = vk.Dev{}
 		d.dev = 0
 	}
 	if d.inst != 0 {
 		if d.debugCB != 0 {
-			debugDestroy(d.inst, d.debugCB)
+			vk.DebugDestroy(d.inst, d.debugCB)
 			d.debugCB = 0
 		}
 		vk.DestroyInstance(d.inst)

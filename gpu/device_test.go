@@ -133,7 +133,7 @@ func TestValidationRequiresLayer(t *testing.T) {
 	device(t, false)
 	t.Setenv("VK_LAYER_PATH", t.TempDir())
 	t.Setenv("VK_ADD_LAYER_PATH", "")
-	if !hasInstanceLayer(validationLayer) {
+	if !vk.HasInstanceLayer(validationLayer) {
 		_, err := Open(Options{Validation: true})
 		if err == nil || !strings.Contains(err.Error(), "vulkan-validationlayers") {
 			t.Fatalf("Open with validation but no layer: %v", err)

@@ -116,9 +116,9 @@ func (d *Device) createPipeline(p *pipeline, k *sched.Kernel, b *Binding, check 
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	captureReset()
+	vk.CaptureReset()
 	err := d.createPipelineObjects(p, k, b)
-	if n, msg := captured(); n > 0 {
+	if n, msg := vk.Captured(); n > 0 {
 		return fmt.Errorf("%w: %w: the validation layer reported %d error(s) creating the pipeline; the first: %s", ErrBadBinding, ErrValidation, n, msg)
 	}
 	return err
@@ -179,8 +179,8 @@ func (d *Device) createPipelineObjects(p *pipeline, k *sched.Kernel, b *Binding)
 	}
 	p.layout = layout
 
-	pipe, pr := d.shim.computePipeline(d.pcache, module, layout, b.Entry, b.LocalSize)
-	if err := check("vkCreateComputePipelines", pr); err != nil {
+	pipe, pr := d.shim.ComputePipeline(d.pcache, module, layout, b.Entry, b.LocalSize)
+	if err := check("vkCreateComputePipelines", Result(pr)); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadBinding, err)
 	}
 	p.pipe = pipe

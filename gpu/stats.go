@@ -86,8 +86,8 @@ func (e *Executor) KernelStats(id sched.KernelID) KernelStats {
 	return KernelStats{}
 }
 
-// kernel returns id's entry, growing the table; e.smu must be held.
-func (e *Executor) kernel(id sched.KernelID) *KernelStats {
+// kernelLocked returns id's entry, growing the table; e.smu must be held.
+func (e *Executor) kernelLocked(id sched.KernelID) *KernelStats {
 	if int(id) >= len(e.kst) {
 		n := max(int(id)+1, 2*len(e.kst), 16)
 		t := make([]KernelStats, n)
@@ -107,7 +107,7 @@ func (e *Executor) account(sl *slot, err error) {
 	now := sched.Nanotime()
 	for i := range sl.jobs {
 		r := &sl.jobs[i]
-		ks := e.kernel(r.kid)
+		ks := e.kernelLocked(r.kid)
 		first := true
 		for _, o := range sl.jobs[:i] {
 			if o.kid == r.kid {
@@ -135,7 +135,7 @@ func (e *Executor) account(sl *slot, err error) {
 		ks.Items += items
 		ks.Upload += up
 		ks.Readback += down
-		ks.Latency += time.Duration(now - r.pj.t)
+		ks.Latency += time.Duration(now - r.t)
 	}
 }
 
@@ -146,7 +146,7 @@ func (e *Executor) accountTimes(sl *slot, copyUp, copyDown int64) {
 	defer e.smu.Unlock()
 	for i := range sl.jobs {
 		r := &sl.jobs[i]
-		ks := e.kernel(r.kid)
+		ks := e.kernelLocked(r.kid)
 		disp := time.Duration(r.stop - r.start)
 		up := time.Duration(share(copyUp, r.upBytes, sl.upBytes))
 		down := time.Duration(share(copyDown, r.downBytes, sl.downBytes))
