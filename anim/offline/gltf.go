@@ -857,6 +857,13 @@ func foldTrack(tr *Track, k TrackKind, anc Transform) {
 	}
 }
 
+// gridSlack is how far, in frames, a key time at frame x may lie from its
+// frame and still be on the grid: glTF stores times as float32, so a key
+// at 1.2 s is 36.0000014 frames at 30 Hz. keyGridRate accepts a grid with
+// this slack and resample snaps keys with the same, so a STEP key lands
+// on its frame, never one frame late.
+func gridSlack(x float64) float64 { return 2e-3 * math.Max(1, x/1000) }
+
 // keyGridRate finds a common rate on whose grid every key time lies.
 func keyGridRate(chans []gltfChannel) float64 {
 	minDt := math.Inf(1)
@@ -878,7 +885,7 @@ func keyGridRate(chans []gltfChannel) float64 {
 		for _, c := range chans {
 			for _, t := range c.times {
 				x := float64(t) * r
-				if math.Abs(x-math.Round(x)) > 2e-3*math.Max(1, x/1000) {
+				if math.Abs(x-math.Round(x)) > gridSlack(x) {
 					ok = false
 					break
 				}
@@ -1000,10 +1007,14 @@ func (c *gltfChannel) resample(frames int, rate float64) Track {
 	tr := Track{Frames: make([]int32, 0, frames), Values: make([][4]float64, 0, frames)}
 	k := 1 // next STEP key to place
 	for f := range frames {
-		v := c.value(float64(f) / rate)
+		at := float64(f)
+		if c.interp == "STEP" {
+			at += gridSlack(at) // a key within the slack of f is f's
+		}
+		v := c.value(at / rate)
 		if c.interp == "STEP" && f > 0 {
 			jump := false
-			for k < len(c.times) && float64(c.times[k])*rate <= float64(f)+1e-6 {
+			for k < len(c.times) && float64(c.times[k])*rate <= at {
 				jump = true
 				k++
 			}

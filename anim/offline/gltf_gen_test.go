@@ -938,20 +938,11 @@ func confScenes() []*confScene {
 	}
 	out = append(out, stepShape("step", confTimes(0, 0.5, 5), []float32{0.25, 0.75, 1.25}))
 	// The same with key times that float32 rounds just above their grid
-	// time: 1.2f = 1.20000005 s (36.0000014 frames at 30 Hz), 1.7f =
-	// 1.70000005 s (51.0000014 frames). The import places those STEPs a
-	// frame late (gltfChannel.resample snaps within 1e-6 frames, while
-	// keyGridRate accepted the grid within 2e-3): between 1.2 and 1.2333
-	// s the pose holds the previous key. Compress reports success (the
-	// 99th percentile hides one frame interval; Stats.Max is under
-	// MaxError).
-	{
-		s := stepShape("step-float32-times", confTimes(0, 0.5, 5), []float32{0.3, 0.9, 1.2})
-		s.known = map[anim.Codec]string{anim.CodecCurve: "importer: a STEP key whose float32 time is just above a 30 Hz grid time (1.2f = 36.0000014 frames) " +
-			"is placed one frame late (gltfChannel.resample snaps within 1e-6 frames; keyGridRate accepts 2e-3): the previous key is held " +
-			"over the next frame interval (21 mm at 3 cm), and Compress reports success (p99 within the tolerance, Stats.Max under MaxError)"}
-		out = append(out, s)
-	}
+	// time: 1.2f = 1.20000005 s (36.0000014 frames at 30 Hz). The import
+	// must place each STEP on its frame (it placed them a frame late,
+	// holding the previous key over a frame interval, 21 mm at 3 cm,
+	// while Compress reported success).
+	out = append(out, stepShape("step-float32-times", confTimes(0, 0.5, 5), []float32{0.3, 0.9, 1.2}))
 	// STEP at the clip's last key that jumps: the known open defect (the
 	// format has no discontinuity at the clip's end): Compress returns a
 	// *ToleranceError with both codecs.
