@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vkjobs/vkjobs/affinity"
+	"github.com/vkjobs/vkjobs/affinity/placement"
+	"github.com/vkjobs/vkjobs/affinity/spu"
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/gputest"
 	"github.com/vkjobs/vkjobs/kernels"
@@ -24,8 +25,8 @@ type rig struct {
 	render *sched.Ctx
 	dev    *gpu.Device
 	exec   *gpu.Executor
-	spu    *affinity.SPU
-	placer *affinity.Placer
+	spu    *spu.Executor
+	placer *placement.Placer
 	stop   *sched.Event
 	wg     sync.WaitGroup
 }
@@ -43,7 +44,7 @@ func newRig(t *testing.T, dev *gpu.Device, workers int) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{dev: dev}
-	r.placer = affinity.NewPlacer(affinity.PlacerOptions{SharedCores: dev.Selection().Chosen.Type == gpu.TypeCPU})
+	r.placer = placement.New(placement.Options{SharedCores: dev.Selection().Chosen.Type == gpu.TypeCPU})
 	var err error
 	r.s, err = sched.New(sched.Config{Kernels: reg, Workers: workers, MainThreads: 2, Placer: r.placer, Observer: r.placer})
 	if err != nil {
@@ -52,7 +53,7 @@ func newRig(t *testing.T, dev *gpu.Device, workers int) *rig {
 	if r.exec, err = gpu.NewExecutor(dev, gpu.ExecutorOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if r.spu, err = affinity.NewSPU(affinity.SPUOptions{}); err != nil {
+	if r.spu, err = spu.New(spu.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.s.AttachExecutor(sched.ExecGPU, r.exec); err != nil {

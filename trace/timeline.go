@@ -106,7 +106,10 @@ func (r *Recorder) FrameSpan(n int) (start, end int64, ok bool) {
 // WriteTimelineSVG draws frame n as an SVG picture: one row per thread and
 // device, tasks as bars coloured by kernel (each kernel of the frame its own
 // colour), a time axis in milliseconds, and a legend of the kernels wrapped
-// into as many lines as the picture's width needs.
+// into as many lines as the picture's width needs. The bars of an Auto
+// task with a recorded Decision are outlined in black, labelled above with
+// the device chosen, and their tooltip gives the decision: the reason, the
+// predicted time per device and the measured time.
 func (r *Recorder) WriteTimelineSVG(w io.Writer, n int) error {
 	t0, t1, ok := r.FrameSpan(n)
 	if !ok {
@@ -198,6 +201,7 @@ func (r *Recorder) WriteTimelineSVG(w io.Writer, n int) error {
 		fmt.Fprintf(bw, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", left, y, width, rowH, fill)
 		fmt.Fprintf(bw, `<text x="5" y="%d">%s</text>`+"\n", y+rowH/2+4, html.EscapeString(rw.name))
 	}
+	dix := newDecisionIndex(r.Decisions())
 	// Nested scopes (a Wait inside a kernel) are drawn thinner on top.
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Stop-evs[i].Start > evs[j].Stop-evs[j].Start })
 	for i := range evs {
@@ -217,8 +221,18 @@ func (r *Recorder) WriteTimelineSVG(w io.Writer, n int) error {
 		if e.Failed {
 			fill = "#000000"
 		}
-		fmt.Fprintf(bw, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s" stroke="white" stroke-width="0.3"><title>%s %s [%d,%d) %.1f µs</title></rect>`+"\n",
-			x0, y, x1-x0, rowH-6, fill, html.EscapeString(name), e.Task, e.Begin, e.End, float64(e.Stop-e.Start)/1e3)
+		stroke, sw, extra := "white", 0.3, ""
+		d := dix.of(e)
+		if d != nil {
+			// An Auto task: outlined, its decision in the tooltip.
+			stroke, sw, extra = "#000000", 1.2, "\n"+d.text()
+		}
+		fmt.Fprintf(bw, `<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s" stroke="%s" stroke-width="%.1f"><title>%s %s [%d,%d) %.1f µs%s</title></rect>`+"\n",
+			x0, y, x1-x0, rowH-6, fill, stroke, sw, html.EscapeString(name), e.Task, e.Begin, e.End, float64(e.Stop-e.Start)/1e3, html.EscapeString(extra))
+		if d != nil {
+			// Above the bar: the device chosen.
+			fmt.Fprintf(bw, `<text x="%.2f" y="%d" font-size="8" class="auto">%s</text>`+"\n", x0, y-1, html.EscapeString(d.Device))
+		}
 		if x1-x0 > 60 {
 			fmt.Fprintf(bw, `<text x="%.2f" y="%d" fill="%s">%s</text>`+"\n", x0+3, y+rowH/2+1, textOn(fill), html.EscapeString(name))
 		}

@@ -14,6 +14,9 @@
 // Each task scope carries the kernel name, the task ID, its parent and its
 // dependency in its arguments; dependencies are also drawn as flow arrows
 // from the end of the dependency's last scope to the start of the dependent.
+// A task placed by a Placer (sched.Auto) carries its Decision too, once
+// recorded with AddDecision: the device chosen, the reason, each device's
+// predicted time and the measured one.
 //
 // Slices on one track of a Chrome trace must nest: two complete ("X")
 // events on the same (pid, tid) are either disjoint or one contains the
@@ -87,6 +90,9 @@ type Recorder struct {
 	spu     track   // Thread -1, Where SPU
 	other   track   // anything else (foreign goroutines, frame markers)
 	names   func(sched.KernelID) string
+
+	decMu     sync.Mutex
+	decisions []Decision // Auto placements (AddDecision)
 }
 
 // New returns an enabled recorder for a scheduler with the given number of
@@ -129,8 +135,12 @@ func NamesFromRegistry(reg *sched.Registry) func(sched.KernelID) string {
 	}
 }
 
-// Reset forgets every event (between runs; not concurrently with recording).
+// Reset forgets every event and decision (between runs; not concurrently
+// with recording).
 func (r *Recorder) Reset() {
+	r.decMu.Lock()
+	r.decisions = nil
+	r.decMu.Unlock()
 	for _, t := range r.allTracks() {
 		t.n.Store(0)
 		t.drop.Store(0)
@@ -372,6 +382,13 @@ func (r *Recorder) WriteChrome(w io.Writer) error {
 		}
 	}
 	us := chromeUs
+	decs := r.Decisions()
+	dix := newDecisionIndex(decs)
+	for i := range decs {
+		d := &decs[i]
+		out = append(out, chromeEvent{Name: "auto → " + d.Device, Cat: "auto", Ph: "i", S: "t", Ts: us(d.Placed),
+			Pid: 1, Tid: len(r.threads) + 2, Args: map[string]any{"kernel": r.kernelName(d.Kernel), "auto": d.args()}})
+	}
 	flow := 0
 	for i := range evs {
 		e := &evs[i]
@@ -396,6 +413,9 @@ func (r *Recorder) WriteChrome(w io.Writer) error {
 			}
 			if e.Failed {
 				args["failed"] = true
+			}
+			if d := dix.of(e); d != nil {
+				args["auto"] = d.args()
 			}
 			out = append(out, chromeEvent{Name: r.kernelName(e.Kernel), Cat: "task", Ph: "X", Ts: us(e.Start), Dur: &d,
 				Pid: 1, Tid: tids[i], Args: args})

@@ -15,7 +15,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/vkjobs/vkjobs/affinity"
+	"github.com/vkjobs/vkjobs/affinity/placement"
+	"github.com/vkjobs/vkjobs/affinity/spu"
 	"github.com/vkjobs/vkjobs/anim"
 	"github.com/vkjobs/vkjobs/cmd/crowd/internal/rig"
 	"github.com/vkjobs/vkjobs/evstream"
@@ -51,8 +52,8 @@ type app struct {
 	dev    *gpu.Device
 	devErr error // why there is no device
 	exec   *gpu.Executor
-	spu    *affinity.SPU
-	placer *affinity.Placer
+	spu    *spu.Executor
+	placer *placement.Placer
 	win    *window
 
 	reg  *sched.Registry
@@ -370,7 +371,7 @@ func (a *app) startScheduler() (workers int, err error) {
 	case "auto":
 		a.sampleWhere, a.ltmWhere, a.skinWhere = sched.Auto, sched.Auto, sched.Auto
 		shared := a.dev.Selection().Chosen.Type == gpu.TypeCPU
-		a.placer = affinity.NewPlacer(affinity.PlacerOptions{SharedCores: shared})
+		a.placer = placement.New(placement.Options{SharedCores: shared})
 		scfg.Placer = a.placer
 		obs = append(obs, a.placer)
 	case "spu":
@@ -423,7 +424,7 @@ func (a *app) attachExecutors() error {
 		}
 	}
 	if a.cfg.offload == "spu" {
-		if a.spu, err = affinity.NewSPU(affinity.SPUOptions{}); err != nil {
+		if a.spu, err = spu.New(spu.Options{}); err != nil {
 			return err
 		}
 		if err := a.s.AttachExecutor(sched.ExecSPU, a.spu); err != nil {
@@ -501,7 +502,7 @@ func (a *app) registerKernels() error {
 		return err
 	}
 	k.Name = "skin_lbs.spu"
-	k.SPU = affinity.SPUBinding{ItemIn: [sched.MaxStreams]bool{0: true}}
+	k.SPU = spu.Binding{ItemIn: [sched.MaxStreams]bool{0: true}}
 	return a.reg.Register(kSkinSPU, k)
 }
 

@@ -13,8 +13,8 @@
 //	go run ./cmd/crowd                        # window if there is a display, else offscreen + crowd.png
 //	go run ./cmd/crowd -headless -frames 300  # offscreen; writes crowd.png (-out FILE.png)
 //	go run ./cmd/crowd -offload gpu           # local-to-model and skinning as Vulkan compute
-//	go run ./cmd/crowd -offload auto          # affinity.Placer decides per task (learned costs)
-//	go run ./cmd/crowd -offload spu           # affinity's local-store (SPU) executor
+//	go run ./cmd/crowd -offload auto          # placement.Placer decides per task (learned costs)
+//	go run ./cmd/crowd -offload spu           # the SPU-style local-store executor (package spu)
 //	go run ./cmd/crowd -pipeline 3 -trace t.json -timeline t.svg
 //	go run ./cmd/crowd -model cmd/crowd/testdata/cesium_man.gltf -count 200
 //	go run ./cmd/crowd -render=false          # the simulation alone (packets still sorted and recorded)
@@ -136,10 +136,10 @@
 // (sched.GPU) with GPU-resident buffers chained cursors → poses → palette
 // → skin → vertex buffer, drawn in place with no read-back (only the
 // 8-byte sampler inputs go up each frame); auto gives them sched.Auto and
-// installs affinity.Placer, which learns per-kernel costs and places each
+// installs placement.Placer, which learns per-kernel costs and places each
 // task (the streams are host mirrors of device buffers, usable from either
 // side: on lavapipe the host bytes are the buffer's mapping, so nothing
-// is copied); spu sends local-to-model and skinning to affinity.SPU
+// is copied); spu sends local-to-model and skinning to spu.Executor
 // (sampling stays on the workers: the clip blob does not fit a local
 // store).
 //

@@ -199,7 +199,7 @@ func (a *app) summarizePlacement(out io.Writer) {
 			ss.Jobs, ss.Chunks, ms(ss.Compute), ms(ss.DMA), ms(ss.Stall), ss.BytesIn, ss.BytesOut)
 	}
 	if a.placer != nil {
-		fmt.Fprintf(out, "auto placement: the affinity Placer (learned cost model) decided each local-to-model and skin task\n")
+		fmt.Fprintf(out, "auto placement: the placement Placer (learned cost model) decided each local-to-model and skin task\n")
 	}
 }
 

@@ -8,6 +8,9 @@
 //	kbench [-kernels LIST] [-sizes LIST] [-reps N] [-min-sample D]
 //	       [-quick] [-cpu-only] [-json | -csv] [-plot FILE.svg|FILE.png]
 //	       [-validate] [-device NAME] [-spu-store BYTES] [-spu-chunk ITEMS] [-best] [-version]
+//	kbench -auto [-auto-tasks N] [-kernels LIST] [-sizes LIST] [-reps N] [-min-sample D] [-json]
+//	kbench -adapt [-adapt-load cpu|gpu|spin] [-adapt-tasks N] [-reprobe N] -kernels K -sizes S
+//	       [-plot FILE] [-trace FILE.json] [-timeline FILE.svg]
 //
 //	go run ./cmd/kbench -quick                       # every kernel, 1e3..1e5, in seconds
 //	go run ./cmd/kbench                              # every kernel, 1e3..1e7 (minutes)
@@ -32,6 +35,14 @@
 //	-spu-store  local store of the SPU-style executor in bytes (default 262144, a Cell SPU's)
 //	-spu-chunk  work items per task given to the SPU-style executor (default 0: the other columns' tasks)
 //	-version    print the version and exit
+//	-auto       measure Auto placement against the oracle and print the regret table (below)
+//	-auto-tasks with -auto: Auto's sequence per kernel and size is at least this many runs (default 200)
+//	-adapt      Auto's decisions over time while a load comes and goes (below)
+//	-adapt-load with -adapt: cpu (default), gpu or spin
+//	-adapt-tasks with -adapt: the number of tasks (default 600)
+//	-reprobe    with -adapt: the Placer's ReprobeEvery (default: the Placer's, 100)
+//	-trace      with -adapt: a Chrome trace of the run, each Auto task with its decision
+//	-timeline   with -adapt: an SVG timeline of ten tasks from the load's start, decisions shown
 //
 // # What is measured
 //
@@ -50,11 +61,11 @@
 //
 //	cpu-1         the kernel's CPU function on one goroutine, called directly
 //	cpu-all       the scheduler (sched): every worker plus the main thread helping in Wait
-//	spu           the SPU-style executor (affinity.SPU, one unit): each task's streams are
+//	spu           the SPU-style executor (spu.Executor, one unit): each task's streams are
 //	              copied chunk by chunk into a local store of -spu-store bytes by a DMA
 //	              goroutine, double-buffered, and the kernel runs on the local copy; "w"
 //	              is the share of its time the kernel waited for those copies
-//	              (affinity.SPUStats.Stall). ScanDownsweepU32 does not run there (its
+//	              (spu.Stats.Stall). ScanDownsweepU32 does not run there (its
 //	              Whole input is indexed by the absolute work item); a kernel whose
 //	              streams do not fit the store is listed as not run
 //	gpu-dispatch  the Vulkan executor with GPU-resident buffers (gpu.Buffer); the time
@@ -103,6 +114,57 @@
 // all CPU workers (cpu-all), with cpu-all's time over the GPU's there (near
 // 1.00x is a tie within the noise of a shared machine), or "none up to" the
 // largest size.
+//
+// # Auto placement against an oracle (-auto)
+//
+// -auto asks, per kernel and size, how much a user loses by writing
+// Affinity: sched.Auto instead of the best fixed choice. The oracle is
+// the fastest of cpu-1, cpu-all, gpu+xfer and the best static CPU/GPU
+// split, found by sweeping the GPU's share of the items over 1/8 .. 7/8
+// (each share run as two tasks at once, as the scheduler runs a Placer's
+// split; not for Simple kernels, which do not split). Auto is a sequence
+// of at least -auto-tasks runs with sched.Auto through an placement.Placer
+// that starts knowing nothing (PlacerOptions defaults, SharedCores when
+// the Vulkan device computes on the host's cores) and is shared by the
+// whole sweep, as one program's would be. Every run of Auto counts: the
+// first (checked against cpu-1 like every column), the exploration, the
+// re-probes. The columns and Auto are timed in interleaved rounds: each
+// round runs a sample of every column and as many pieces of Auto's
+// sequence in one (seeded) shuffled order, each after a garbage
+// collection, so that neither load from other processes nor what one item
+// leaves behind for the next (the software GPU's threads and the
+// executor's reports winding down) falls on one column or on Auto more
+// than on the others. Each column's time is the mean of its samples, as Auto's
+// time is a sum, load spikes included.
+//
+// Per row: each column's time per run, the oracle, Auto's mean time per
+// run and where its tasks went, the tasks it placed to explore, its
+// regret (Auto's total over the oracle's time for as many runs, minus
+// one) and the share of its tasks placed on a column more than 10% slower
+// than the oracle (a co-executed task is judged by the nearest swept
+// split). Then per kernel and in total, over the rows whose oracle run
+// takes at least 50 us (shorter tasks are not worth placing) and over all
+// rows: total Auto time over total oracle time, so long rows weigh more.
+// Auto cannot choose cpu-1 (the scheduler decides how a CPU task is
+// split), so where one core beats all workers its CPU tasks count as
+// misplaced.
+//
+// # Adaptation (-adapt)
+//
+// -adapt runs the first kernel of -kernels at the first size of -sizes as
+// -adapt-tasks Auto tasks, one after another, with a load beside them from
+// the first third to the second: cpu starts a child process of busy
+// loops, one thread per CPU; gpu keeps two GPU tasks of the same kernel at
+// 4x the size queued from another registered thread; spin runs busy
+// goroutines in kbench, which take the Go runtime's processors from the
+// CPU workers but not the CPU from a software GPU's own threads. It prints
+// each phase's tasks, those on the GPU, the median task time and how many
+// tasks passed before the phase's majority device ran five in a row; -plot
+// draws each task's time, marked by the device chosen, with the Placer's
+// predictions for the CPU and the GPU and the load's start and end. The
+// Placer tracks every decision (TrackEvery 1). -trace and -timeline write
+// the run's Chrome trace and an SVG timeline with each Auto task's
+// decision: device, reason, predicted time per device, measured time.
 //
 // # Output and exit status
 //

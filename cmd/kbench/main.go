@@ -17,14 +17,19 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/vkjobs/vkjobs/affinity"
+	"github.com/vkjobs/vkjobs/affinity/placement"
+	"github.com/vkjobs/vkjobs/affinity/spu"
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/internal/version"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
+	"github.com/vkjobs/vkjobs/trace"
 )
 
 func main() {
+	if os.Getenv(spinEnv) != "" {
+		spinChild() // -adapt -adapt-load cpu's busy loops
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -42,27 +47,35 @@ const maxSize = 100_000_000
 
 // options are the parsed flags.
 type options struct {
-	kernels   []sched.KernelID
-	sizes     []int
-	reps      int
-	minSample time.Duration
-	quick     bool
-	cpuOnly   bool
-	json, csv bool
-	plot      string
-	validate  bool
-	device    string
-	spuStore  int // bytes of the SPU executor's local store
-	spuChunk  int // work items per SPU task (0: the chunks of the other columns)
-	version   bool
-	best      bool // report the fastest sample instead of the median
+	kernels    []sched.KernelID
+	sizes      []int
+	reps       int
+	minSample  time.Duration
+	quick      bool
+	cpuOnly    bool
+	json, csv  bool
+	plot       string
+	validate   bool
+	device     string
+	spuStore   int // bytes of the SPU executor's local store
+	spuChunk   int // work items per SPU task (0: the chunks of the other columns)
+	version    bool
+	best       bool   // report the fastest sample instead of the median
+	auto       bool   // -auto: Auto placement against the oracle
+	autoTasks  int    // -auto-tasks: the least length of Auto's sequence per kernel and size
+	adapt      bool   // -adapt: Auto's decisions over time under a changing load
+	adaptTasks int    // -adapt-tasks
+	adaptLoad  string // -adapt-load: cpu or gpu
+	reprobe    int    // -reprobe: PlacerOptions.ReprobeEvery for -adapt (0: its default)
+	trace      string // -trace: Chrome trace of the -adapt run
+	timeline   string // -timeline: SVG timeline of the -adapt run's tasks when the load starts
 }
 
 const usageText = `usage: kbench [flags]
 
 kbench measures the kernels of package kernels over a range of sizes on one
 CPU goroutine, on all CPU workers (the scheduler), on the SPU-style
-local-store executor (package affinity), on the GPU (dispatch only,
+local-store executor (package spu), on the GPU (dispatch only,
 GPU-resident buffers) and on the GPU including transfers (host memory),
 beside the memory-copy bound for the same bytes and each CPU column's
 bound (copy or compute, whichever is slower). It prints an aligned table
@@ -92,10 +105,18 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	plotFile := fs.String("plot", "", "also draw throughput against size per device, log axes, to `FILE` (.svg or .png)")
 	validate := fs.Bool("validate", false, "enable the Vulkan validation layer; any message fails the run")
 	device := fs.String("device", "", "Vulkan device index or name substring (default: automatic, or $VKJOBS_DEVICE)")
-	spuStore := fs.Int("spu-store", affinity.DefaultLocalStore, "local store of the SPU-style executor (spu column), in `bytes`; at least 4096")
+	spuStore := fs.Int("spu-store", spu.DefaultLocalStore, "local store of the SPU-style executor (spu column), in `bytes`; at least 4096")
 	spuChunk := fs.Int("spu-chunk", 0, "work `items` per task given to the SPU-style executor (0: the same tasks as the other columns); the executor streams each through its local store")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	best := fs.Bool("best", false, "report each measurement's fastest sample instead of the median (the copy bound is always the fastest): on a machine shared with other work, the run least disturbed by it")
+	auto := fs.Bool("auto", false, "measure Auto placement (a placement.Placer learning as it goes) against the oracle, the fastest of cpu-1, cpu-all, gpu+xfer and the best static CPU/GPU split, and print the regret table instead")
+	autoTasks := fs.Int("auto-tasks", 200, "with -auto: Auto's sequence per kernel and size is at least this many runs, learning included")
+	adapt := fs.Bool("adapt", false, "run the first of -kernels at the first of -sizes as Auto tasks, with a load beside it from the first third to the second, and print (and -plot) Auto's decisions over time")
+	adaptTasks := fs.Int("adapt-tasks", 600, "with -adapt: the number of tasks")
+	adaptLoad := fs.String("adapt-load", "cpu", "with -adapt: the load, cpu (a child process of busy loops, one per CPU), gpu (GPU tasks of 4x the size kept queued) or spin (busy goroutines in kbench, 16 per GOMAXPROCS)")
+	reprobe := fs.Int("reprobe", 0, "with -adapt: the Placer's ReprobeEvery (0: its default)")
+	traceFile := fs.String("trace", "", "with -adapt: write a Chrome trace of the run, each Auto task with its decision, to `FILE`")
+	timelineFile := fs.String("timeline", "", "with -adapt: write an SVG timeline of the ten tasks from the load's start, each Auto task with its decision, to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, exitOK
@@ -114,7 +135,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	}
 	o := &options{reps: *reps, minSample: *minSample, quick: *quick, cpuOnly: *cpuOnly,
 		json: *jsonOut, csv: *csvOut, plot: *plotFile, validate: *validate, device: *device,
-		spuStore: *spuStore, spuChunk: *spuChunk, version: *showVersion, best: *best}
+		spuStore: *spuStore, spuChunk: *spuChunk, version: *showVersion, best: *best,
+		auto: *auto, autoTasks: *autoTasks, adapt: *adapt, adaptTasks: *adaptTasks, adaptLoad: *adaptLoad,
+		reprobe: *reprobe, trace: *traceFile, timeline: *timelineFile}
 	if o.version {
 		return o, exitOK
 	}
@@ -147,6 +170,21 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	}
 	if o.spuChunk < 0 {
 		return bad("-spu-chunk %d: must not be negative", o.spuChunk)
+	}
+	if o.autoTasks < 1 {
+		return bad("-auto-tasks %d: need at least 1", o.autoTasks)
+	}
+	if o.auto && (o.csv || o.cpuOnly || o.plot != "" || o.adapt) {
+		return bad("-auto writes its own table (or -json) and needs the GPU: not with -csv, -cpu-only, -plot or -adapt")
+	}
+	if o.adapt && (o.csv || o.json || o.cpuOnly) {
+		return bad("-adapt writes its own table (and -plot) and needs the GPU: not with -csv, -json or -cpu-only")
+	}
+	if o.adapt && (o.adaptTasks < 30 || (o.adaptLoad != "cpu" && o.adaptLoad != "gpu" && o.adaptLoad != "spin")) {
+		return bad("-adapt-tasks %d, -adapt-load %q: need at least 30 tasks and a load of cpu, gpu or spin", o.adaptTasks, o.adaptLoad)
+	}
+	if !o.adapt && (o.trace != "" || o.timeline != "") {
+		return bad("-trace and -timeline record the -adapt run: use them with -adapt")
 	}
 	if o.json && o.csv {
 		return bad("-json and -csv both write to standard output: choose one")
@@ -280,13 +318,53 @@ func run(args []string, stdout, stderr io.Writer) int {
 		rep.Devices = append(rep.Devices, devGPU, devGPUXfer)
 	}
 
-	b, err := newBench(reg, dev, o.spuStore)
+	var rec *placeRecorder
+	var tr *trace.Recorder
+	var extra sched.Observer
+	if o.auto || o.adapt {
+		if dev == nil {
+			return fail(errors.New("-auto and -adapt need a Vulkan device"))
+		}
+		if o.auto {
+			rec = &placeRecorder{p: newAutoPlacer(dev)}
+		} else {
+			rec = &placeRecorder{p: newAdaptPlacer(dev, o.reprobe)}
+		}
+		if o.trace != "" || o.timeline != "" {
+			tr = trace.New(runtime.GOMAXPROCS(0)+8, 1<<16)
+			tr.SetKernelNames(trace.NamesFromRegistry(reg))
+			extra = tr
+		}
+	}
+	b, err := newBench(reg, dev, o.spuStore, rec, extra)
 	if err != nil {
 		return fail(err)
 	}
 	defer b.s.Close() // closes the executor too, before dev.Close
 	s := b.s
 	rep.Machine.Workers = s.Threads()
+	if o.auto {
+		arep := &AutoReport{Version: rep.Version, Machine: rep.Machine, Reps: o.reps, MinTasks: o.autoTasks}
+		if err := runAuto(o, b, rec, arep, stdout, stderr); err != nil {
+			return fail(err)
+		}
+		if err := s.Close(); err != nil {
+			return fail(err)
+		}
+		return exitOK
+	}
+	if o.adapt {
+		if err := runAdapt(o, b, rec, tr, stdout, stderr); err != nil {
+			return fail(err)
+		}
+		if err := s.Close(); err != nil {
+			return fail(err)
+		}
+		if err := writeTraces(o, tr, stderr); err != nil {
+			return fail(err)
+		}
+		return exitOK
+	}
 
 	// The table's header first, so that a long run shows at once what it
 	// measures; the rows follow when every size has been measured.
@@ -413,15 +491,24 @@ func checkWritable(file string) error {
 // newBench starts a scheduler over reg (default workers, plus one
 // registered main thread) with an SPU-style executor of one unit with a
 // local store of spuStore bytes and, with dev, a GPU executor. Closing b.s
-// closes the executors; dev stays the caller's.
-func newBench(reg *sched.Registry, dev *gpu.Device, spuStore int) (*bench, error) {
+// closes the executors; dev stays the caller's. With rec, Auto tasks are
+// placed by rec's Placer, which also observes every task, as does extra
+// (nil: none).
+func newBench(reg *sched.Registry, dev *gpu.Device, spuStore int, rec *placeRecorder, extra sched.Observer) (*bench, error) {
 	b := &bench{reg: reg, obs: newGPUObserver(), dev: dev}
-	s, err := sched.New(sched.Config{Kernels: reg, Observer: b.obs})
+	// A second registered thread (-adapt's GPU load) with as many
+	// workers as one would get.
+	cfg := sched.Config{Kernels: reg, Observer: placement.Observers(b.obs, extra), MainThreads: 2,
+		Workers: max(1, runtime.GOMAXPROCS(0)-1)}
+	if rec != nil {
+		cfg.Placer, cfg.Observer = rec, placement.Observers(b.obs, rec.p, extra)
+	}
+	s, err := sched.New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	b.s = s
-	if b.spu, err = affinity.NewSPU(affinity.SPUOptions{LocalStore: spuStore}); err != nil {
+	if b.spu, err = spu.New(spu.Options{LocalStore: spuStore}); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -443,6 +530,9 @@ func newBench(reg *sched.Registry, dev *gpu.Device, spuStore int) (*bench, error
 			s.Close()
 			return nil, err
 		}
+	}
+	if rec != nil {
+		rec.p.Attach(s)
 	}
 	if b.main, err = s.RegisterThread("kbench"); err != nil {
 		s.Close()

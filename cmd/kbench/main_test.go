@@ -381,7 +381,7 @@ func TestChunks(t *testing.T) {
 			}
 		}()
 	}
-	b, err := newBench(reg, dev, 1<<20)
+	b, err := newBench(reg, dev, 1<<20, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

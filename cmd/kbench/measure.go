@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vkjobs/vkjobs/affinity"
+	"github.com/vkjobs/vkjobs/affinity/spu"
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
@@ -17,7 +17,7 @@ import (
 const (
 	devCPU1     = "cpu-1"        // the CPU kernel on one goroutine, called directly
 	devCPUAll   = "cpu-all"      // the scheduler: every worker plus the main thread helping in Wait
-	devSPU      = "spu"          // the SPU-style local-store executor (affinity.SPU), one unit
+	devSPU      = "spu"          // the SPU-style local-store executor (spu.Executor), one unit
 	devGPU      = "gpu-dispatch" // GPU-resident buffers, dispatch time from the executor's timestamps
 	devGPUXfer  = "gpu+xfer"     // host streams: upload, dispatch, read-back, wall clock
 	devCopyName = "copy"         // the memory-copy bound
@@ -206,7 +206,7 @@ type bench struct {
 	main *sched.Ctx
 	dev  *gpu.Device   // nil: CPU only
 	exec *gpu.Executor // nil: CPU only
-	spu  *affinity.SPU
+	spu  *spu.Executor
 	obs  *gpuObserver
 	sent int64 // GPU tasks added so far
 
@@ -243,12 +243,12 @@ func (b *bench) runTasks(w *workload, a sched.Affinity, bufs []sched.BufferID) e
 // vertices are a Whole stream, but with Params[0] = 0 (kbench's
 // workloads) vertex i belongs to item i, so they are streamed per item
 // instead of being copied whole into the local store.
-func spuBinding(id sched.KernelID) (affinity.SPUBinding, bool) {
+func spuBinding(id sched.KernelID) (spu.Binding, bool) {
 	switch id {
 	case kernels.SkinLBS, kernels.SkinLBSUniform, kernels.SkinDQS, kernels.SkinDQSUniform:
-		return affinity.SPUBinding{ItemIn: [sched.MaxStreams]bool{0: true}}, true
+		return spu.Binding{ItemIn: [sched.MaxStreams]bool{0: true}}, true
 	}
-	return affinity.SPUBinding{}, false
+	return spu.Binding{}, false
 }
 
 // spuFits returns why the SPU-style executor cannot run w's tasks of
@@ -257,7 +257,7 @@ func (b *bench) spuFits(w *workload, chunk int) string {
 	if w.id == kernels.ScanDownsweepU32 {
 		// Its values are a Whole stream read at 256 x the absolute work
 		// item, which a chunk staged from item 0 of the local store
-		// cannot rebase (affinity's rule: index streams from Begin).
+		// cannot rebase (package spu's rule: index streams from Begin).
 		return "not run: its Whole input is indexed by the absolute work item"
 	}
 	// Every task has the same streams per item: the first decides.

@@ -92,7 +92,7 @@ type Result struct {
 	BoundKind     string  `json:"bound_kind,omitempty"`
 	BoundFraction float64 `json:"bound_fraction,omitempty"`
 	// DMAWaitFraction (spu): the share of the run's wall time the kernel
-	// waited for its simulated DMA (affinity.SPUStats.Stall).
+	// waited for its simulated DMA (spu.Stats.Stall).
 	DMAWaitFraction float64 `json:"dma_wait_fraction,omitempty"`
 }
 

@@ -1,5 +1,0 @@
-//go:build !race
-
-package affinity
-
-const raceEnabled = false

@@ -1,4 +1,0 @@
-package affinity
-
-// pinSupported tells the tests whether this OS can pin threads (pin_linux.go).
-const pinSupported = true

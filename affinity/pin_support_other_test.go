@@ -1,7 +1,0 @@
-//go:build !linux
-
-package affinity
-
-// pinSupported tells the tests whether this OS can pin threads (pin_other.go
-// returns ErrUnsupported).
-const pinSupported = false

@@ -1,0 +1,188 @@
+package placement
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+// Devices of the model, in the order of the per-device arrays.
+const (
+	devCPU = iota
+	devGPU
+	devSPU
+	numDevices
+)
+
+var devNames = [numDevices]string{"cpu", "gpu", "spu"}
+
+func devAffinity(d int) sched.Affinity {
+	switch d {
+	case devGPU:
+		return sched.GPU
+	case devSPU:
+		return sched.SPU
+	}
+	return sched.AnyWorker
+}
+
+func devOf(a sched.Affinity) (int, bool) {
+	switch a {
+	case sched.AnyWorker:
+		return devCPU, true
+	case sched.GPU:
+		return devGPU, true
+	case sched.SPU:
+		return devSPU, true
+	}
+	return 0, false
+}
+
+// numClasses is the number of size classes: class c holds tasks of n work
+// items with bits.Len32(n) == c, i.e. [2^(c-1), 2^c).
+const numClasses = 33
+
+func sizeClass(n uint32) int { return bits.Len32(n) }
+
+// classEst is the estimate of one size class's service time.
+type classEst struct {
+	n      uint32     // samples
+	est    float64    // estimated service time, ns
+	x      float64    // effective items of the class's tasks (running mean)
+	recent [3]float64 // the last three samples, recent[(n-1)%3] the newest
+}
+
+// costFit is one (kernel, device) cost model.
+//
+// Each size class keeps a robust estimate of the service time of its
+// tasks: the median of its first three samples (exploration), then an
+// exponentially decaying average. A sample faster than the estimate pulls
+// it down at once by half the difference; a slower one pulls it up by
+// decay times the difference (at most 3*decay times the estimate), and
+// only when the median of the last three samples is slower too. Interference from other
+// work on a shared machine only ever makes a run slower, so isolated slow
+// outliers (a GC pause, a page-fault storm, another process) do not move
+// the estimate, while a lasting change (the device got slower or faster)
+// takes over within a few samples, and one probe of a device that got
+// faster is enough to bring it back.
+//
+// Across classes the model is a line, service time = a + b*x ns (fixed
+// latency plus time per effective item, transfers included), fitted by
+// least squares on relative error through the class estimates (weights
+// 1/est^2: a 10 us class and a 10 ms class count the same). A task in a
+// class with samples is predicted from that class's estimate, corrected
+// along the line's slope for its exact size; other sizes from the line.
+type costFit struct {
+	a, b     float64 // fitted latency (ns) and time per effective item (ns)
+	samples  uint64
+	nclasses int  // classes with samples
+	warm     bool // the first (warm-up) run was seen
+	classes  [numClasses]classEst
+	tries    [numClasses]uint32 // placements per size class (in flight included)
+	once     [numClasses]bool   // explore the class once only (see Place)
+}
+
+// add learns one measured service time y (ns) of a task of x effective
+// items in size class c. A probe's run (a re-measurement of a device the
+// model had stopped choosing) is the only news about that device: it
+// moves the estimate without waiting for the median of three, with weight
+// at least 1/2.
+func (f *costFit) add(c int, x, y, decay float64, probe bool) {
+	y = max(y, 1)
+	ce := &f.classes[c]
+	if ce.n == 0 {
+		f.nclasses++
+	}
+	ce.recent[ce.n%3] = y
+	if ce.n < math.MaxUint32 {
+		ce.n++
+	}
+	switch {
+	case ce.n <= 3:
+		ce.x = (ce.x*float64(ce.n-1) + x) / float64(ce.n)
+		ce.est = median(ce.recent[:ce.n])
+	case y < ce.est:
+		ce.est += 0.5 * (y - ce.est)
+		ce.x += decay * (x - ce.x)
+	case probe:
+		ce.est += max(decay, 0.5) * min(y-ce.est, 3*ce.est)
+		ce.x += decay * (x - ce.x)
+	default:
+		if m := median(ce.recent[:]); m > ce.est {
+			ce.est += decay * min(m-ce.est, 3*ce.est)
+		}
+		ce.x += decay * (x - ce.x)
+	}
+	f.samples++
+	f.refit()
+}
+
+// median of up to three values; of two, the smaller (interference only
+// adds time).
+func median(v []float64) float64 {
+	switch len(v) {
+	case 1:
+		return v[0]
+	case 2:
+		return min(v[0], v[1])
+	}
+	return max(min(v[0], v[1]), min(max(v[0], v[1]), v[2]))
+}
+
+// refit fits the line through the class estimates, keeping a, b >= 0.
+// With a single class the slope is not identifiable: the previous latency
+// is kept (capped at the estimate) and the slope explains the rest.
+func (f *costFit) refit() {
+	var w, sx, sy, sxx, sxy float64
+	k := 0
+	for i := range f.classes {
+		ce := &f.classes[i]
+		if ce.n == 0 {
+			continue
+		}
+		k++
+		wi := 1 / (ce.est * ce.est)
+		w += wi
+		sx += wi * ce.x
+		sy += wi * ce.est
+		sxx += wi * ce.x * ce.x
+		sxy += wi * ce.x * ce.est
+	}
+	if k == 0 {
+		return
+	}
+	mx, my := sx/w, sy/w
+	if det := w*sxx - sx*sx; k >= 2 && det > 1e-9*w*sxx {
+		b := (w*sxy - sx*sy) / det
+		a := (sy - b*sx) / w
+		switch {
+		case b < 0:
+			a, b = my, 0
+		case a < 0:
+			a, b = 0, sxy/sxx
+		}
+		f.a, f.b = a, b
+		return
+	}
+	a := min(f.a, my)
+	if mx > 0 {
+		f.a, f.b = a, (my-a)/mx
+	} else {
+		f.a, f.b = my, 0
+	}
+}
+
+// predict returns the predicted service time of a task of x effective
+// items in size class c, +Inf without samples.
+func (f *costFit) predict(c int, x float64) float64 {
+	if f.samples == 0 {
+		return math.Inf(1)
+	}
+	if ce := &f.classes[c]; ce.n > 0 {
+		return max(ce.est+f.b*(x-ce.x), ce.est/2)
+	}
+	return f.a + f.b*x
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -1,0 +1,748 @@
+package placement
+
+import (
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vkjobs/vkjobs/affinity/pinning"
+	"github.com/vkjobs/vkjobs/affinity/spu"
+	"github.com/vkjobs/vkjobs/sched"
+)
+
+// Options configures a Placer. The zero value gives the defaults.
+type Options struct {
+	// Explore is how many tasks each candidate device gets per kernel and
+	// size class (a power-of-two range of item counts) before the model
+	// decides; default 3. A device that the model already predicts more
+	// than 4x slower than the best (from two or more other size classes)
+	// is tried once instead.
+	Explore int
+	// Decay is the weight with which a slower run raises its size class's
+	// estimate (default 0.25; see the package documentation): the weight
+	// of older runs decays exponentially. A faster run lowers the estimate
+	// by half the difference at once.
+	Decay float64
+	// ReprobeEvery sends every ReprobeEvery-th model decision of a (kernel,
+	// size class) to the runner-up device (or to co-execution) when its
+	// predicted finish is within 2x of the best, so that a device that got
+	// faster is noticed; a runner-up predicted r > 2 times slower is
+	// re-probed every ReprobeEvery*(r-1) decisions (probes cost about
+	// 1/ReprobeEvery of the time either way). Default 100; negative
+	// disables.
+	ReprobeEvery int
+	// CoExecMin is the smallest task, in work items, that may be split
+	// between the GPU and the CPU workers (default 65536).
+	CoExecMin uint32
+	// NoCoExec disables co-execution.
+	NoCoExec bool
+	// CoExecGain is how much sooner (fraction) co-execution must be
+	// predicted to finish than the best single device (default 0.1).
+	CoExecGain float64
+	// SharedCores says that the GPU executor's device computes on the same
+	// CPU cores as the workers (a software rasteriser such as lavapipe:
+	// gpu.Device.Selection().Chosen.Type == gpu.TypeCPU). Work queued on
+	// either then delays both, so the backlog compared is their sum and
+	// co-execution is off.
+	SharedCores bool
+	// SPU, when set, makes this SPU executor (attached as sched.ExecSPU) a
+	// candidate for Auto tasks of the kernels whose tasks fit its local
+	// store (SPU.Fits). Nil by default: the SPU executor exists to measure
+	// the local-store discipline, not to win.
+	SPU *spu.Executor
+	// CPUThreads is the parallelism of the CPU workers in the model.
+	// Default: set by Attach to min(scheduler threads, allowed CPUs); before
+	// Attach, min(GOMAXPROCS, NumCPU).
+	CPUThreads int
+	// MaxInFlight bounds the placements tracked until completion (default
+	// 1024, rounded up to a power of two). Beyond it the oldest is dropped
+	// (its sample is lost, nothing else).
+	MaxInFlight int
+	// StaleAfter drops a tracked placement that has not completed after
+	// this long (default 10 s): a task that never reports (its executor
+	// vanished) must not hold predicted work forever.
+	StaleAfter time.Duration
+	// History is how many recent decisions Snapshot returns (default 256).
+	History int
+	// TrackEvery: of the placements whose device is a clear call (the
+	// runner-up predicted to finish 4x later or more), only every
+	// TrackEvery-th is tracked to completion and learned from (default 8;
+	// 1 or negative tracks all). Untracked placements cost about 60 ns and
+	// neither appear in Snapshot's decisions nor count as queued work.
+	TrackEvery int
+}
+
+// Placer is a sched.Placer that learns where Auto tasks run fastest, and a
+// sched.Observer that learns from their completions. Install it as both:
+//
+//	p := placement.New(placement.Options{})
+//	s, _ := sched.New(sched.Config{Kernels: reg, Placer: p, Observer: p})
+//	s.AttachExecutor(sched.ExecGPU, exec)
+//	p.Attach(s) // after attaching executors: which devices exist, how many CPU threads
+//
+// (with another observer too, use Observers(p, other)). Place is called by
+// the scheduler when an Auto task becomes runnable; it costs about 0.1 us
+// and allocates nothing once a kernel has been seen. See the package
+// documentation for the model. All methods are safe for concurrent use.
+type Placer struct {
+	opts  Options
+	decay float64
+
+	kernels atomic.Pointer[[]*kernelModel] // by KernelID; copied on write under mu
+
+	mu          sync.Mutex
+	avail       [numDevices]bool
+	cpuPar      float64
+	outstanding [numDevices]float64 // predicted ns of tracked placements not yet done
+	active      [numDevices]int     // tracked entries per device
+	lastFinish  [numDevices]int64   // latest RunEvent.Stop of a completed entry
+	ring        []entry
+	head, tail  uint64 // entries [head, tail) may be live; seq numbers from 1
+	decs        []decRec
+	decSeq      uint64
+	placed      uint64
+}
+
+// kernelModel is what the Placer knows about one kernel.
+type kernelModel struct {
+	id        sched.KernelID
+	name      string
+	checked   bool // name compared with the registration (mu)
+	dev       [numDevices]costFit
+	decisions [numClasses]uint32 // model decisions per class, for re-probing
+	unprobed  [numClasses]uint32 // model decisions per class since its last probe
+	coEff     float64            // measured / predicted co-execution finish (EWMA)
+	coN       uint32
+	inflight  atomic.Int32
+}
+
+// entry tracks one placement (one device's part of a task) until the
+// scheduler or an executor reports its completion.
+type entry struct {
+	seq        uint64 // 0: free
+	dec        uint64 // decision seq
+	kernel     sched.KernelID
+	dev        uint8
+	class      uint8
+	backlogged bool // the device had tracked work when this was placed
+	coexec     bool
+	probe      bool
+	failed     bool
+	begin, end uint32
+	remaining  uint32
+	root       sched.TaskID // parent of the CPU pieces, once seen
+	x          float64      // effective items
+	pred       float64      // predicted service ns
+	left       float64      // part of pred still counted in outstanding
+	placedAt   int64
+	firstStart int64
+	lastStop   int64 // latest RunEvent.Stop (executors: end of the dispatch)
+	evStop     int64 // the same, for the device's busy-until time
+}
+
+// Decision reasons.
+const (
+	reasonModel uint8 = iota
+	reasonExplore
+	reasonProbe
+	reasonCoExec
+	reasonCoProbe
+)
+
+var reasonNames = [...]string{"model", "explore", "probe", "coexec", "coexec-probe"}
+
+type decRec struct {
+	seq        uint64
+	kernel     sched.KernelID
+	where      uint8
+	reason     uint8
+	parts      uint8
+	failed     bool
+	cand       [numDevices]bool
+	begin      uint32
+	items      uint32
+	split      uint32
+	pred       [numDevices]float64
+	predFinish float64
+	placedAt   int64
+	finish     int64
+	measured   float64
+}
+
+// skipFactor: a device predicted this many times slower than the best is
+// not explored (from two other classes), or no further (from its own
+// samples in the class).
+const skipFactor = 8
+
+// placerClock is the Placer's clock for tracking placements (StaleAfter);
+// a variable so that tests can step it instead of racing real time.
+var placerClock = sched.Nanotime
+
+// New returns a Placer with no knowledge: it explores first (or
+// Load a saved model).
+func New(opts Options) *Placer {
+	if opts.Explore <= 0 {
+		opts.Explore = 3
+	}
+	if opts.Decay <= 0 || opts.Decay > 1 {
+		opts.Decay = 0.25
+	}
+	if opts.ReprobeEvery == 0 {
+		opts.ReprobeEvery = 100
+	}
+	if opts.CoExecMin == 0 {
+		opts.CoExecMin = 1 << 16
+	}
+	if opts.CoExecGain <= 0 {
+		opts.CoExecGain = 0.1
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 1024
+	}
+	n := 1
+	for n < opts.MaxInFlight {
+		n <<= 1
+	}
+	opts.MaxInFlight = n
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = 10 * time.Second
+	}
+	if opts.History <= 0 {
+		opts.History = 256
+	}
+	if opts.TrackEvery == 0 {
+		opts.TrackEvery = 8
+	}
+	p := &Placer{
+		opts:  opts,
+		decay: opts.Decay,
+		ring:  make([]entry, opts.MaxInFlight),
+		decs:  make([]decRec, opts.History),
+		head:  1,
+		tail:  1,
+	}
+	p.avail = [numDevices]bool{true, true, true}
+	p.cpuPar = float64(min(runtime.GOMAXPROCS(0), runtime.NumCPU()))
+	if opts.CPUThreads > 0 {
+		p.cpuPar = float64(opts.CPUThreads)
+	}
+	empty := []*kernelModel{}
+	p.kernels.Store(&empty)
+	return p
+}
+
+// Attach tells the Placer which executors s has (GPU, SPU) and how many
+// CPU threads run its tasks. Call it after AttachExecutor and before
+// adding Auto tasks. Without it the Placer assumes every device exists; a
+// missing one costs a few exploration tasks per size class, which the
+// scheduler runs on CPU workers, and is then never chosen.
+func (p *Placer) Attach(s *sched.Scheduler) {
+	ncpu := runtime.NumCPU()
+	if set, err := pinning.AllowedCPUs(); err == nil && set.Count() > 0 {
+		ncpu = set.Count()
+	}
+	p.mu.Lock()
+	p.avail[devGPU] = s.HasExecutor(sched.ExecGPU)
+	p.avail[devSPU] = s.HasExecutor(sched.ExecSPU)
+	if p.opts.CPUThreads <= 0 {
+		p.cpuPar = float64(max(1, min(s.Threads(), ncpu, runtime.GOMAXPROCS(0))))
+	}
+	p.mu.Unlock()
+}
+
+// model returns kernel id's model, nil if never seen. Lock-free.
+func (p *Placer) model(id sched.KernelID) *kernelModel {
+	t := *p.kernels.Load()
+	if int(id) < len(t) {
+		return t[id]
+	}
+	return nil
+}
+
+// modelLocked returns id's model, creating it (p.mu held).
+func (p *Placer) modelLocked(id sched.KernelID, name string) *kernelModel {
+	if km := p.model(id); km != nil {
+		if !km.checked {
+			if km.name != name {
+				// A loaded model of another kernel under this ID.
+				*km = kernelModel{id: id, name: name, coEff: 1}
+			}
+			km.checked = true
+		}
+		return km
+	}
+	km := &kernelModel{id: id, name: name, checked: true, coEff: 1}
+	p.install(km)
+	return km
+}
+
+// install publishes km in the kernel table (p.mu held).
+func (p *Placer) install(km *kernelModel) {
+	old := *p.kernels.Load()
+	n := max(len(old), int(km.id)+1)
+	t := make([]*kernelModel, n)
+	copy(t, old)
+	if o := t[km.id]; o != nil {
+		km.inflight.Store(o.inflight.Load())
+	}
+	t[km.id] = km
+	p.kernels.Store(&t)
+}
+
+// effItems is the item count the model of device dv sees for a task of n
+// items: on CPU workers the scheduler splits it into pieces of at least a
+// grain over the threads, so its time follows the piece size.
+func (p *Placer) effItems(dv int, n, grain uint32) float64 {
+	if dv != devCPU || n == 0 {
+		return float64(n)
+	}
+	pieces := float64((uint64(n) + uint64(grain) - 1) / uint64(grain))
+	return float64(n) / max(1, min(p.cpuPar, pieces))
+}
+
+// backlog is the predicted work queued ahead of a new task on dv.
+func (p *Placer) backlog(dv int) float64 {
+	if p.opts.SharedCores && dv != devSPU {
+		return p.outstanding[devCPU] + p.outstanding[devGPU]
+	}
+	return p.outstanding[dv]
+}
+
+// Place implements sched.Placer: it returns the device with the earliest
+// predicted finish (backlog plus predicted service time) for the task, or
+// a device still being explored for its size class, or (GPU, split) to
+// co-execute: items [Begin, Begin+split) on the GPU and the rest on CPU
+// workers, split so that both parts are predicted to finish together.
+// Tasks of kernels without a GPU binding, or with no executor attached,
+// go to CPU workers untracked. Called by the scheduler, concurrently.
+func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (sched.Affinity, uint32) {
+	if k == nil || d == nil || d.End < d.Begin {
+		return sched.AnyWorker, 0
+	}
+	p.mu.Lock()
+	var cand [numDevices]bool
+	cand[devCPU] = true
+	cand[devGPU] = p.avail[devGPU] && k.GPU != nil
+	cand[devSPU] = p.opts.SPU != nil && p.avail[devSPU] && k.Kind != sched.Simple && p.opts.SPU.Fits(k, d)
+	if !cand[devGPU] && !cand[devSPU] {
+		p.mu.Unlock()
+		return sched.AnyWorker, 0
+	}
+	km := p.modelLocked(id, k.Name)
+	n := d.End - d.Begin
+	class := sizeClass(n)
+	grain := d.Grain
+	if grain == 0 {
+		grain = k.Grain
+	}
+	if grain == 0 {
+		grain = sched.DefaultGrain
+	}
+
+	var svc, fin [numDevices]float64
+	best := -1
+	for dv := range numDevices {
+		svc[dv], fin[dv] = math.Inf(1), math.Inf(1)
+		if !cand[dv] {
+			continue
+		}
+		svc[dv] = km.dev[dv].predict(class, p.effItems(dv, n, grain))
+		fin[dv] = p.backlog(dv) + svc[dv]
+		if best < 0 || fin[dv] < fin[best] {
+			best = dv
+		}
+	}
+	reason := reasonModel
+	// Exploration: the least-tried device still short of its quota.
+	explore := -1
+	for dv := range numDevices {
+		if !cand[dv] {
+			continue
+		}
+		f := &km.dev[dv]
+		slower := dv != best && finite(svc[best]) && finite(svc[dv])
+		if f.tries[class] == 0 {
+			// Decided at the first try, from the other classes, so that
+			// the class's own first (possibly outlying) sample cannot
+			// cut its exploration short: a device predicted 4x slower
+			// than the best from two other classes is tried once, and
+			// one predicted skipFactor slower is not tried (its one
+			// task would cost more than many tasks of the best device).
+			f.once[class] = slower && svc[dv] > 4*svc[best] && f.nclasses >= 2
+		}
+		need := uint32(p.opts.Explore)
+		switch {
+		case f.tries[class] == 0 && slower && svc[dv] > skipFactor*svc[best] && f.nclasses >= 2:
+			need = 0
+		case f.once[class]:
+			need = 1
+		case slower && f.classes[class].n > 0 && svc[dv] > skipFactor*svc[best]:
+			// Its own samples in the class already say it is hopeless.
+			need = min(need, f.tries[class])
+		}
+		if f.tries[class] < need && (explore < 0 || f.tries[class] < km.dev[explore].tries[class]) {
+			explore = dv
+		}
+	}
+	split := uint32(0)
+	predFinish := fin[best]
+	if explore >= 0 {
+		best, reason = explore, reasonExplore
+		predFinish = fin[best]
+	} else {
+		km.decisions[class]++
+		probe := p.opts.ReprobeEvery > 0 && km.decisions[class]%uint32(p.opts.ReprobeEvery) == 0
+		if s, co := p.coSplit(km, k, n, grain, class, cand); s > 0 {
+			adj := co * km.coEff
+			if adj < fin[best]*(1-p.opts.CoExecGain) {
+				split, predFinish, reason = s, co, reasonCoExec
+			} else if probe && adj < 2*fin[best] {
+				split, predFinish, reason = s, co, reasonCoProbe
+				probe = false
+			}
+		}
+		ru := -1
+		for dv := range numDevices {
+			if cand[dv] && dv != best && (ru < 0 || fin[dv] < fin[ru]) {
+				ru = dv
+			}
+		}
+		switch {
+		case probe && split > 0 && reason == reasonCoExec:
+			// Re-measure the best single device, which co-execution
+			// otherwise keeps from being sampled at this size.
+			split, reason, predFinish = 0, reasonProbe, fin[best]
+		case split == 0 && ru >= 0 && p.probeDue(km.unprobed[class], fin[ru]/fin[best]):
+			best, reason, predFinish = ru, reasonProbe, fin[ru]
+		}
+		if reason == reasonProbe {
+			km.unprobed[class] = 0
+		} else {
+			km.unprobed[class]++
+		}
+		// A clear call (the runner-up predicted at least 4x later) is
+		// tracked, and learned from, only every TrackEvery-th time: the
+		// others cost no clock read, no tracking and nothing in TaskRan.
+		if reason == reasonModel && split == 0 && p.opts.TrackEvery > 1 && (ru < 0 || fin[ru] >= 4*fin[best]) &&
+			km.decisions[class]%uint32(p.opts.TrackEvery) != 1 {
+			p.placed++
+			p.mu.Unlock()
+			return devAffinity(best), 0
+		}
+	}
+	now := placerClock()
+	p.expire(now)
+
+	// Record the decision and track the part(s).
+	p.decSeq++
+	dr := &p.decs[p.decSeq%uint64(len(p.decs))]
+	*dr = decRec{seq: p.decSeq, kernel: id, reason: reason, begin: d.Begin, items: n, split: split,
+		pred: svc, cand: cand, predFinish: predFinish, placedAt: now}
+	where := sched.AnyWorker
+	if split > 0 {
+		dr.where = devGPU
+		dr.parts = 2
+		gx := p.effItems(devGPU, split, grain)
+		cx := p.effItems(devCPU, n-split, grain)
+		gc, cc := sizeClass(split), sizeClass(n-split)
+		p.track(km, devGPU, gc, d.Begin, d.Begin+split, gx, km.dev[devGPU].predict(gc, gx), true, now)
+		p.track(km, devCPU, cc, d.Begin+split, d.End, cx, km.dev[devCPU].predict(cc, cx), true, now)
+		where = sched.GPU
+	} else {
+		dr.where = uint8(best)
+		dr.parts = 1
+		p.track(km, best, class, d.Begin, d.End, p.effItems(best, n, grain), svc[best], false, now)
+		p.ring[(p.tail-1)&uint64(len(p.ring)-1)].probe = reason == reasonProbe
+		where = devAffinity(best)
+	}
+	p.placed++
+	p.mu.Unlock()
+	return where, split
+}
+
+// probeDue reports whether the runner-up, predicted r times slower than
+// the best, is re-measured after since model decisions without a probe:
+// after ReprobeEvery decisions when r <= 2, after ReprobeEvery*(r-1) when
+// it is slower, so that probing costs at most about 1/ReprobeEvery of the
+// time however slow the runner-up is predicted, and a device that was
+// slowed down far (another process loading it) is still re-measured when
+// that load is gone.
+func (p *Placer) probeDue(since uint32, r float64) bool {
+	if p.opts.ReprobeEvery <= 0 || !finite(r) {
+		return false
+	}
+	return float64(since)+1 >= float64(p.opts.ReprobeEvery)*max(1, r-1)
+}
+
+// coSplit returns the GPU share s of an n-item task that makes both parts
+// finish together, and the predicted finish, or 0 when co-execution does
+// not apply.
+func (p *Placer) coSplit(km *kernelModel, k *sched.Kernel, n, grain uint32, class int, cand [numDevices]bool) (uint32, float64) {
+	if p.opts.NoCoExec || p.opts.SharedCores || !cand[devGPU] || k.Kind == sched.Simple || n < p.opts.CoExecMin {
+		return 0, 0
+	}
+	c, g := &km.dev[devCPU], &km.dev[devGPU]
+	if c.classes[class].n == 0 || g.classes[class].n == 0 {
+		return 0, 0
+	}
+	bc := c.b / p.cpuPar // per item when split over all threads
+	if bc+g.b <= 0 {
+		return 0, 0
+	}
+	bC, bG := p.backlog(devCPU), p.backlog(devGPU)
+	s := (bC + c.a + bc*float64(n) - bG - g.a) / (g.b + bc)
+	if !(s > 0) {
+		return 0, 0
+	}
+	su := uint32(min(s, float64(n))) &^ 63
+	minPart := max(n/16, grain)
+	if su < minPart || n-su < minPart {
+		return 0, 0
+	}
+	tg := bG + g.predict(sizeClass(su), p.effItems(devGPU, su, grain))
+	tc := bC + c.predict(sizeClass(n-su), p.effItems(devCPU, n-su, grain))
+	return su, max(tg, tc)
+}
+
+// track starts tracking a placed part (p.mu held).
+func (p *Placer) track(km *kernelModel, dv, class int, begin, end uint32, x, pred float64, coexec bool, now int64) {
+	if !finite(pred) {
+		pred = 0 // unexplored device: no prediction to queue
+	}
+	if p.tail-p.head == uint64(len(p.ring)) {
+		p.drop(&p.ring[p.head&uint64(len(p.ring)-1)])
+	}
+	seq := p.tail
+	p.tail++
+	e := &p.ring[seq&uint64(len(p.ring)-1)]
+	*e = entry{seq: seq, dec: p.decSeq, kernel: km.id, dev: uint8(dv), class: uint8(class),
+		backlogged: p.active[dv] > 0, coexec: coexec, begin: begin, end: end, remaining: end - begin,
+		x: x, pred: pred, left: pred, placedAt: now}
+	p.outstanding[dv] += pred
+	p.active[dv]++
+	km.dev[dv].tries[class]++
+	km.inflight.Add(1)
+}
+
+// release frees a tracked entry and its predicted work (p.mu held).
+func (p *Placer) release(e *entry) {
+	dv := int(e.dev)
+	p.active[dv]--
+	if p.active[dv] == 0 {
+		p.outstanding[dv] = 0 // no rounding drift
+	} else {
+		p.outstanding[dv] = max(0, p.outstanding[dv]-e.left)
+	}
+	if km := p.model(e.kernel); km != nil {
+		km.inflight.Add(-1)
+	}
+	e.seq = 0
+	mask := uint64(len(p.ring) - 1)
+	for p.head < p.tail && p.ring[p.head&mask].seq != p.head {
+		p.head++
+	}
+}
+
+// drop forgets an entry without learning from it.
+func (p *Placer) drop(e *entry) {
+	if e.seq == 0 {
+		return
+	}
+	if dr := p.decRec(e.dec); dr != nil {
+		dr.failed = true
+	}
+	p.release(e)
+}
+
+// expire drops entries older than StaleAfter (p.mu held).
+func (p *Placer) expire(now int64) {
+	mask := uint64(len(p.ring) - 1)
+	for p.head < p.tail {
+		e := &p.ring[p.head&mask]
+		if e.seq != p.head {
+			p.head++
+			continue
+		}
+		if now-e.placedAt < int64(p.opts.StaleAfter) {
+			return
+		}
+		p.drop(e)
+	}
+}
+
+func (p *Placer) decRec(seq uint64) *decRec {
+	dr := &p.decs[seq%uint64(len(p.decs))]
+	if dr.seq != seq {
+		return nil
+	}
+	return dr
+}
+
+// TaskRan implements sched.Observer: it matches the kernel invocations of
+// tracked placements (CPU pieces by kernel, range and parent task; executor
+// jobs by kernel and range) and, when a placement's last piece completed,
+// learns its service time. Events of kernels with nothing tracked cost two
+// atomic loads.
+func (p *Placer) TaskRan(ev *sched.RunEvent) {
+	km := p.model(ev.Kernel)
+	if km == nil || km.inflight.Load() == 0 {
+		return
+	}
+	dv, ok := devOf(ev.Where)
+	if !ok {
+		return
+	}
+	// The end of the invocation. For the GPU executor that is the end of
+	// the dispatch (its timestamp, on the host clock): the read-back and
+	// the fence's signal to the host (~50-100 us on lavapipe) follow. Its
+	// report comes later still, after Done and reading the timestamps, on
+	// a goroutine that a busy machine may not run for milliseconds: the
+	// time of the report would measure the machine's load, not the GPU.
+	finish := max(ev.Stop, ev.Start)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.match(dv, ev)
+	if e == nil {
+		return
+	}
+	n := ev.End - ev.Begin
+	if e.firstStart == 0 || ev.Start < e.firstStart {
+		e.firstStart = ev.Start
+	}
+	e.lastStop = max(e.lastStop, finish)
+	e.evStop = max(e.evStop, ev.Stop)
+	if ev.Err != nil {
+		e.failed = true
+	}
+	if span := e.end - e.begin; span > 0 && n < e.remaining {
+		part := e.pred * float64(n) / float64(span)
+		part = min(part, e.left)
+		e.left -= part
+		p.outstanding[dv] = max(0, p.outstanding[dv]-part)
+		e.remaining -= n
+		return
+	}
+	e.remaining = 0
+	p.complete(km, e)
+}
+
+// match finds the tracked entry an event belongs to (p.mu held).
+func (p *Placer) match(dv int, ev *sched.RunEvent) *entry {
+	mask := uint64(len(p.ring) - 1)
+	var unbound *entry
+	for seq := p.head; seq < p.tail; seq++ {
+		e := &p.ring[seq&mask]
+		// An invocation that started before the placement is another
+		// task's (an untracked task of the same kernel and range, whose
+		// executor reported it late).
+		if e.seq != seq || e.kernel != ev.Kernel || int(e.dev) != dv || ev.Start < e.placedAt {
+			continue
+		}
+		if dv != devCPU || ev.Thread < 0 {
+			// Executors run a job whole: same range, oldest first.
+			if e.begin == ev.Begin && e.end == ev.End {
+				return e
+			}
+			continue
+		}
+		n := ev.End - ev.Begin
+		if ev.Begin < e.begin || ev.End > e.end || n > e.remaining {
+			continue
+		}
+		if e.root != sched.NoTask {
+			if ev.Parent == e.root {
+				return e
+			}
+			continue
+		}
+		if ev.Begin == e.begin && ev.End == e.end && e.remaining == e.end-e.begin {
+			return e // the task ran unsplit
+		}
+		if unbound == nil && ev.Parent != sched.NoTask {
+			unbound = e
+		}
+	}
+	if unbound != nil {
+		// The first piece of a split task: its parent is the task.
+		unbound.root = ev.Parent
+	}
+	return unbound
+}
+
+// complete learns from a finished entry and frees it (p.mu held).
+func (p *Placer) complete(km *kernelModel, e *entry) {
+	dv := int(e.dev)
+	start := e.placedAt
+	if e.backlogged {
+		// Queued behind other tracked work: its service began when the
+		// device got to it (CPU: its first piece; executors run in order:
+		// when the previous job finished).
+		// Executors report a job only after completing it (the GPU
+		// executor after Done and reading timestamps), so an earlier job's
+		// report may come after this one was placed: its end of dispatch
+		// (RunEvent.Stop), not its report, bounds this one's start.
+		if dv == devCPU {
+			start = max(start, e.firstStart)
+		} else {
+			start = max(start, min(p.lastFinish[dv], e.lastStop))
+		}
+	}
+	svc := float64(max(e.lastStop-start, 1))
+	p.lastFinish[dv] = max(p.lastFinish[dv], e.evStop)
+	if !e.failed {
+		// Co-executed parts are learned too, in the size classes of the
+		// parts: where the devices slow each other down (shared cores),
+		// that is what a part costs.
+		f := &km.dev[dv]
+		if !f.warm {
+			// The first run of a kernel on a device pays one-time costs
+			// (shader compilation, memory growth, page faults): not
+			// learned from.
+			f.warm = true
+		} else {
+			f.add(int(e.class), e.x, svc, p.decay, e.probe)
+		}
+	}
+	if dr := p.decRec(e.dec); dr != nil {
+		dr.finish = max(dr.finish, e.lastStop)
+		dr.failed = dr.failed || e.failed
+		if !e.coexec {
+			dr.measured = svc
+		}
+		if dr.parts > 0 {
+			dr.parts--
+		}
+		if e.coexec && dr.parts == 0 {
+			dr.measured = float64(dr.finish - dr.placedAt)
+			if !dr.failed && dr.predFinish > 0 {
+				r := min(max(dr.measured/dr.predFinish, 0.25), 8)
+				km.coEff = 0.75*km.coEff + 0.25*r
+				km.coN++
+			}
+		}
+	}
+	p.release(e)
+}
+
+// Observers returns an observer that calls each of obs in order (nil
+// entries skipped), so that a Placer and a profiler can both watch one
+// scheduler.
+func Observers(obs ...sched.Observer) sched.Observer {
+	var list multiObserver
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	return list
+}
+
+type multiObserver []sched.Observer
+
+func (m multiObserver) TaskRan(ev *sched.RunEvent) {
+	for _, o := range m {
+		o.TaskRan(ev)
+	}
+}

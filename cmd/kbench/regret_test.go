@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// TestAutoRowOracleIsFastestColumnOrSplit: the oracle is the fastest of
+// cpu-1, cpu-all, gpu+xfer and the best swept split.
+func TestAutoRowOracleIsFastestColumnOrSplit(t *testing.T) {
+	cols := map[string]float64{devCPU1: 4e-3, devCPUAll: 2e-3, devGPUXfer: 3e-3}
+	splits := []splitTime{{0.25, 2.5e-3}, {0.5, 1.5e-3}, {0.75, 2.2e-3}}
+	r := newAutoRow("k", 1000, cols, splits, nil, nil)
+	if r.Oracle != devSplit || !near(r.OracleSeconds, 1.5e-3) || !near(r.Seconds[devSplit], 1.5e-3) {
+		t.Fatalf("oracle %s %g, split column %g: want split 1.5e-3", r.Oracle, r.OracleSeconds, r.Seconds[devSplit])
+	}
+	r = newAutoRow("k", 1000, cols, nil, nil, nil)
+	if r.Oracle != devCPUAll || !near(r.OracleSeconds, 2e-3) {
+		t.Fatalf("without splits: oracle %s %g, want cpu-all 2e-3", r.Oracle, r.OracleSeconds)
+	}
+	// An unmeasured column (0) is not the oracle.
+	r = newAutoRow("k", 1000, map[string]float64{devCPU1: 0, devCPUAll: 5e-3, devGPUXfer: 6e-3}, nil, nil, nil)
+	if r.Oracle != devCPUAll {
+		t.Fatalf("oracle %s: an unmeasured column won", r.Oracle)
+	}
+}
+
+// TestAutoRowRegretCountsLearningRuns: Auto's time is the sum of all its
+// runs (the slow learning runs included) over the oracle's time for as
+// many runs; misplaced tasks are those on a column >10% slower than the
+// oracle.
+func TestAutoRowRegretCountsLearningRuns(t *testing.T) {
+	cols := map[string]float64{devCPU1: 1.5e-3, devCPUAll: 1e-3, devGPUXfer: 10e-3}
+	var runs []float64
+	var tasks []autoTask
+	// 2 learning runs on the GPU (10 ms), 98 on the CPU workers (1 ms).
+	for i := range 100 {
+		if i < 2 {
+			runs = append(runs, 10e-3)
+			tasks = append(tasks, autoTask{Column: devGPUXfer})
+		} else {
+			runs = append(runs, 1e-3)
+			tasks = append(tasks, autoTask{Column: devCPUAll})
+		}
+	}
+	r := newAutoRow("k", 1e6, cols, nil, runs, tasks)
+	// (2*10 + 98*1) / (100*1) - 1 = 0.18.
+	if !near(r.AutoSeconds, 0.118) || !near(r.OracleTotal(), 0.1) || !near(r.Regret(), 0.18) {
+		t.Fatalf("auto %g s, oracle %g s, regret %g: want 0.118, 0.1, 0.18", r.AutoSeconds, r.OracleTotal(), r.Regret())
+	}
+	if r.Misplaced != 2 || !near(r.MisplacedShare(), 0.02) {
+		t.Fatalf("misplaced %d (%g): want 2 (0.02)", r.Misplaced, r.MisplacedShare())
+	}
+	if r.Placed[devGPUXfer] != 2 || r.Placed[devCPUAll] != 98 || r.AutoMajority() != devCPUAll {
+		t.Fatalf("placed %v, majority %s", r.Placed, r.AutoMajority())
+	}
+}
+
+// TestAutoRowMisplacedThreshold: a column exactly 10% slower than the
+// oracle is not misplaced, one just above is; co-executed tasks are judged
+// by the nearest swept split.
+func TestAutoRowMisplacedThreshold(t *testing.T) {
+	cols := map[string]float64{devCPU1: 1.1e-3, devCPUAll: 1.1000001e-3, devGPUXfer: 1e-3}
+	splits := []splitTime{{0.25, 1.05e-3}, {0.75, 2e-3}}
+	tasks := []autoTask{{Column: devGPUXfer}, {Column: devCPUAll}, {Column: devSplit, GPUShare: 0.3}, {Column: devSplit, GPUShare: 0.7}}
+	r := newAutoRow("k", 1, cols, splits, []float64{1e-3, 1e-3, 1e-3, 1e-3}, tasks)
+	if r.Oracle != devGPUXfer {
+		t.Fatalf("oracle %s", r.Oracle)
+	}
+	// cpu-all (just over 1.1x) and the 0.7 split (nearest 0.75: 2x).
+	if r.Misplaced != 2 {
+		t.Fatalf("misplaced %d, want 2", r.Misplaced)
+	}
+}
+
+// TestAutoTotalWeighsByTime: the total regret is total time over total
+// oracle time (long rows weigh more), over rows whose oracle run takes at
+// least the threshold.
+func TestAutoTotalWeighsByTime(t *testing.T) {
+	rows := []AutoRow{
+		{OracleSeconds: 1e-3, Runs: 100, AutoSeconds: 0.2, Tasks: 100, Misplaced: 10},  // regret 1.0
+		{OracleSeconds: 1e-2, Runs: 100, AutoSeconds: 1.0, Tasks: 100},                 // regret 0
+		{OracleSeconds: 1e-6, Runs: 100, AutoSeconds: 1.0, Tasks: 100, Misplaced: 100}, // below 50 us
+	}
+	tot := autoTotal(rows, minOracleTask)
+	// (0.2 + 1.0) / (0.1 + 1.0) - 1.
+	if tot.Rows != 2 || !near(tot.Regret, 1.2/1.1-1) || tot.Tasks != 200 || !near(tot.MisplacedShare, 0.05) {
+		t.Fatalf("total %+v", tot)
+	}
+	all := autoTotal(rows, 0)
+	if all.Rows != 3 || !near(all.Regret, 2.2/(1.1+1e-4)-1) {
+		t.Fatalf("total of all rows %+v", all)
+	}
+}
+
+// TestAutoTableShowsRegret: the table prints each row's oracle, Auto's
+// placements, the regret and the totals.
+func TestAutoTableShowsRegret(t *testing.T) {
+	cols := map[string]float64{devCPU1: 2e-3, devCPUAll: 1e-3, devGPUXfer: 3e-3}
+	r := newAutoRow("saxpy", 1000000, cols, nil, []float64{1.1e-3, 1.1e-3}, []autoTask{{Column: devCPUAll}, {Column: devCPUAll}})
+	a := &AutoReport{Reps: 5, MinTasks: 2, Rows: []AutoRow{r}}
+	a.Total, a.TotalAll = autoTotal(a.Rows, minOracleTask), autoTotal(a.Rows, 0)
+	var buf bytes.Buffer
+	if err := a.writeTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"saxpy", "cpu-all", "cpu:2", "+10.0%", "total (>=50us)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestAutoAndAdaptFlags: -auto and -adapt reject the flags they do not
+// combine with, and -trace and -timeline belong to -adapt.
+func TestAutoAndAdaptFlags(t *testing.T) {
+	for _, bad := range [][]string{
+		{"-auto", "-csv"}, {"-auto", "-cpu-only"}, {"-auto", "-adapt"}, {"-auto", "-auto-tasks", "0"},
+		{"-adapt", "-json"}, {"-adapt", "-adapt-load", "disk"}, {"-adapt", "-adapt-tasks", "10"},
+		{"-trace", "x.json"}, {"-auto", "-timeline", "x.svg"},
+	} {
+		var stderr bytes.Buffer
+		if o, code := parseFlags(bad, &stderr); o != nil || code != exitUsage {
+			t.Errorf("%v: accepted (status %d)", bad, code)
+		}
+	}
+	o, code := parseFlags([]string{"-adapt", "-adapt-load", "gpu", "-reprobe", "20", "-trace", "x.json"}, &bytes.Buffer{})
+	if o == nil || code != exitOK || !o.adapt || o.adaptLoad != "gpu" || o.reprobe != 20 || o.trace != "x.json" {
+		t.Fatalf("-adapt flags: %+v, status %d", o, code)
+	}
+	o, _ = parseFlags([]string{"-auto"}, &bytes.Buffer{})
+	if o == nil || !o.auto || o.autoTasks != 200 {
+		t.Fatalf("-auto defaults: %+v", o)
+	}
+}
