@@ -113,175 +113,259 @@ func (s *bvhScanner) number() (float64, int, error) {
 // End sites are not bones. Errors name the file and line.
 func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
 	s := &bvhScanner{file: name, lines: bytes.Split(data, []byte{'\n'}), li: -1}
-	if _, err := s.expect("HIERARCHY"); err != nil {
+	p := &bvhParser{s: s}
+	if err := p.hierarchy(); err != nil {
 		return nil, err
 	}
-	var joints []bvhJoint
-	nchan := 0
-	// Parse the hierarchy with an explicit stack of open blocks.
-	type open struct {
-		joint   int // -1 for an End Site block
-		endSite bool
+	nframes, dt, line, err := s.motionHeader()
+	if err != nil {
+		return nil, err
 	}
-	var stack []open
-	parseJoint := func(parent int, line int) error {
-		jname := s.rest()
-		if strings.HasSuffix(jname, "{") { // "JOINT name {" on one line
-			jname = strings.TrimSpace(strings.TrimSuffix(jname, "{"))
-			s.toks = [][]byte{[]byte("{")}
-		}
-		if jname == "" {
-			return s.errf(line, "joint without a name")
-		}
-		if len(joints) >= MaxBones {
-			return s.errf(line, "more than %d joints", MaxBones)
-		}
-		if _, err := s.expect("{"); err != nil {
-			return err
-		}
-		joints = append(joints, bvhJoint{name: jname, parent: parent, line: line})
-		stack = append(stack, open{joint: len(joints) - 1})
-		return nil
+	values, extra, err := p.frames(nframes, len(data))
+	if err != nil {
+		return nil, err
+	}
+	im := &Import{File: name}
+	if extra > 0 {
+		im.notef("ignored %d frame lines beyond the %d declared", extra, nframes)
+	}
+	unit, isCMU, err := bvhUnit(im, name, p.joints, opt.Unit)
+	if err != nil {
+		return nil, err
+	}
+	im.Unit = unit
+	first := 0
+	drop := opt.FirstFrame == FirstFrameDrop || (opt.FirstFrame == FirstFrameAuto && isCMU)
+	if drop && nframes > 1 {
+		first = 1
+		im.notef("dropped frame 0 (CMU synthetic T-pose)")
+	}
+	nb := len(p.joints)
+	if (nframes-first)*3*nb > MaxClipSamples {
+		return nil, s.errf(line, "%d frames of %d joints exceed %d samples", nframes, nb, MaxClipSamples)
+	}
+	sk, clip := p.build(name, values, nframes-first, first, unit.Metres, bvhRate(dt))
+	if err := sk.Validate(); err != nil {
+		return nil, &ParseError{File: name, Msg: err.Error()}
+	}
+	if err := clip.Validate(sk); err != nil {
+		return nil, &ParseError{File: name, Msg: err.Error()}
+	}
+	im.Skeleton = sk
+	im.Clips = []*Clip{clip}
+	im.notef("%d joints, %d channels, %d frames at %g Hz", nb, p.nchan, clip.Frames, clip.Rate)
+	return im, nil
+}
+
+// bvhParser holds the joints of a BVH file's HIERARCHY while it is parsed
+// and afterwards.
+type bvhParser struct {
+	s      *bvhScanner
+	joints []bvhJoint
+	nchan  int       // channels in all: the numbers on a frame line
+	stack  []bvhOpen // the open blocks
+}
+
+// bvhOpen is an open block of the hierarchy.
+type bvhOpen struct {
+	joint   int // -1 for an End Site block
+	endSite bool
+}
+
+// hierarchy parses the HIERARCHY section up to and including MOTION,
+// with an explicit stack of open blocks.
+func (p *bvhParser) hierarchy() error {
+	s := p.s
+	if _, err := s.expect("HIERARCHY"); err != nil {
+		return err
 	}
 	for {
 		tok, line, ok := s.next()
 		if !ok {
-			return nil, s.errf(line, "unexpected end of file in HIERARCHY (no MOTION section)")
+			return s.errf(line, "unexpected end of file in HIERARCHY (no MOTION section)")
 		}
-		if len(stack) == 0 {
+		if len(p.stack) == 0 {
 			switch strings.ToUpper(tok) {
 			case "ROOT":
-				if err := parseJoint(-1, line); err != nil {
-					return nil, err
+				if err := p.joint(-1, line); err != nil {
+					return err
 				}
 				continue
 			case "MOTION":
 			default:
-				return nil, s.errf(line, "found %q, want ROOT or MOTION", tok)
+				return s.errf(line, "found %q, want ROOT or MOTION", tok)
 			}
 			break
 		}
-		top := &stack[len(stack)-1]
-		switch strings.ToUpper(tok) {
-		case "}":
-			if !top.endSite {
-				if !joints[top.joint].hasOff {
-					return nil, s.errf(line, "joint %q has no OFFSET", joints[top.joint].name)
-				}
-			}
-			stack = stack[:len(stack)-1]
-		case "OFFSET":
-			var off Vec3
-			for k := range 3 {
-				v, _, err := s.number()
-				if err != nil {
-					return nil, err
-				}
-				off[k] = v
-			}
-			if top.endSite {
-				continue
-			}
-			j := &joints[top.joint]
-			if j.hasOff {
-				return nil, s.errf(line, "joint %q has two OFFSETs", j.name)
-			}
-			j.offset, j.hasOff = off, true
-		case "CHANNELS":
-			if top.endSite {
-				return nil, s.errf(line, "CHANNELS in an End Site")
-			}
-			j := &joints[top.joint]
-			if j.channels != nil {
-				return nil, s.errf(line, "joint %q has two CHANNELS lines", j.name)
-			}
-			v, _, err := s.number()
-			if err != nil {
-				return nil, err
-			}
-			if v != math.Trunc(v) || v < 0 || v > 6 {
-				return nil, s.errf(line, "joint %q: channel count %v, want 0..6", j.name, v)
-			}
-			n := int(v)
-			j.channels = make([]uint8, 0, n)
-			seen := 0
-			for range n {
-				c, cl, ok := s.next()
-				if !ok || cl != line {
-					return nil, s.errf(line, "joint %q: CHANNELS %d lists fewer channel names", j.name, n)
-				}
-				id, ok := bvhChannel(c)
-				if !ok {
-					return nil, s.errf(line, "joint %q: unknown channel %q", j.name, c)
-				}
-				if seen&(1<<id) != 0 {
-					return nil, s.errf(line, "joint %q: channel %q twice", j.name, c)
-				}
-				seen |= 1 << id
-				j.channels = append(j.channels, id)
-			}
-			if len(s.toks) > 0 {
-				return nil, s.errf(line, "joint %q: CHANNELS %d lists more channel names", j.name, n)
-			}
-			j.first = nchan
-			nchan += n
-		case "JOINT":
-			if top.endSite {
-				return nil, s.errf(line, "JOINT inside an End Site")
-			}
-			if err := parseJoint(top.joint, line); err != nil {
-				return nil, err
-			}
-		case "END":
-			if _, err := s.expect("Site"); err != nil {
-				return nil, err
-			}
-			if _, err := s.expect("{"); err != nil {
-				return nil, err
-			}
-			stack = append(stack, open{joint: -1, endSite: true})
-		default:
-			return nil, s.errf(line, "unexpected %q in joint block", tok)
+		if err := p.blockToken(tok, line); err != nil {
+			return err
 		}
 	}
-	if len(joints) == 0 {
-		return nil, s.errf(s.li+1, "no ROOT joint before MOTION")
+	if len(p.joints) == 0 {
+		return s.errf(s.li+1, "no ROOT joint before MOTION")
 	}
+	return nil
+}
 
-	// MOTION header.
-	line, err := s.expect("Frames:")
+// joint parses a ROOT or JOINT's name and opening brace and opens its
+// block.
+func (p *bvhParser) joint(parent int, line int) error {
+	s := p.s
+	jname := s.rest()
+	if strings.HasSuffix(jname, "{") { // "JOINT name {" on one line
+		jname = strings.TrimSpace(strings.TrimSuffix(jname, "{"))
+		s.toks = [][]byte{[]byte("{")}
+	}
+	if jname == "" {
+		return s.errf(line, "joint without a name")
+	}
+	if len(p.joints) >= MaxBones {
+		return s.errf(line, "more than %d joints", MaxBones)
+	}
+	if _, err := s.expect("{"); err != nil {
+		return err
+	}
+	p.joints = append(p.joints, bvhJoint{name: jname, parent: parent, line: line})
+	p.stack = append(p.stack, bvhOpen{joint: len(p.joints) - 1})
+	return nil
+}
+
+// blockToken parses what token tok (at line) starts inside the innermost
+// open block.
+func (p *bvhParser) blockToken(tok string, line int) error {
+	s := p.s
+	top := &p.stack[len(p.stack)-1]
+	switch strings.ToUpper(tok) {
+	case "}":
+		if !top.endSite {
+			if !p.joints[top.joint].hasOff {
+				return s.errf(line, "joint %q has no OFFSET", p.joints[top.joint].name)
+			}
+		}
+		p.stack = p.stack[:len(p.stack)-1]
+	case "OFFSET":
+		var off Vec3
+		for k := range 3 {
+			v, _, err := s.number()
+			if err != nil {
+				return err
+			}
+			off[k] = v
+		}
+		if top.endSite {
+			return nil
+		}
+		j := &p.joints[top.joint]
+		if j.hasOff {
+			return s.errf(line, "joint %q has two OFFSETs", j.name)
+		}
+		j.offset, j.hasOff = off, true
+	case "CHANNELS":
+		if top.endSite {
+			return s.errf(line, "CHANNELS in an End Site")
+		}
+		return p.channels(&p.joints[top.joint], line)
+	case "JOINT":
+		if top.endSite {
+			return s.errf(line, "JOINT inside an End Site")
+		}
+		return p.joint(top.joint, line)
+	case "END":
+		if _, err := s.expect("Site"); err != nil {
+			return err
+		}
+		if _, err := s.expect("{"); err != nil {
+			return err
+		}
+		p.stack = append(p.stack, bvhOpen{joint: -1, endSite: true})
+	default:
+		return s.errf(line, "unexpected %q in joint block", tok)
+	}
+	return nil
+}
+
+// channels parses joint j's CHANNELS line (at line) after the keyword.
+func (p *bvhParser) channels(j *bvhJoint, line int) error {
+	s := p.s
+	if j.channels != nil {
+		return s.errf(line, "joint %q has two CHANNELS lines", j.name)
+	}
+	v, _, err := s.number()
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if v != math.Trunc(v) || v < 0 || v > 6 {
+		return s.errf(line, "joint %q: channel count %v, want 0..6", j.name, v)
+	}
+	n := int(v)
+	j.channels = make([]uint8, 0, n)
+	seen := 0
+	for range n {
+		c, cl, ok := s.next()
+		if !ok || cl != line {
+			return s.errf(line, "joint %q: CHANNELS %d lists fewer channel names", j.name, n)
+		}
+		id, ok := bvhChannel(c)
+		if !ok {
+			return s.errf(line, "joint %q: unknown channel %q", j.name, c)
+		}
+		if seen&(1<<id) != 0 {
+			return s.errf(line, "joint %q: channel %q twice", j.name, c)
+		}
+		seen |= 1 << id
+		j.channels = append(j.channels, id)
+	}
+	if len(s.toks) > 0 {
+		return s.errf(line, "joint %q: CHANNELS %d lists more channel names", j.name, n)
+	}
+	j.first = p.nchan
+	p.nchan += n
+	return nil
+}
+
+// motionHeader parses the MOTION section's "Frames:" and "Frame Time:"
+// lines: the frame count, the frame time in seconds and the line of the
+// frame time.
+func (s *bvhScanner) motionHeader() (nframes int, dt float64, line int, err error) {
+	line, err = s.expect("Frames:")
+	if err != nil {
+		return 0, 0, 0, err
 	}
 	fv, _, err := s.number()
 	if err != nil {
-		return nil, err
+		return 0, 0, 0, err
 	}
 	if fv != math.Trunc(fv) || fv < 1 || fv > MaxFrames {
-		return nil, s.errf(line, "frame count %v, want 1..%d", fv, MaxFrames)
+		return 0, 0, 0, s.errf(line, "frame count %v, want 1..%d", fv, MaxFrames)
 	}
-	nframes := int(fv)
+	nframes = int(fv)
 	if _, err := s.expect("Frame"); err != nil {
-		return nil, err
+		return 0, 0, 0, err
 	}
 	line, err = s.expect("Time:")
 	if err != nil {
-		return nil, err
+		return 0, 0, 0, err
 	}
-	dt, _, err := s.number()
+	dt, _, err = s.number()
 	if err != nil {
-		return nil, err
+		return 0, 0, 0, err
 	}
 	if !(dt > 1e-5) || dt > 100 {
-		return nil, s.errf(line, "frame time %v s, want 0.00001..100", dt)
+		return 0, 0, 0, s.errf(line, "frame time %v s, want 0.00001..100", dt)
 	}
 	if len(s.toks) > 0 {
-		return nil, s.errf(line, "unexpected %q after frame time", s.toks[0])
+		return 0, 0, 0, s.errf(line, "unexpected %q after frame time", s.toks[0])
 	}
+	return nframes, dt, line, nil
+}
 
-	// Frame lines: exactly nchan numbers each.
-	values := make([]float64, 0, min(nframes*nchan, len(data)/2))
-	got, extra := 0, 0
+// frames parses the frame lines, exactly nchan numbers each: the values
+// of nframes frames, frame after frame, and the count of the lines beyond
+// them. size (the file's) bounds the first allocation.
+func (p *bvhParser) frames(nframes, size int) (values []float64, extra int, err error) {
+	s := p.s
+	values = make([]float64, 0, min(nframes*p.nchan, size/2))
+	got := 0
 	for li := s.li + 1; li < len(s.lines); li++ {
 		fields := bytes.Fields(s.lines[li])
 		if len(fields) == 0 {
@@ -293,81 +377,79 @@ func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
 			extra++
 			continue
 		}
-		if len(fields) != nchan {
-			return nil, s.errf(li+1, "frame %d has %d values, want %d (one per channel)", got, len(fields), nchan)
+		if len(fields) != p.nchan {
+			return nil, 0, s.errf(li+1, "frame %d has %d values, want %d (one per channel)", got, len(fields), p.nchan)
 		}
 		for k, f := range fields {
 			v, err := strconv.ParseFloat(string(f), 64)
 			if err != nil || !format.Finite(v) {
-				return nil, s.errf(li+1, "frame %d value %d (%s): bad number %q", got, k+1, channelName(joints, k), f)
+				return nil, 0, s.errf(li+1, "frame %d value %d (%s): bad number %q", got, k+1, channelName(p.joints, k), f)
 			}
 			values = append(values, v)
 		}
 		got++
 	}
 	if got != nframes {
-		return nil, s.errf(len(s.lines), "truncated: %d of %d frames", got, nframes)
+		return nil, 0, s.errf(len(s.lines), "truncated: %d of %d frames", got, nframes)
 	}
+	return values, extra, nil
+}
 
-	im := &Import{File: name}
-	if extra > 0 {
-		im.notef("ignored %d frame lines beyond the %d declared", extra, nframes)
-	}
-	// Unit: explicit, else CMU by name or joint names, else cm.
-	unit := opt.Unit
-	isCMU := false
-	if unit.Metres == 0 {
-		names := map[string]bool{}
-		for _, j := range joints {
-			names[j.name] = true
-		}
-		switch {
-		case cmuName.MatchString(name):
-			unit, isCMU = UnitCMU, true
-			im.notef("unit: %s (auto: CMU file name)", unit.Name)
-		case names["LHipJoint"] && names["LowerBack"]:
-			unit, isCMU = UnitCMU, true
-			im.notef("unit: %s (auto: CMU joint names)", unit.Name)
-		default:
-			unit = UnitCentimetre
-			im.notef("unit: %s (auto: not a CMU file)", unit.Name)
-		}
-	} else {
+// bvhUnit chooses file name's unit: unit when set, else CMU by name or
+// joint names, else centimetres; the choice and its reason go to im's
+// notes. isCMU reports a CMU file.
+func bvhUnit(im *Import, name string, joints []bvhJoint, unit LengthUnit) (_ LengthUnit, isCMU bool, _ error) {
+	if unit.Metres != 0 {
 		if !(unit.Metres > 0) || !format.Finite(unit.Metres) {
-			return nil, fmt.Errorf("anim: %s: bad unit %v", name, unit)
+			return unit, false, fmt.Errorf("anim: %s: bad unit %v", name, unit)
 		}
-		isCMU = unit == UnitCMU
 		im.notef("unit: %s (chosen)", unit.Name)
+		return unit, unit == UnitCMU, nil
 	}
-	im.Unit = unit
-	first := 0
-	drop := opt.FirstFrame == FirstFrameDrop || (opt.FirstFrame == FirstFrameAuto && isCMU)
-	if drop && nframes > 1 {
-		first = 1
-		im.notef("dropped frame 0 (CMU synthetic T-pose)")
+	names := map[string]bool{}
+	for _, j := range joints {
+		names[j.name] = true
 	}
+	switch {
+	case cmuName.MatchString(name):
+		unit, isCMU = UnitCMU, true
+		im.notef("unit: %s (auto: CMU file name)", unit.Name)
+	case names["LHipJoint"] && names["LowerBack"]:
+		unit, isCMU = UnitCMU, true
+		im.notef("unit: %s (auto: CMU joint names)", unit.Name)
+	default:
+		unit = UnitCentimetre
+		im.notef("unit: %s (auto: not a CMU file)", unit.Name)
+	}
+	return unit, isCMU, nil
+}
 
+// bvhRate is the sample rate of frame time dt, rounded to a whole number
+// of hertz when within 1/60 % of one.
+func bvhRate(dt float64) float64 {
 	rate := 1 / dt
 	if r := math.Round(rate); math.Abs(rate-r) < 0.01*r/60 {
 		rate = r
 	}
-	nb := len(joints)
-	if (nframes-first)*3*nb > MaxClipSamples {
-		return nil, s.errf(line, "%d frames of %d joints exceed %d samples", nframes, nb, MaxClipSamples)
-	}
+	return rate
+}
+
+// build makes the skeleton and the clip of n frames from frame first of
+// values, lengths scaled by metres (the unit's), at rate Hz.
+func (p *bvhParser) build(name string, values []float64, n, first int, metres, rate float64) (*Skeleton, *Clip) {
+	nb := len(p.joints)
 	sk := &Skeleton{Name: name, Names: make([]string, nb), Parents: make([]int32, nb), Rest: make([]Transform, nb)}
-	for i, j := range joints {
+	for i, j := range p.joints {
 		sk.Names[i] = j.name
 		sk.Parents[i] = int32(j.parent)
-		sk.Rest[i] = Transform{T: j.offset.Mul(unit.Metres), R: IdentityQuat, S: Vec3{1, 1, 1}}
+		sk.Rest[i] = Transform{T: j.offset.Mul(metres), R: IdentityQuat, S: Vec3{1, 1, 1}}
 	}
-	n := nframes - first
 	clip := &Clip{Name: strings.TrimSuffix(name, ".bvh"), Rate: rate, Frames: n, Tracks: make([]Track, 3*nb)}
-	for b, j := range joints {
+	for b, j := range p.joints {
 		tt := Track{Frames: make([]int32, n), Values: make([][4]float64, n)}
 		rt := Track{Frames: make([]int32, n), Values: make([][4]float64, n)}
 		for f := range n {
-			row := values[(f+first)*nchan:]
+			row := values[(f+first)*p.nchan:]
 			t := j.offset
 			q := IdentityQuat
 			for k, c := range j.channels {
@@ -379,7 +461,7 @@ func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
 				}
 			}
 			tt.Frames[f], rt.Frames[f] = int32(f), int32(f)
-			tt.Values[f] = vec4(t.Mul(unit.Metres))
+			tt.Values[f] = vec4(t.Mul(metres))
 			rt.Values[f] = [4]float64(q.Normalized())
 		}
 		makeContinuous(&rt)
@@ -387,16 +469,7 @@ func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
 		clip.Tracks[b*3+1] = rt
 		clip.Tracks[b*3+2] = constantTrack(n, [4]float64{1, 1, 1, 0})
 	}
-	if err := sk.Validate(); err != nil {
-		return nil, &ParseError{File: name, Msg: err.Error()}
-	}
-	if err := clip.Validate(sk); err != nil {
-		return nil, &ParseError{File: name, Msg: err.Error()}
-	}
-	im.Skeleton = sk
-	im.Clips = []*Clip{clip}
-	im.notef("%d joints, %d channels, %d frames at %g Hz", nb, nchan, n, rate)
-	return im, nil
+	return sk, clip
 }
 
 func bvhChannel(s string) (uint8, bool) {

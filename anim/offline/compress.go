@@ -11,6 +11,7 @@ import (
 
 	"github.com/vkjobs/vkjobs/anim"
 	"github.com/vkjobs/vkjobs/anim/internal/format"
+	"github.com/vkjobs/vkjobs/anim/vmath"
 )
 
 // CompressOptions tune Compress. The zero value means the defaults.
@@ -418,187 +419,268 @@ func (s *CompressStats) setMeasured(e ErrorStats) {
 // share × Tolerance (times its allocation, see allocate).
 func compressPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share float64) *CompressedClip {
 	start := time.Now()
-	nb := sk.NumBones()
-	trackTol := opt.Tolerance * share
+	p := newPass(sk, c, opt, lv, share)
+	p.constants()
+	p.closed = !opt.OpenLoop && uniformScales(c)
+	if p.closed {
+		p.shield()
+	}
+	p.mult = allocate(sk, p.flv, lv, p.animated)
+	p.cc.tols = make([]float64, 3*p.nb)
+	p.cc.closed = p.closed
+	p.fitOpen()
+	if p.closed {
+		p.fitClosed()
+	}
+	p.assemble()
+	p.cc.Stats.Duration = time.Since(start)
+	return p.cc
+}
 
+// pass is one compressPass: the clip's tracks, their results, the clip
+// being built.
+type pass struct {
+	sk        *Skeleton
+	c         *Clip
+	opt       *CompressOptions
+	nb        int
+	trackTol  float64 // share × Tolerance
+	segFrames int
+	nseg      int
+	cc        *CompressedClip
+	results   []passResult // per track
+	animated  []bool       // per track: not constant within trackTol
+	mult      []float64    // per track: allocate's share of trackTol
+	closed    bool         // closed loop: rotations fitted against decoded ancestors
+	lv        *levers      // every descendant's levers
+	flv       *levers      // the fit's levers (shielded in closed loop)
+}
+
+// passResult is a track's result in a pass.
+type passResult struct {
+	slot     *slotTrack
+	constant [4]float32
+	limited  bool
+}
+
+// newPass sets a pass up: the segment length (SegmentSeconds, one
+// segment when the clip is shorter) and the clip's header fields.
+func newPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share float64) *pass {
+	nb := sk.NumBones()
 	segFrames := int(math.Round(opt.SegmentSeconds * c.Rate))
 	segFrames = max(1, min(segFrames, 1<<16-1))
 	if c.Frames-1 <= segFrames {
 		segFrames = max(1, c.Frames-1)
 	}
 	nseg := max(1, (c.Frames-1+segFrames-1)/segFrames)
+	return &pass{
+		sk: sk, c: c, opt: opt, nb: nb, trackTol: opt.Tolerance * share,
+		segFrames: segFrames, nseg: nseg,
+		cc: &CompressedClip{
+			Name: c.Name, Rate: c.Rate, Frames: c.Frames, Bones: nb, SegFrames: segFrames,
+			Tolerance: opt.Tolerance, Default: make([]float32, anim.PoseFloats*nb),
+			Events: append([]anim.Event(nil), c.Events...),
+		},
+		results:  make([]passResult, 3*nb),
+		animated: make([]bool, 3*nb),
+		lv:       lv,
+		flv:      lv,
+	}
+}
 
-	cc := &CompressedClip{
-		Name: c.Name, Rate: c.Rate, Frames: c.Frames, Bones: nb, SegFrames: segFrames,
-		Tolerance: opt.Tolerance, Default: make([]float32, anim.PoseFloats*nb),
-		Events: append([]anim.Event(nil), c.Events...),
+// parallel calls fn for each of tis on GOMAXPROCS goroutines.
+func parallel(tis []int, fn func(ti int)) {
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for ti := range work {
+				fn(ti)
+			}
+		})
 	}
-	type result struct {
-		slot     *slotTrack
-		constant [4]float32
-		limited  bool
+	for _, ti := range tis {
+		work <- ti
 	}
-	results := make([]result, 3*nb)
-	flv := lv // the fit's levers (shielded in closed loop)
-	parallel := func(tis []int, fn func(ti int)) {
-		var wg sync.WaitGroup
-		work := make(chan int)
-		for range runtime.GOMAXPROCS(0) {
-			wg.Go(func() {
-				for ti := range work {
-					fn(ti)
-				}
-			})
-		}
-		for _, ti := range tis {
-			work <- ti
-		}
-		close(work)
-		wg.Wait()
+	close(work)
+	wg.Wait()
+}
+
+// weight is the error weight of bone b's track of kind k.
+func (lv *levers) weight(b int, k TrackKind) float64 {
+	switch k {
+	case TrackTranslation:
+		return lv.pscale[b]
+	case TrackScale:
+		return lv.sreach[b]
 	}
-	weightOf := func(lv *levers, b int, k TrackKind) float64 {
-		switch k {
-		case TrackTranslation:
-			return lv.pscale[b]
-		case TrackScale:
-			return lv.sreach[b]
-		}
-		return lv.reach[b]
+	return lv.reach[b]
+}
+
+// trackLevers are the levers a track of kind k is fitted with: a scale
+// error scales the whole subtree about the joint, which no descendant's
+// rotation restores, so scales keep the levers of every descendant.
+func (p *pass) trackLevers(k TrackKind) *levers {
+	if k == TrackScale {
+		return p.lv
 	}
-	// trackLevers: a scale error scales the whole subtree about the joint,
-	// which no descendant's rotation restores, so scales keep the levers
-	// of every descendant.
-	trackLevers := func(k TrackKind) *levers {
-		if k == TrackScale {
-			return lv
-		}
-		return flv
-	}
-	// Constant tracks first, measured against the source with the levers
-	// of every descendant (they do not compensate anything).
-	all := make([]int, 3*nb)
+	return p.flv
+}
+
+// constants finds every track's constant value and which tracks are
+// animated, measured against the source with the levers of every
+// descendant (constants do not compensate anything).
+func (p *pass) constants() {
+	all := make([]int, 3*p.nb)
 	for ti := range all {
 		all[ti] = ti
 	}
-	animated := make([]bool, 3*nb)
 	parallel(all, func(ti int) {
 		b, k := ti/3, TrackKind(ti%3)
-		cv, cerr := constantValue(&c.Tracks[ti], k, weightOf(lv, b, k), lv.axis[b])
-		results[ti].constant = cv
-		animated[ti] = !(cerr <= trackTol || c.Frames == 1)
+		cv, cerr := constantValue(&p.c.Tracks[ti], k, p.lv.weight(b, k), p.lv.axis[b])
+		p.results[ti].constant = cv
+		p.animated[ti] = !(cerr <= p.trackTol || p.c.Frames == 1)
 	})
-	comp := !opt.OpenLoop && uniformScales(c)
-	if comp {
-		shield := make([]bool, nb)
-		for b := range nb {
-			shield[b] = animated[3*b+int(TrackRotation)]
-		}
-		flv = leverArmsShielded(sk, c, opt.VertexDistance, shield)
+}
+
+// shield makes the fit's levers for closed loop: the bones with an
+// animated rotation restore their own orientation, so an ancestor's
+// lever stops at their joints (leverArmsShielded).
+func (p *pass) shield() {
+	shield := make([]bool, p.nb)
+	for b := range p.nb {
+		shield[b] = p.animated[3*b+int(TrackRotation)]
 	}
-	mult := allocate(sk, flv, lv, animated)
-	cc.tols = make([]float64, 3*nb)
-	cc.closed = comp
-	fitOne := func(ti int, tr *Track, between func(s int, u float64) [4]float64) {
-		b, k := ti/3, TrackKind(ti%3)
-		tt := trackTol * mult[ti]
-		tl := trackLevers(k)
-		sl, lim := compressTrack(tr, between, b, k, weightOf(tl, b, k), tl.axis[b], c.Frames, segFrames, nseg, tt)
-		results[ti].slot, results[ti].limited = sl, lim
-		cc.tols[ti] = tt
+	p.flv = leverArmsShielded(p.sk, p.c, p.opt.VertexDistance, shield)
+}
+
+// fit fits track ti's values tr (between: its value between samples s
+// and s+1) at its share of the tolerance.
+func (p *pass) fit(ti int, tr *Track, between func(s int, u float64) [4]float64) {
+	b, k := ti/3, TrackKind(ti%3)
+	tt := p.trackTol * p.mult[ti]
+	tl := p.trackLevers(k)
+	sl, lim := compressTrack(tr, between, b, k, tl.weight(b, k), tl.axis[b], p.c.Frames, p.segFrames, p.nseg, tt)
+	p.results[ti].slot, p.results[ti].limited = sl, lim
+	p.cc.tols[ti] = tt
+}
+
+// srcBetween is track ti's source value between its samples s and s+1.
+func (p *pass) srcBetween(ti int) func(s int, u float64) [4]float64 {
+	c := p.c
+	tr := &c.Tracks[ti]
+	return func(s int, u float64) [4]float64 {
+		return c.ValueAt(ti, (float64(tr.Frames[s])+u)/c.Rate)
 	}
+}
+
+// fitOpen fits the animated tracks against the source: all of them in
+// open loop, all but the rotations in closed loop.
+func (p *pass) fitOpen() {
 	var open []int
-	for ti := range all {
-		if animated[ti] && (!comp || TrackKind(ti%3) != TrackRotation) {
+	for ti := range p.animated {
+		if p.animated[ti] && (!p.closed || TrackKind(ti%3) != TrackRotation) {
 			open = append(open, ti)
 		}
 	}
-	srcBetween := func(ti int) func(s int, u float64) [4]float64 {
-		tr := &c.Tracks[ti]
-		return func(s int, u float64) [4]float64 {
-			return c.ValueAt(ti, (float64(tr.Frames[s])+u)/c.Rate)
-		}
-	}
-	parallel(open, func(ti int) { fitOne(ti, &c.Tracks[ti], srcBetween(ti)) })
-	if comp {
-		// Closed loop: each animated rotation is fitted against the local
-		// rotation that puts its bone's model-space orientation where the
-		// source has it, given what the sampler decodes for its ancestors.
-		srcModel := modelRotations(sk, c, func(b, f int) Quat {
-			tr := &c.Tracks[3*b+int(TrackRotation)]
-			return Quat(tr.Values[tr.sampleIndex(f)])
-		})
-		decModel := make([][]Quat, nb)
-		depth := make([]int, nb)
-		maxDepth := 0
-		for b, p := range sk.Parents {
-			if p >= 0 {
-				depth[b] = depth[p] + 1
-			}
-			maxDepth = max(maxDepth, depth[b])
-		}
-		for d := 0; d <= maxDepth; d++ {
-			var level []int
-			for b := range nb {
-				if depth[b] == d {
-					level = append(level, b)
-				}
-			}
-			parallel(level, func(b int) {
-				ti := 3*b + int(TrackRotation)
-				dl := make([]Quat, c.Frames)
-				if !animated[ti] {
-					cv := results[ti].constant
-					q := Quat{float64(cv[0]), float64(cv[1]), float64(cv[2]), float64(cv[3])}.Normalized()
-					for f := range dl {
-						dl[f] = q
-					}
-				} else {
-					tr := &c.Tracks[ti]
-					tgt := Track{Frames: tr.Frames, Values: make([][4]float64, len(tr.Values))}
-					p := sk.Parents[b]
-					for s, f := range tr.Frames {
-						q := Quat(tr.Values[s])
-						if p >= 0 {
-							q = rotationTarget(decModel[p][f], srcModel[p][f], q)
-						}
-						tgt.Values[s] = [4]float64(q)
-					}
-					// Between frames the target is the source's rotation
-					// there, corrected by the slerp of the corrections at
-					// the two frames around it.
-					src := srcBetween(ti)
-					between := func(s int, u float64) [4]float64 {
-						q := Quat(src(s, u))
-						if p < 0 {
-							return [4]float64(q)
-						}
-						f := int(tr.Frames[s])
-						d0 := rotationTarget(decModel[p][f], srcModel[p][f], IdentityQuat)
-						d1 := rotationTarget(decModel[p][f+1], srcModel[p][f+1], IdentityQuat)
-						return [4]float64(slerp(d0, d1, u).Mul(q).Normalized())
-					}
-					fitOne(ti, &tgt, between)
-					vals := results[ti].slot.decodeFrames(c.Frames, segFrames)
-					for f := range dl {
-						v := vals[f]
-						dl[f] = Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.Normalized()
-					}
-				}
-				dm := make([]Quat, c.Frames)
-				for f := range dm {
-					if p := sk.Parents[b]; p >= 0 {
-						dm[f] = decModel[p][f].Mul(dl[f])
-					} else {
-						dm[f] = dl[f]
-					}
-				}
-				decModel[b] = dm
-			})
-		}
-	}
+	parallel(open, func(ti int) { p.fit(ti, &p.c.Tracks[ti], p.srcBetween(ti)) })
+}
 
+// fitClosed fits the rotations in closed loop, level by level of the
+// hierarchy (parents first): each animated rotation is fitted against the
+// local rotation that puts its bone's model-space orientation where the
+// source has it, given what the sampler decodes for its ancestors.
+func (p *pass) fitClosed() {
+	sk, c := p.sk, p.c
+	srcModel := modelRotations(sk, c, func(b, f int) Quat {
+		tr := &c.Tracks[3*b+int(TrackRotation)]
+		return Quat(tr.Values[tr.sampleIndex(f)])
+	})
+	decModel := make([][]Quat, p.nb)
+	depth := make([]int, p.nb)
+	maxDepth := 0
+	for b, pa := range sk.Parents {
+		if pa >= 0 {
+			depth[b] = depth[pa] + 1
+		}
+		maxDepth = max(maxDepth, depth[b])
+	}
+	for d := 0; d <= maxDepth; d++ {
+		var level []int
+		for b := range p.nb {
+			if depth[b] == d {
+				level = append(level, b)
+			}
+		}
+		parallel(level, func(b int) {
+			dl := p.decodedRotation(b, srcModel, decModel)
+			dm := make([]Quat, c.Frames)
+			for f := range dm {
+				if pa := sk.Parents[b]; pa >= 0 {
+					dm[f] = decModel[pa][f].Mul(dl[f])
+				} else {
+					dm[f] = dl[f]
+				}
+			}
+			decModel[b] = dm
+		})
+	}
+}
+
+// decodedRotation fits bone b's rotation in closed loop (when animated)
+// and returns its decoded local rotation at every frame; srcModel and
+// decModel hold the source's and the decoded model-space rotations of
+// the bones above b.
+func (p *pass) decodedRotation(b int, srcModel, decModel [][]Quat) []Quat {
+	c := p.c
+	ti := 3*b + int(TrackRotation)
+	dl := make([]Quat, c.Frames)
+	if !p.animated[ti] {
+		cv := p.results[ti].constant
+		q := Quat{float64(cv[0]), float64(cv[1]), float64(cv[2]), float64(cv[3])}.Normalized()
+		for f := range dl {
+			dl[f] = q
+		}
+		return dl
+	}
+	tr := &c.Tracks[ti]
+	tgt := Track{Frames: tr.Frames, Values: make([][4]float64, len(tr.Values))}
+	pa := p.sk.Parents[b]
+	for s, f := range tr.Frames {
+		q := Quat(tr.Values[s])
+		if pa >= 0 {
+			q = rotationTarget(decModel[pa][f], srcModel[pa][f], q)
+		}
+		tgt.Values[s] = [4]float64(q)
+	}
+	// Between frames the target is the source's rotation there, corrected
+	// by the slerp of the corrections at the two frames around it.
+	src := p.srcBetween(ti)
+	between := func(s int, u float64) [4]float64 {
+		q := Quat(src(s, u))
+		if pa < 0 {
+			return [4]float64(q)
+		}
+		f := int(tr.Frames[s])
+		d0 := rotationTarget(decModel[pa][f], srcModel[pa][f], IdentityQuat)
+		d1 := rotationTarget(decModel[pa][f+1], srcModel[pa][f+1], IdentityQuat)
+		return [4]float64(vmath.Slerp(d0, d1, u).Mul(q).Normalized())
+	}
+	p.fit(ti, &tgt, between)
+	vals := p.results[ti].slot.decodeFrames(c.Frames, p.segFrames)
+	for f := range dl {
+		v := vals[f]
+		dl[f] = Quat{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}.Normalized()
+	}
+	return dl
+}
+
+// assemble collects the results into the clip: its slots, default pose
+// and stream, and the statistics.
+func (p *pass) assemble() {
+	cc, c := p.cc, p.c
 	st := &cc.Stats
-	for ti, r := range results {
+	for ti, r := range p.results {
 		b, k := ti/3, ti%3
 		v := r.constant
 		if r.slot != nil {
@@ -619,7 +701,7 @@ func compressPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share
 		}
 	}
 	cc.encodeStream()
-	st.RawBytes = nb * c.Frames * 40
+	st.RawBytes = p.nb * c.Frames * 40
 	st.StreamBytes = int((cc.segBits[len(cc.segBits)-1] + 7) / 8)
 	for _, sl := range cc.slots {
 		for s, sd := range sl.segs {
@@ -630,8 +712,6 @@ func compressPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share
 		}
 	}
 	st.Bytes = cc.recordBytes()
-	st.Duration = time.Since(start)
-	return cc
 }
 
 // levers holds, per bone, what turns a track's error into model-space

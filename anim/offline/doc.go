@@ -7,8 +7,10 @@
 // and start-up code that build blobs link this package too.
 //
 // Its design (the import form, curve fitting, the error metric,
-// quantisation, the stream and the blob, the uniform codec) is described
-// in package anim's documentation, beside the sampler it must agree with:
+// quantisation, the uniform codec) is described in package anim's
+// documentation, beside the sampler it must agree with; the byte format
+// (the stream, the blob, the uniform clip) is specified in package
+// anim/internal/format's documentation:
 // both halves take the format's constants and arithmetic from
 // anim/internal/format, so what is compressed here is what anim decodes,
 // bit for bit.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/qmuntal/gltf"
 	"github.com/vkjobs/vkjobs/anim/internal/format"
+	"github.com/vkjobs/vkjobs/anim/vmath"
 )
 
 // GLTFOptions are the import choices for glTF 2.0 files.
@@ -453,7 +454,7 @@ func (g *gltfReader) nodeTransform(ni int) (Transform, error) {
 	}
 	r := Quat(n.RotationOrDefault())
 	t := Transform{T: Vec3(n.TranslationOrDefault()), R: r, S: Vec3(n.ScaleOrDefault())}
-	if !finite3(t.T) || !finite4(t.R) || !finite3(t.S) {
+	if !t.T.Finite() || !t.R.Finite() || !t.S.Finite() {
 		return t, g.errf(fmt.Sprintf("nodes[%d]", ni), "transform is not finite")
 	}
 	if nr := r.Norm(); math.Abs(nr-1) > 1e-3 {
@@ -964,7 +965,7 @@ func (c *gltfChannel) value(t float64) [4]float64 {
 	}
 	a, b := get(k, 0), get(k+1, 0)
 	if c.kind == TrackRotation {
-		return [4]float64(slerp(Quat(a).Normalized(), Quat(b).Normalized(), u))
+		return [4]float64(vmath.Slerp(Quat(a).Normalized(), Quat(b).Normalized(), u))
 	}
 	var v [4]float64
 	for i := range v {
@@ -979,24 +980,6 @@ func (c *gltfChannel) finish(v [4]float64) [4]float64 {
 	}
 	v[3] = 0
 	return v
-}
-
-func slerp(a, b Quat, u float64) Quat {
-	d := a.Dot(b)
-	if d < 0 {
-		b, d = b.Neg(), -d
-	}
-	if d > 0.9995 {
-		var r Quat
-		for i := range r {
-			r[i] = a[i] + (b[i]-a[i])*u
-		}
-		return r.Normalized()
-	}
-	th := math.Acos(d)
-	s := math.Sin(th)
-	wa, wb := math.Sin((1-u)*th)/s, math.Sin(u*th)/s
-	return Quat{wa*a[0] + wb*b[0], wa*a[1] + wb*b[1], wa*a[2] + wb*b[2], wa*a[3] + wb*b[3]}.Normalized()
 }
 
 // resample samples the channel on the uniform grid. STEP keys produce a

@@ -1,9 +1,6 @@
 package offline
 
-import (
-	"github.com/vkjobs/vkjobs/anim/internal/format"
-	"github.com/vkjobs/vkjobs/anim/vmath"
-)
+import "github.com/vkjobs/vkjobs/anim/vmath"
 
 // Offline maths (import, fitting, error measurement) is float64, from
 // package vmath; the runtime (sampling, local-to-model) is float32.
@@ -33,8 +30,3 @@ var (
 	quatAngle = vmath.QuatAngle
 	compose   = vmath.Compose
 )
-
-func finite3(v Vec3) bool { return format.Finite(v[0]) && format.Finite(v[1]) && format.Finite(v[2]) }
-func finite4(q Quat) bool {
-	return format.Finite(q[0]) && format.Finite(q[1]) && format.Finite(q[2]) && format.Finite(q[3])
-}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vkjobs/vkjobs/anim"
 	"github.com/vkjobs/vkjobs/anim/internal/format"
+	"github.com/vkjobs/vkjobs/anim/vmath"
 )
 
 // Skeleton is the offline (import-side) description of a bone hierarchy.
@@ -55,7 +56,7 @@ func (s *Skeleton) Validate() error {
 			return fmt.Errorf("skeleton: bone %d (%q) has parent %d; parents must come first", i, s.Names[i], p)
 		}
 		r := s.Rest[i]
-		if !finite3(r.T) || !finite4(r.R) || !finite3(r.S) {
+		if !r.T.Finite() || !r.R.Finite() || !r.S.Finite() {
 			return fmt.Errorf("skeleton: bone %d (%q) rest pose is not finite", i, s.Names[i])
 		}
 		if !within(r.T[:]) || !within(r.S[:]) {
@@ -173,7 +174,7 @@ func (c *Clip) SampleAt(t float64, pose []float32) error {
 // rotations, lerp otherwise.
 func lerpValue(k TrackKind, a, b [4]float64, u float64) [4]float64 {
 	if k == TrackRotation {
-		return [4]float64(slerp(Quat(a), Quat(b), u))
+		return [4]float64(vmath.Slerp(Quat(a), Quat(b), u))
 	}
 	var v [4]float64
 	for j := range 3 {
@@ -229,7 +230,7 @@ func (c *Clip) Validate(s *Skeleton) error {
 				return fmt.Errorf("clip %q bone %d %v: sample %d has frame %d, want %d", c.Name, bone, kind, j, f, next)
 			}
 			v := t.Values[j]
-			if !finite4(Quat(v)) {
+			if !Quat(v).Finite() {
 				return fmt.Errorf("clip %q bone %d %v: frame %d is not finite", c.Name, bone, kind, f)
 			}
 			if !within(v[:3]) {

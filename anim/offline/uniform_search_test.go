@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/internal/animtest"
 	"github.com/vkjobs/vkjobs/anim/offline"
 )
 
@@ -37,7 +38,7 @@ func realClip(path string, seconds float64) func(t *testing.T) (*offline.Skeleto
 }
 
 func chainClip(nb, frames int) func(t *testing.T) (*offline.Skeleton, *offline.Clip) {
-	return func(t *testing.T) (*offline.Skeleton, *offline.Clip) { return userChain(nb, frames, 30) }
+	return func(t *testing.T) (*offline.Skeleton, *offline.Clip) { return animtest.Chain(nb, frames, 30) }
 }
 
 // uniformSearchCases: the expected hashes are the sha256 of the blob
@@ -95,7 +96,7 @@ func TestUniformSearchIdentical(t *testing.T) {
 func BenchmarkUniformChain(b *testing.B) {
 	for _, nb := range []int{64, 128} {
 		b.Run(string(rune('0'+nb/100))+string(rune('0'+nb/10%10))+string(rune('0'+nb%10)), func(b *testing.B) {
-			sk, c := userChain(nb, 3, 30)
+			sk, c := animtest.Chain(nb, 3, 30)
 			for b.Loop() {
 				if _, err := offline.Compress(sk, c, offline.CompressOptions{Codec: anim.CodecUniform, Tolerance: 0.001}); err != nil {
 					b.Fatal(err)

@@ -253,6 +253,33 @@ func (a *Mat4) Inverse3() Mat4 {
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
+// Finite reports whether every component of a is finite.
+func (a Vec3) Finite() bool { return finite(a[0]) && finite(a[1]) && finite(a[2]) }
+
+// Finite reports whether every component of q is finite.
+func (q Quat) Finite() bool { return finite(q[0]) && finite(q[1]) && finite(q[2]) && finite(q[3]) }
+
+// Slerp interpolates spherically from a (u = 0) to b (u = 1) on the
+// shorter arc, with a normalised lerp where the two are within about 1.8°
+// (sin θ too small to divide by); the result is normalised.
+func Slerp(a, b Quat, u float64) Quat {
+	d := a.Dot(b)
+	if d < 0 {
+		b, d = b.Neg(), -d
+	}
+	if d > 0.9995 {
+		var r Quat
+		for i := range r {
+			r[i] = a[i] + (b[i]-a[i])*u
+		}
+		return r.Normalized()
+	}
+	th := math.Acos(d)
+	s := math.Sin(th)
+	wa, wb := math.Sin((1-u)*th)/s, math.Sin(u*th)/s
+	return Quat{wa*a[0] + wb*b[0], wa*a[1] + wb*b[1], wa*a[2] + wb*b[2], wa*a[3] + wb*b[3]}.Normalized()
+}
+
 // Dot returns a·b.
 func (a Vec3) Dot(b Vec3) float64 { return a[0]*b[0] + a[1]*b[1] + a[2]*b[2] }
 

@@ -1,10 +1,5 @@
 package offline_test
 
-// A user's view of the glTF importer: the repository's models import and
-// compress, and malformed files (truncated JSON, missing buffers, indices out
-// of range, NaN or unordered key times, wrong accessor types, huge counts)
-// give an error, never a panic, a hang or a clip with non-finite values.
-
 import (
 	"bytes"
 	"encoding/base64"
@@ -93,9 +88,9 @@ func readModel(t *testing.T, name string) []byte {
 	return data
 }
 
-// TestUserGLTFRepoModels: the repository's models import, with clips that
+// TestGLTFRepoModels: the repository's models import, with clips that
 // validate and compress.
-func TestUserGLTFRepoModels(t *testing.T) {
+func TestGLTFRepoModels(t *testing.T) {
 	for _, name := range []string{"cesium_man.gltf", "rigged_simple.gltf"} {
 		imp, err := parseGuarded(t, name, readModel(t, name))
 		if err != nil {
@@ -120,9 +115,9 @@ func TestUserGLTFRepoModels(t *testing.T) {
 	}
 }
 
-// TestUserGLTFTruncated: every prefix of a model (JSON cut anywhere) is
+// TestGLTFTruncated: every prefix of a model (JSON cut anywhere) is
 // refused with an error.
-func TestUserGLTFTruncated(t *testing.T) {
+func TestGLTFTruncated(t *testing.T) {
 	data := readModel(t, "rigged_simple.gltf")
 	for _, n := range []int{0, 1, 2, 10, 100, len(data) / 3, len(data) / 2, len(data) - 200, len(data) - 2} {
 		if _, err := parseGuarded(t, fmt.Sprintf("prefix %d", n), data[:n]); err == nil {
@@ -176,9 +171,9 @@ func mutate(t *testing.T, f func(doc map[string]any)) []byte {
 func arr(v any) []any          { return v.([]any) }
 func obj(v any) map[string]any { return v.(map[string]any) }
 
-// TestUserGLTFMalformed: structural defects a hand-edited or broken
+// TestGLTFStructuralDefects: structural defects a hand-edited or broken
 // exporter's file has. Each must be refused with an error; none may panic.
-func TestUserGLTFMalformed(t *testing.T) {
+func TestGLTFStructuralDefects(t *testing.T) {
 	sampler := func(doc map[string]any) map[string]any {
 		return obj(arr(obj(arr(doc["animations"])[0])["samplers"])[0])
 	}
@@ -349,9 +344,9 @@ func rewriteKeys(t *testing.T, f func(i int, old float32) float32) []byte {
 	})
 }
 
-// TestUserGLTFBadKeys: NaN, infinite, negative, decreasing and duplicated key
+// TestGLTFBadKeys: NaN, infinite, negative, decreasing and duplicated key
 // times are refused (or, for duplicates, handled) without a panic.
-func TestUserGLTFBadKeys(t *testing.T) {
+func TestGLTFBadKeys(t *testing.T) {
 	nan := float32(math.NaN())
 	inf := float32(math.Inf(1))
 	cases := []struct {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/internal/animtest"
 	"github.com/vkjobs/vkjobs/anim/offline"
 )
 
@@ -15,11 +16,11 @@ func userBVH(channels, motion string) string {
 	return "HIERARCHY\nROOT Hips\n{\n OFFSET 0 0 0\n CHANNELS " + channels + "\n JOINT Leg\n {\n  OFFSET 0 -10 0\n  CHANNELS 3 Zrotation Xrotation Yrotation\n  End Site\n  {\n   OFFSET 0 -10 0\n  }\n }\n}\nMOTION\n" + motion
 }
 
-// TestUserBVHMalformed: hand-written BVH files with the mistakes users
+// TestBVHUserMistakes: hand-written BVH files with the mistakes users
 // make are refused with a *ParseError naming the file and the line; the
 // well-formed edge cases (one frame, a CMU-named file of two frames)
 // import to what they say.
-func TestUserBVHMalformed(t *testing.T) {
+func TestBVHUserMistakes(t *testing.T) {
 	six := "6 Xposition Yposition Zposition Zrotation Xrotation Yrotation"
 	bad := map[string]string{
 		"frame time 0":           userBVH(six, "Frames: 2\nFrame Time: 0\n0 0 0 0 0 0 0 0 0\n0 0 0 0 0 0 0 0 0\n"),
@@ -93,13 +94,13 @@ func TestUserBVHMalformed(t *testing.T) {
 	}
 }
 
-// TestUserHugeValuesRefused: translations, scales and rest offsets beyond
+// TestHugeValuesRefused: translations, scales and rest offsets beyond
 // what a float32 pose holds are refused by Validate (so by the importers
 // and Compress) naming the bone and frame. The curve codec used to
 // compress a 1e28 m translation "successfully", its result 5e20 m off with
 // no error (the uniform codec refused it).
-func TestUserHugeValuesRefused(t *testing.T) {
-	sk, c := userChain(3, 5, 30)
+func TestHugeValuesRefused(t *testing.T) {
+	sk, c := animtest.Chain(3, 5, 30)
 	c.Tracks[3].Values[2][0] = 1e28
 	for _, codec := range []anim.Codec{anim.CodecCurve, anim.CodecUniform} {
 		_, err := offline.Compress(sk, c, offline.CompressOptions{Codec: codec})
@@ -107,19 +108,19 @@ func TestUserHugeValuesRefused(t *testing.T) {
 			t.Errorf("%v: a 1e28 m translation: %v", codec, err)
 		}
 	}
-	sk, c = userChain(3, 5, 30)
+	sk, c = animtest.Chain(3, 5, 30)
 	for i := range c.Tracks[8].Values {
 		c.Tracks[8].Values[i][1] = -2e18
 	}
 	if err := c.Validate(sk); err == nil || !strings.Contains(err.Error(), "bone 2 scale") {
 		t.Errorf("a -2e18 scale: %v", err)
 	}
-	sk, c = userChain(3, 5, 30)
+	sk, c = animtest.Chain(3, 5, 30)
 	sk.Rest[2].T[2] = 1e19
 	if _, err := offline.Compress(sk, c, offline.CompressOptions{}); err == nil || !strings.Contains(err.Error(), "bone 2") {
 		t.Errorf("a 1e19 m rest offset: %v", err)
 	}
-	sk, c = userChain(3, 5, 30)
+	sk, c = animtest.Chain(3, 5, 30)
 	c.Tracks[0].Values[0][0] = 1e18 // the limit itself is fine
 	if err := c.Validate(sk); err != nil {
 		t.Errorf("a 1e18 m translation: %v", err)

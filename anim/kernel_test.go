@@ -1,4 +1,4 @@
-package offline_test
+package anim_test
 
 import (
 	"math/rand/v2"
@@ -6,17 +6,18 @@ import (
 	"testing"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/internal/animtest"
 	"github.com/vkjobs/vkjobs/anim/offline"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
-// TestUserSampleKernelThroughScheduler runs the sampling kernel through a
+// TestSampleKernelThroughScheduler runs the sampling kernel through a
 // CPU scheduler for 0, 1, SampleGrain-1, SampleGrain+1 and 203 characters
 // (mixed codecs, random times, grains 0, 1 and 5), frame after frame with
 // the same cursors, and checks every pose against SampleJob.Run on a copy;
 // unknown flag bits are refused.
-func TestUserSampleKernelThroughScheduler(t *testing.T) {
-	sk, c := userChain(7, 90, 30)
+func TestSampleKernelThroughScheduler(t *testing.T) {
+	sk, c := animtest.Chain(7, 90, 30)
 	var b offline.Builder
 	si := b.AddSkeleton(sk)
 	for _, codec := range []anim.Codec{anim.CodecCurve, anim.CodecUniform} {

@@ -31,10 +31,10 @@ func assimpModels(t *testing.T) []string {
 	return files
 }
 
-// TestUserImportEveryModel imports every BVH and glTF file available: each
+// TestImportEveryModel imports every BVH and glTF file available: each
 // gives a skeleton that validates with clips that validate, or a
 // *ParseError (or a documented error) naming the file; never a panic.
-func TestUserImportEveryModel(t *testing.T) {
+func TestImportEveryModel(t *testing.T) {
 	for _, path := range assimpModels(t) {
 		if _, err := os.Stat(path); err != nil {
 			continue

@@ -5,21 +5,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vkjobs/vkjobs/anim/internal/animtest"
 	"github.com/vkjobs/vkjobs/anim/offline"
 )
 
-// TestUserMeasureDistances: Measure and BitSquidFloor without a distance
+// TestMeasureDistances: Measure and BitSquidFloor without a distance
 // are errors (they returned an empty slice and no error, so a caller's
 // stats[0] panicked), and so are NaN, infinite and negative distances
 // (they were measured without a word); 0 (the joints themselves) and
 // ordinary distances measure.
-func TestUserMeasureDistances(t *testing.T) {
-	sk, c := userChain(3, 20, 30)
+func TestMeasureDistances(t *testing.T) {
+	sk, c := animtest.Chain(3, 20, 30)
 	cc, err := offline.Compress(sk, c, offline.CompressOptions{Tolerance: 0.001})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cv := userBlob(t, sk, cc)
+	_, cv := animtest.Blob(t, sk, cc)
 	for _, ds := range [][]float64{nil, {math.NaN()}, {0.03, math.Inf(1)}, {-0.03}} {
 		if st, err := offline.Measure(sk, c, cv, ds...); err == nil {
 			t.Errorf("Measure at %v: %d stats and no error", ds, len(st))
