@@ -86,6 +86,18 @@ type Config struct {
 	// Wait/Err on IDs whose slots were reused (default 65536). When more fail
 	// before being collected, the oldest are dropped and counted.
 	MaxRetainedErrors int
+	// CheckRaces, when set, refuses data races between tasks when they
+	// are added (race.go): Add (and Run of a task made with Create) fails
+	// with a *RaceError wrapping ErrRace when the task's streams overlap
+	// those of a live task that may run at the same time (no chain of
+	// parent, dependency or join orders the two) and at least one of
+	// them writes. Host streams are compared by address range of Bytes,
+	// device streams by (Buffer, Offset, Count*Stride), wherever the tasks
+	// run. Reads never conflict with reads, and a task's split pieces are
+	// that task. Off by default: on, every Add, Run and completion takes a
+	// lock and a check costs a walk of the live tasks it may be ordered
+	// with (BenchmarkStreamTask in race_test.go).
+	CheckRaces bool
 }
 
 // RunEvent describes one finished kernel invocation.

@@ -115,6 +115,11 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 		s.putSlot(idx, c)
 		return NoTask, fmt.Errorf("sched: Add: kernel %q: parent %v: %w", k.Name, t.Parent, ErrParentDone)
 	}
+	if s.cfg.CheckRaces { // race.go
+		if err := s.raceAdd(idx, t, k, hold, c); err != nil {
+			return NoTask, err
+		}
+	}
 	sl := &s.slots[idx]
 	gen := sl.genLoad()
 	id := makeID(s.id, gen, idx)
@@ -187,6 +192,11 @@ func (s *Scheduler) run(id TaskID, c *Ctx) error {
 	sl := &s.slots[id.index()]
 	if !sl.held.CompareAndSwap(true, false) {
 		return fmt.Errorf("sched: Run %v: task is not held (already started or made by Add)", id)
+	}
+	if s.cfg.CheckRaces { // race.go
+		if err := s.raceRun(id, c); err != nil {
+			return err
+		}
 	}
 	s.start(id.index(), c)
 	if s.closing.Load() && (c == nil || c.running == 0) {
@@ -415,6 +425,9 @@ func (s *Scheduler) complete(idx uint32, c *Ctx, deferParent bool) {
 		}
 	}
 	parent := sl.parent
+	if s.cfg.CheckRaces { // race.go: forgotten before anyone sees it finished
+		s.raceDone(idx, gen)
+	}
 	// Close the dependents list and bump the generation: from here on the
 	// ID reads as finished.
 	h := sl.deps.Swap(uint64(gen+1) << 32)
