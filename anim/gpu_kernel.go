@@ -167,19 +167,19 @@ func sampleKernelCPU(_ *sched.Ctx, d *sched.TaskData) error {
 	if flags&^SampleInPlace != 0 {
 		return fmt.Errorf("anim: sampling kernel: unknown flags %#x in Params[2]", flags)
 	}
-	inputs, err := hostView[SampleInput](&d.In[1], "input", 1, 8)
+	inputs, err := hostView[SampleInput](&d.In[1], "input", 1, 1)
 	if err != nil {
 		return err
 	}
-	cin, err := hostView[uint32](&d.In[2], "input", 2, 4*stride)
+	cin, err := hostView[uint32](&d.In[2], "input", 2, stride)
 	if err != nil {
 		return err
 	}
-	cout, err := hostView[uint32](&d.Out[1], "output", 1, 4*stride)
+	cout, err := hostView[uint32](&d.Out[1], "output", 1, stride)
 	if err != nil {
 		return err
 	}
-	poses, err := hostView[float32](&d.Out[0], "output", 0, 4*PoseFloats*bones)
+	poses, err := hostView[float32](&d.Out[0], "output", 0, PoseFloats*bones)
 	if err != nil {
 		return err
 	}
@@ -194,28 +194,12 @@ func sampleKernelCPU(_ *sched.Ctx, d *sched.TaskData) error {
 	return job.RunRange(int(d.Begin), int(d.End))
 }
 
-// hostView returns stream s as []T (Count elements of stride bytes, each a
-// whole number of T), failing without a panic when it has no host memory,
-// the wrong stride, too few bytes or misaligned memory.
-func hostView[T any](s *sched.Stream, dir string, i int, stride uint32) ([]T, error) {
-	var z T
-	size := uint64(unsafe.Sizeof(z))
-	if s.Stride != stride {
-		return nil, fmt.Errorf("anim: sampling kernel: %s stream %d: stride %d bytes, want %d", dir, i, s.Stride, stride)
+// hostView is sched.ViewOf (per T values a stream element) with errors
+// naming the kernel and the stream.
+func hostView[T any](s *sched.Stream, dir string, i int, per uint32) ([]T, error) {
+	v, err := sched.ViewOf[T](*s, per)
+	if err != nil {
+		return nil, fmt.Errorf("anim: sampling kernel: %s stream %d: %w", dir, i, err)
 	}
-	n := uint64(s.Count) * uint64(stride)
-	if n == 0 {
-		return nil, nil
-	}
-	if s.Bytes == nil {
-		return nil, fmt.Errorf("anim: sampling kernel: %s stream %d: no host memory (device buffer %d only): the CPU kernel cannot run", dir, i, s.Buffer)
-	}
-	if uint64(len(s.Bytes)) < n {
-		return nil, fmt.Errorf("anim: sampling kernel: %s stream %d: %d bytes, want %d", dir, i, len(s.Bytes), n)
-	}
-	p := unsafe.Pointer(unsafe.SliceData(s.Bytes))
-	if uintptr(p)%unsafe.Alignof(z) != 0 {
-		return nil, fmt.Errorf("anim: sampling kernel: %s stream %d: memory not %d-byte aligned", dir, i, unsafe.Alignof(z))
-	}
-	return unsafe.Slice((*T)(p), n/size), nil
+	return v, nil
 }

@@ -6,12 +6,12 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
+	"github.com/vkjobs/vkjobs/internal/xmath"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -248,7 +248,7 @@ func benchRoundTripRatio(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	r, ex := median(rawNS), median(execNS)
+	r, ex := xmath.Median(rawNS), xmath.Median(execNS)
 	b.ReportMetric(float64(r)/1e3, "raw-µs")
 	b.ReportMetric(float64(ex)/1e3, "exec-µs")
 	b.ReportMetric(float64(ex)/float64(r), "x-raw")
@@ -257,15 +257,6 @@ func benchRoundTripRatio(b *testing.B) {
 // ratioBlock is how many round trips of one kind benchRoundTripRatio
 // runs in a row.
 const ratioBlock = 50
-
-// median returns the median of v (which it sorts).
-func median(v []int64) int64 {
-	if len(v) == 0 {
-		return 0
-	}
-	slices.Sort(v)
-	return v[len(v)/2]
-}
 
 // newRawRoundTrip returns one raw round trip (see BenchmarkGPURoundTrip)
 // on e's device, its Vulkan objects freed by b's cleanup. The caller

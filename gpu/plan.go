@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
+	"github.com/vkjobs/vkjobs/internal/xmath"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -94,10 +95,10 @@ func (e *Executor) plan(sl *slot, jb *job) bool {
 	need := e.arenaNeed(k, td, a.align)
 	if a.used+need > a.Cap() {
 		if len(sl.jobs) > 0 {
-			sl.want = max(sl.want, pow2(a.used+need))
+			sl.want = max(sl.want, xmath.Pow2(a.used+need))
 			return false
 		}
-		if err := e.growArena(sl, pow2(max(need, a.Cap()))); err != nil {
+		if err := e.growArena(sl, xmath.Pow2(max(need, a.Cap()))); err != nil {
 			e.finishEarly(jb, fmt.Errorf("gpu: transient memory for %d bytes of streams: %w", need, err))
 			return true
 		}
@@ -176,14 +177,6 @@ func (e *Executor) arenaNeed(k *sched.Kernel, td *sched.TaskData, align uint64) 
 		add(&td.Out[i], true, i)
 	}
 	return sum + maxLo
-}
-
-func pow2(n uint64) uint64 {
-	p := uint64(1)
-	for p < n {
-		p <<= 1
-	}
-	return p
 }
 
 // growArena replaces sl's arena by one of size bytes (sl is idle).

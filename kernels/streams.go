@@ -2,46 +2,26 @@ package kernels
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/vkjobs/vkjobs/sched"
 )
 
-// hostSlice returns stream s as a []T of s.Count*per elements, where each
-// stream element is per consecutive T values (per = 1 for most streams). It
-// fails, without panicking, when the stream has no host bytes (a
-// device-only buffer), a stride that is not per*sizeof(T), too few bytes, or
-// memory misaligned for T. Only the error paths allocate.
-func hostSlice[T any](s *sched.Stream, dir string, i int, per uint32) ([]T, error) {
-	var z T
-	size := uint64(unsafe.Sizeof(z))
-	if uint64(s.Stride) != uint64(per)*size {
-		return nil, fmt.Errorf("%s stream %d: stride %d bytes, want %d (%d x %d)", dir, i, s.Stride, uint64(per)*size, per, size)
-	}
-	n := uint64(s.Count) * uint64(per)
-	if n == 0 {
-		return nil, nil
-	}
-	if s.Bytes == nil {
-		return nil, fmt.Errorf("%s stream %d: no host memory (device buffer %d only): the CPU kernel cannot run", dir, i, s.Buffer)
-	}
-	if uint64(len(s.Bytes)) < n*size {
-		return nil, fmt.Errorf("%s stream %d: %d bytes, fewer than %d elements of %d", dir, i, len(s.Bytes), n, size)
-	}
-	p := unsafe.Pointer(unsafe.SliceData(s.Bytes))
-	if uintptr(p)%unsafe.Alignof(z) != 0 {
-		return nil, fmt.Errorf("%s stream %d: memory at %p is not %d-byte aligned", dir, i, p, unsafe.Alignof(z))
-	}
-	return unsafe.Slice((*T)(p), n), nil
-}
-
-// inSlice and outSlice are hostSlice for TaskData.In[i] and Out[i].
+// inSlice and outSlice are sched.ViewOf for TaskData.In[i] and Out[i], with
+// errors naming the stream.
 func inSlice[T any](d *sched.TaskData, i int, per uint32) ([]T, error) {
-	return hostSlice[T](&d.In[i], "input", i, per)
+	v, err := sched.ViewOf[T](d.In[i], per)
+	if err != nil {
+		return nil, fmt.Errorf("input stream %d: %w", i, err)
+	}
+	return v, nil
 }
 
 func outSlice[T any](d *sched.TaskData, i int, per uint32) ([]T, error) {
-	return hostSlice[T](&d.Out[i], "output", i, per)
+	v, err := sched.ViewOf[T](d.Out[i], per)
+	if err != nil {
+		return nil, fmt.Errorf("output stream %d: %w", i, err)
+	}
+	return v, nil
 }
 
 // needLen fails when a stream of n elements is too short for need elements.

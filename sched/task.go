@@ -211,17 +211,6 @@ func StreamOf[T any](s []T) Stream {
 	}
 }
 
-// View returns the stream's host bytes as a slice of T. It returns nil when
-// the stream has no host bytes or when T's size does not divide the bytes.
-func View[T any](s Stream) []T {
-	var z T
-	size := int(unsafe.Sizeof(z))
-	if len(s.Bytes) == 0 || size == 0 || len(s.Bytes)%size != 0 {
-		return nil
-	}
-	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(s.Bytes))), len(s.Bytes)/size)
-}
-
 // Valid reports whether the stream's fields agree with each other.
 func (s Stream) Valid() bool {
 	if s.Bytes != nil && uint64(len(s.Bytes)) < uint64(s.Stride)*uint64(s.Count) {

@@ -24,7 +24,7 @@ func TestChainKernel(t *testing.T) {
 	task.Affinity = sched.GPU
 	must(t, runTask(t, e.m, task))
 	got := sched.View[float32](sched.StreamOf(out))
-	for i, w := range sched.View[float32](sched.Stream{Bytes: want}) {
+	for i, w := range sched.View[float32](sched.Stream{Bytes: want, Stride: 4, Count: uint32(len(want) / 4)}) {
 		if math.Abs(float64(got[i]-w)) > 1e-6*math.Max(1, math.Abs(float64(w))) {
 			t.Fatalf("chain[%d]: GPU %v, CPU %v", i, got[i], w)
 		}
@@ -271,7 +271,8 @@ func TestAutoWithoutGPU(t *testing.T) {
 func TestCoExecLavapipe(t *testing.T) {
 	e := newGPUEnv(t, true, Options{CoExecMin: 4096, ReprobeEvery: -1})
 	task, out := instancedSkinTask(rng(5), 16, 1024, 90) // 16384 vertices
-	want := sched.View[kernels.SkinnedVertex](sched.Stream{Bytes: reference(t, e.s.Kernels(), task), Stride: 24})
+	ref := reference(t, e.s.Kernels(), task)
+	want := sched.View[kernels.SkinnedVertex](sched.Stream{Bytes: ref, Stride: 24, Count: uint32(len(ref) / 24)})
 	check := func(what string) {
 		t.Helper()
 		for i := range want {

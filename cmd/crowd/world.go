@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"unsafe"
 
 	"github.com/vkjobs/vkjobs/anim"
 	"github.com/vkjobs/vkjobs/cmd/crowd/internal/rig"
@@ -94,13 +93,8 @@ func (d *dual) stream(where sched.Affinity, stride, count uint32) sched.Stream {
 	return s
 }
 
-func asBytes[T any](s []T) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	var z T
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(z)))
-}
+// asBytes returns the bytes of a slice of plain values.
+func asBytes[T any](s []T) []byte { return sched.StreamOf(s).Bytes }
 
 // frameSet is one buffer set of the frame pipeline: what a frame's
 // stages hand each other. There is one set per pipeline stage; frame f

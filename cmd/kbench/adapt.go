@@ -19,6 +19,7 @@ import (
 
 	"github.com/vkjobs/vkjobs/affinity/placement"
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/internal/xmath"
 	"github.com/vkjobs/vkjobs/sched"
 	"github.com/vkjobs/vkjobs/trace"
 )
@@ -252,7 +253,7 @@ func adaptSummary(name string, ts []adaptTask) adaptPhase {
 			ph.onGPU++
 		}
 	}
-	ph.median = median(secs)
+	ph.median = xmath.Median(secs)
 	maj, mn := "", -1
 	for d, c := range count {
 		if c > mn || (c == mn && d < maj) {

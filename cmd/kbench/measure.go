@@ -9,6 +9,7 @@ import (
 
 	"github.com/vkjobs/vkjobs/affinity/spu"
 	"github.com/vkjobs/vkjobs/gpu"
+	"github.com/vkjobs/vkjobs/internal/xmath"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -76,24 +77,11 @@ func measureAll(ops []op, reps int, minSample time.Duration) ([]timing, error) {
 		}
 	}
 	for i := range ts {
-		ts[i].median = median(ts[i].samples)
+		ts[i].median = xmath.Median(ts[i].samples)
 		ts[i].best = slices.Min(ts[i].samples)
-		ts[i].wall = median(walls[i])
+		ts[i].wall = xmath.Median(walls[i])
 	}
 	return ts, nil
-}
-
-func median(x []float64) float64 {
-	if len(x) == 0 {
-		return 0
-	}
-	s := slices.Clone(x)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
 }
 
 // wallOp wraps a function as a wall-clock timed op.

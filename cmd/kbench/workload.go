@@ -78,13 +78,7 @@ const (
 )
 
 // bytesOf returns the bytes of a slice of plain values.
-func bytesOf[T any](s []T) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	var z T
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(z)))
-}
+func bytesOf[T any](s []T) []byte { return sched.StreamOf(s).Bytes }
 
 // viewOf returns b as a slice of T (b comes from bytesOf, so it is aligned).
 func viewOf[T any](b []byte) []T {
