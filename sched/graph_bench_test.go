@@ -68,33 +68,40 @@ func BenchmarkGraphReplay(b *testing.B) {
 			ids := make([]TaskID, sh.nodes)
 			pt := startPerTask(b, sh.nodes, "node")
 			for range b.N {
-				root, err := m.Create(&Task{})
-				must(b, err)
-				for k := range sh.nodes {
-					t := Task{Kernel: pkEmpty, Parent: root}
-					switch len(preds[k]) {
-					case 0:
-					case 1:
-						t.Dependency = ids[preds[k][0]]
-					default:
-						// A join of the predecessors: an empty task after
-						// the first, holding an empty child after each other.
-						j, err := m.Create(&Task{Parent: root, Dependency: ids[preds[k][0]]})
-						must(b, err)
-						for _, p := range preds[k][1:] {
-							_, err := m.Add(&Task{Parent: j, Dependency: ids[p]})
-							must(b, err)
-						}
-						must(b, m.Run(j))
-						t.Dependency = j
-					}
-					ids[k], err = m.Add(&t)
-					must(b, err)
-				}
-				must(b, m.Run(root))
-				must(b, m.Wait(root))
+				addDAG(b, m, preds, ids, func(int) Task { return Task{Kernel: pkEmpty} })
 			}
 			pt.stop()
 		})
 	}
+}
+
+// addDAG adds one run of a DAG through the dynamic API and waits for it:
+// task(k) for node k, a child of one held root, after its predecessors
+// preds[k] (a node with several needs a join: an empty task after the
+// first, holding an empty child after each other). ids is scratch.
+func addDAG(b *testing.B, m *Ctx, preds [][]int, ids []TaskID, task func(k int) Task) {
+	root, err := m.Create(&Task{})
+	must(b, err)
+	for k := range preds {
+		t := task(k)
+		t.Parent = root
+		switch len(preds[k]) {
+		case 0:
+		case 1:
+			t.Dependency = ids[preds[k][0]]
+		default:
+			j, err := m.Create(&Task{Parent: root, Dependency: ids[preds[k][0]]})
+			must(b, err)
+			for _, p := range preds[k][1:] {
+				_, err := m.Add(&Task{Parent: j, Dependency: ids[p]})
+				must(b, err)
+			}
+			must(b, m.Run(j))
+			t.Dependency = j
+		}
+		ids[k], err = m.Add(&t)
+		must(b, err)
+	}
+	must(b, m.Run(root))
+	must(b, m.Wait(root))
 }

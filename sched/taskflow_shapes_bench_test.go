@@ -113,32 +113,7 @@ func BenchmarkTaskflowShapes(b *testing.B) {
 			ids := make([]TaskID, sh.nodes)
 			pt := startPerTask(b, sh.nodes, "task")
 			for range b.N {
-				root, err := m.Create(&Task{})
-				must(b, err)
-				for k := range sh.nodes {
-					t := task(k)
-					t.Parent = root
-					switch len(preds[k]) {
-					case 0:
-					case 1:
-						t.Dependency = ids[preds[k][0]]
-					default:
-						// A join of the predecessors: an empty task after
-						// the first, holding an empty child after each other.
-						j, err := m.Create(&Task{Parent: root, Dependency: ids[preds[k][0]]})
-						must(b, err)
-						for _, p := range preds[k][1:] {
-							_, err := m.Add(&Task{Parent: j, Dependency: ids[p]})
-							must(b, err)
-						}
-						must(b, m.Run(j))
-						t.Dependency = j
-					}
-					ids[k], err = m.Add(&t)
-					must(b, err)
-				}
-				must(b, m.Run(root))
-				must(b, m.Wait(root))
+				addDAG(b, m, preds, ids, task)
 			}
 			pt.stop()
 			st.check(b, sh.kernel, sh.nodes, b.N)
