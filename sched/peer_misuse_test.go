@@ -370,18 +370,28 @@ func TestPeerMisusePinnedLoopAtClose(t *testing.T) {
 	_, err = m.Add(&Task{Kernel: kmPinnedLoop, Affinity: OnThread(1)})
 	must(t, err)
 	ioDone := make(chan struct{})
+	var closed atomic.Bool
 	go func() {
 		defer close(ioDone)
-		for io.RunPinned() == 0 {
+		for io.RunPinned() == 0 && !closed.Load() {
 			time.Sleep(time.Millisecond)
 		}
 	}()
+	// The loop is running (it took one piece of work) before Close: a
+	// Close that came first would fail the queued task with ErrClosed,
+	// another outcome, not this shape.
 	work.Signal()
-	time.Sleep(10 * time.Millisecond)
+	for deadline := time.Now().Add(20 * time.Second); loops.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the pinned loop never ran")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	within(t, 30*time.Second, "Close with a pinned loop", func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
+		closed.Store(true)
 		<-ioDone
 	})
 }
