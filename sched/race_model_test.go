@@ -148,8 +148,8 @@ type raceCounts struct {
 
 func TestRaceModel(t *testing.T) {
 	graphs := 600
-	if testing.Short() {
-		graphs = 150
+	if testing.Short() || raceDetector {
+		graphs = 150 // the race detector makes each check many times slower
 	}
 	rng := rand.New(rand.NewPCG(26, 2026))
 	var n raceCounts
