@@ -2,7 +2,10 @@ package sched_test
 
 import (
 	"errors"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,4 +115,92 @@ func TestUserManySchedulers(t *testing.T) {
 		}
 	}
 	first.Run(held)
+}
+
+// TestIDCheckWhileTasksFinish: tasks, half of them failing, finish while
+// other goroutines Wait for their IDs, and more goroutines than there are
+// processors keep the Go scheduler busy, so a completing thread can be
+// descheduled anywhere in its completion, for long. No Wait may call an
+// ID that Add returned never issued (ErrNotIssued): each returns the
+// task's own result.
+func TestIDCheckWhileTasksFinish(t *testing.T) {
+	reg := sched.NewRegistry()
+	okID, err := reg.RegisterNext(sched.Kernel{Name: "ok", CPU: func(*sched.Ctx, *sched.TaskData) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errKept := errors.New("kept")
+	failID, err := reg.RegisterNext(sched.Kernel{Name: "fail", CPU: func(*sched.Ctx, *sched.TaskData) error { return errKept }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sched.New(sched.Config{Kernels: reg, Workers: 2, PoolSize: 256, MaxRetainedErrors: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	const adders, waitersPerAdder = 4, 4
+	perAdder := 3000
+	if testing.Short() {
+		perAdder = 500
+	}
+	stop := make(chan struct{})
+	var burners sync.WaitGroup
+	for range 2 * runtime.GOMAXPROCS(0) {
+		burners.Go(func() {
+			for x := 0; ; x++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if x%4096 == 0 {
+					s.Err(sched.NoTask) // nothing to find: keeps the call in the loop
+				}
+			}
+		})
+	}
+	var misreports, wrong atomic.Int64
+	var wg sync.WaitGroup
+	for a := range adders {
+		ids := make(chan sched.TaskID, 64)
+		for range waitersPerAdder {
+			wg.Go(func() {
+				for id := range ids {
+					err := s.Wait(id)
+					if errors.Is(err, sched.ErrNotIssued) {
+						misreports.Add(1)
+					} else if err != nil && !errors.Is(err, errKept) {
+						wrong.Add(1)
+					}
+				}
+			})
+		}
+		wg.Go(func() {
+			defer close(ids)
+			for i := range perAdder {
+				k := okID
+				if (i+a)%2 == 0 {
+					k = failID
+				}
+				id, err := s.Add(&sched.Task{Kernel: k})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids <- id
+				ids <- id // two waiters per task: one may start as it finishes
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	burners.Wait()
+	if n := misreports.Load(); n > 0 {
+		t.Errorf("%d Waits of %d reported an ID that Add returned as never issued", n, 2*adders*perAdder)
+	}
+	if n := wrong.Load(); n > 0 {
+		t.Errorf("%d Waits returned an error other than the task's", n)
+	}
 }

@@ -8,9 +8,11 @@ import (
 
 // Which thread is calling: for the calls made without a Ctx.
 //
-//  1. A worker records its goroutine's runtime g and goroutine ID as it
-//     starts (and clears the g before it exits); RegisterThread records
-//     those of the registering goroutine.
+//  1. The goroutine that holds a worker records its runtime g and
+//     goroutine ID as it takes the worker (its first, or one that a
+//     waiting kernel handed it to, handoff.go), and the last clears the g
+//     before it exits; RegisterThread records those of the registering
+//     goroutine.
 //  2. Scheduler.Wait, Scheduler.Add (its back-pressure, and its check
 //     once closing: kernelMayAdd) and Close look the caller up, on their
 //     slow paths only (the task has not finished, the pool is full, Close
@@ -52,9 +54,11 @@ func (s *Scheduler) RegisterThread(name string) (*Ctx, error) {
 // made without a Ctx.
 //
 // It goes by the goroutine's runtime g first (getg, a few nanoseconds):
-// no two live goroutines share one. A worker's recorded g is that of its
-// live goroutine (stored as it starts, cleared before it exits), so a
-// match names the worker, and a kernel on a worker is found at once. A
+// no two live goroutines share one. A worker's recorded g is that of the
+// live goroutine holding it (stored as it takes the worker, cleared before
+// the last exits), so a match names the worker, and a kernel on a worker
+// is found at once; a kernel parked in a wait makes no calls until it
+// holds the worker again. A
 // registered thread's was stored as it registered, and the goroutine may
 // have exited since and its g been reused: a match there is confirmed by
 // goroutine ID (goid, microseconds). A g that matches nothing is no

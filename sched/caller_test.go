@@ -160,9 +160,9 @@ func BenchmarkCallerCtx(b *testing.B) {
 // Kernels that spawn and wait recursively through the Scheduler (no Ctx
 // at hand: Scheduler.Wait finds the calling thread and helps), on 1, 2
 // and 4 workers: every node runs once. Scheduler.Add queues on the shared
-// FIFO, so such a tree runs breadth first and needs a pool that holds a
-// level of it (in a pool of 64 it fails with ErrPoolDeadlock, an error
-// rather than a hang; Ctx.Add runs it depth first).
+// FIFO, so such a tree runs breadth first: a pool smaller than a level of
+// it fills up, and the children then run in place (inplace.go); Ctx.Add
+// runs it depth first.
 func TestAdversarialRecursiveSchedulerCalls(t *testing.T) {
 	const kNode KernelID = 100
 	var s *Scheduler

@@ -3,7 +3,9 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,10 +42,12 @@ type Config struct {
 	// scheduler neither over- nor under-subscribes the machine.
 	Workers int
 	// PoolSize is the number of task slots (rounded up to a power of two,
-	// default 16384; at most MaxPoolSize). When every slot is in use, Add
-	// applies back-pressure: the caller helps run work (or sleeps) until a
-	// slot frees. If nothing can run and nothing but the caller could free
-	// a slot (the pool holds held tasks and what waits for them), Add fails
+	// default 16384; at most MaxPoolSize, of which one then names the
+	// children run in place). When every slot is in use, a kernel's Add of a plain
+	// CPU child runs the child in place (inplace.go); any other Add applies
+	// back-pressure: the caller helps run work (or sleeps) until a slot
+	// frees. If nothing can run and nothing but the caller could free a
+	// slot (the pool holds held tasks and what waits for them), Add fails
 	// with ErrPoolDeadlock instead.
 	PoolSize int
 	// DequeSize is each thread's deque capacity per priority level (power
@@ -75,12 +79,19 @@ type Config struct {
 	// holds does not spin (see Ctx.Wait). Measurements: BENCHMARKS.md,
 	// section sched-design.
 	SpinRounds int
-	// OnWorkerStart, when set, is called on each worker goroutine before
-	// it runs any task, with the worker's index (0..Workers-1). A hook that
-	// calls runtime.LockOSThread keeps the worker on that OS thread for its
-	// life (the thread exits with the worker at Close);
-	// affinity.Pinner.OnWorkerStart pins it to a CPU. Off by default:
-	// pinning goroutines that are not locked fights Go's own scheduler.
+	// OnWorkerStart, when set, is called on every goroutine that serves a
+	// worker, once, before it runs any task, with the worker's index
+	// (0..Workers-1). A worker is served by one goroutine at a time, but
+	// not always the same one: a kernel's wait hands the worker to another
+	// goroutine (handoff.go, up to maxRunners per worker, made when waits
+	// first nest that deep and kept), and a kernel's runtime.Goexit
+	// replaces the goroutine it ran on; each new one calls the hook. A
+	// hook that calls runtime.LockOSThread locks that goroutine to its OS
+	// thread, so a worker may use several OS threads over its life, one at
+	// a time (a locked goroutine's thread exits with it: at Close, or
+	// after a Goexit); pinning.Pinner.OnWorkerStart (affinity/pinning)
+	// pins each of them to the worker's CPU. Off by default: pinning
+	// goroutines that are not locked fights Go's own scheduler.
 	OnWorkerStart func(index int)
 	// MaxRetainedErrors bounds how many failed tasks' errors are kept for
 	// Wait/Err on IDs whose slots were reused (default 65536). When more fail
@@ -97,7 +108,32 @@ type Config struct {
 	// that task. Off by default: on, every Add, Run and completion takes a
 	// lock and a check costs a walk of the live tasks it may be ordered
 	// with (BenchmarkStreamTask in race_test.go).
+	//
+	// The environment variable VKJOBS_CHECK_RACES (strconv.ParseBool: 1,
+	// true, 0, false...) read by New turns the check on for every
+	// scheduler of the process that leaves CheckRaces unset: make test sets
+	// it, so the project's own tests and programs run checked without each
+	// naming it. It never turns a set CheckRaces off; a value that is not a
+	// boolean fails New. A test that races on purpose, or measures the
+	// unchecked path, sets the variable to 0 (testing.T.Setenv).
 	CheckRaces bool
+}
+
+// EnvCheckRaces names the environment variable that turns
+// Config.CheckRaces on by default.
+const EnvCheckRaces = "VKJOBS_CHECK_RACES"
+
+// checkRacesDefault reads EnvCheckRaces (unset or empty: off).
+func checkRacesDefault() (bool, error) {
+	v := os.Getenv(EnvCheckRaces)
+	if v == "" {
+		return false, nil
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("sched: New: environment variable %s=%q: want a boolean (1, true, 0, false)", EnvCheckRaces, v)
+	}
+	return on, nil
 }
 
 // RunEvent describes one finished kernel invocation.
@@ -262,6 +298,13 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.MaxRetainedErrors == 0 {
 		cfg.MaxRetainedErrors = 65536
 	}
+	if !cfg.CheckRaces {
+		on, err := checkRacesDefault()
+		if err != nil {
+			return nil, err
+		}
+		cfg.CheckRaces = on
+	}
 	tag, base, ok := takeTag()
 	if !ok {
 		return nil, fmt.Errorf("sched: New: %d schedulers are open, the most a process can have at once (Close the ones no longer used)", MaxSchedulers)
@@ -271,18 +314,13 @@ func New(cfg Config) (*Scheduler, error) {
 		genBase: base,
 		cfg:     cfg,
 		reg:     cfg.Kernels,
-		slots:   make([]slot, cfg.PoolSize),
+		slots:   make([]slot, poolSlots(cfg.PoolSize)),
 		nwork:   cfg.Workers,
 		failed:  make(map[TaskID]*TaskError),
 	}
 	s.freeIdx = make([]uint32, 0, cfg.PoolSize)
 	s.extCond = sync.NewCond(&s.extMu)
-	// Free list: every slot, lowest index on top.
-	for i := len(s.slots) - 1; i >= 0; i-- {
-		s.freeIdx = append(s.freeIdx, uint32(i))
-		s.nfree.Store(int32(len(s.freeIdx)))
-		s.slots[i].deps.Store(uint64(base) << 32)
-	}
+	s.initSlots(base)
 	for p := range s.inject {
 		s.inject[p].init(cfg.PoolSize)
 	}

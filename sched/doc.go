@@ -86,8 +86,20 @@
 // there, when it calls Wait, WaitEvent or RunPinned.
 //
 // An idle thread spins for a bounded while, then sleeps; work wakes it.
-// A waiting thread helps: it runs other tasks until what it waits for
-// completes. A thread that runs several children of one parent in a row
+// A waiting thread keeps working until what it waits for completes, in a
+// way that does not deadlock a program that has no cycle: a worker's Wait
+// runs the awaited task and its descendants on top of the waiting kernel
+// (nothing else there can need it), and hands the worker, with any other
+// task it finds, to another goroutine, parking the waiting one until its
+// task completes (handoff.go; a WaitEvent hands over whatever it finds).
+// So the kernels that run on one worker do not nest: one suspended in a
+// wait may resume while others that started after it are still suspended,
+// and scratch kept per thread (by Index) must not be held across a wait.
+// A registered thread (RunPinned's, which may be locked to its OS thread)
+// does not hand over: its waits run any task, as a helping wait does, and
+// so do a kernel's Add under back-pressure and RunOne (hang.go, 2): those
+// can still end in ErrDeadlock on a program without a cycle. A
+// thread that runs several children of one parent in a row
 // pays the parent's decrements once. Streaming tasks are split into range
 // pieces when they first run, and stealing balances the pieces.
 //
@@ -117,6 +129,18 @@
 // half it shares goes through Add, the half it keeps is a function call
 // (inplace.go).
 //
+// # Checked runs
+//
+// Config.CheckRaces refuses data races between tasks: Add (or Run of a held
+// task) fails with a *RaceError when the task's streams overlap those of a
+// live task that no chain of parents, dependencies and joins orders with it,
+// one of the two writing, wherever either runs (race.go). A frame graph is
+// checked when a run starts: its nodes among themselves (Precede chains)
+// when the graph changed, and against the live tasks (graph_race.go). The
+// environment variable VKJOBS_CHECK_RACES=1 turns it on for every scheduler
+// of the process; make test sets it, so the project's tests and programs
+// run checked.
+//
 // # Misuse the peers' users reported
 //
 // Hangs filed against other schedulers, written in this API
@@ -124,10 +148,10 @@
 // cause, or is marked as the hang it still is:
 //
 //	Taskflow #756 corun_until: flows that wait (WaitEvent) for a future
-//	    the previous flow sets: hangs. A helping wait nests flow j on top
-//	    of flow i on one goroutine, and i cannot return before j, whose
-//	    event needs i. Written with each future as a held gate (Create,
-//	    Run): completes.
+//	    the previous flow sets: completes. A helping wait would nest flow
+//	    j on top of flow i on one goroutine, and i could not return before
+//	    j, whose event needs i; the wait hands the worker over instead.
+//	    Written with each future as a held gate (Create, Run): completes.
 //	Taskflow #435 run_and_wait: two kernels run one frame graph at once:
 //	    the second run gets ErrGraphRunning, then runs it; completes.
 //	Taskflow #506 nested tasks and a semaphore: the semaphore as a chain
@@ -136,7 +160,7 @@
 //	    mutex is invisible to any scheduler; a helping Wait under it can
 //	    hang the thread).
 //	oneTBB #1316 nested parallelism with a barrier among inner pieces:
-//	    WaitEvent runs the other pieces meanwhile; completes.
+//	    WaitEvent lets the other pieces run meanwhile; completes.
 //	oneTBB #2156 a task added during a wait, one worker: completes.
 //	enkiTS #128 a pinned task that loops until shutdown: its WaitEvent
 //	    returns at Close; Close returns.
@@ -150,13 +174,15 @@
 // steps: ids.go (tags, generations, checks of IDs), lifecycle.go (a task
 // from Add to the reuse of its slot), pool.go (slots, the free list,
 // back-pressure), executor.go (executors, bursts, placement), worker.go
-// (the thread loop, stealing, splitting), debt.go (deferred decrements),
+// (the thread loop, stealing, splitting), handoff.go (waits that hand a
+// worker to another goroutine), debt.go (deferred decrements),
 // wake.go (sleeping, waking, the lost wake-up), wait.go (Wait, WaitFor,
 // WaitEvent, RunPinned, RunOne), hang.go (cycles and deadlocks refused or
 // reported), abandon.go (Abandon), caller.go (calls without a Ctx) and
 // close.go (Close and the drain). What a hang costs the caller is an
 // error, never a wait for ever, where it can be seen cheaply: ErrSelfDepend
-// and ErrCycle at Add, ErrDeadlock for a wait that helping made circular,
+// and ErrCycle at Add, ErrDeadlock for a circular wait (a real cycle, or
+// one that helping made on a registered thread),
 // ErrCloseInKernel, ErrPoolDeadlock for back-pressure with no way out, and
 // ErrForeignTask. The measurements are in BENCHMARKS.md (sections
 // sched-peers and sched-design).
@@ -179,6 +205,29 @@
 //   - Spinning idle workers (beyond the bounded spin above): they would
 //     steal the cores that a GPU driver (lavapipe here) or the rest of the
 //     program needs.
+//   - A wait that helps with any task, on the waiting kernel's stack (as
+//     this package did, and Taskflow's corun, TBB without isolation): the
+//     kernel cannot return before the tasks run on top of it, so one of
+//     them that waits for a task needing that kernel (a dependent of it,
+//     a task it holds, an event it will set) deadlocks a program with no
+//     cycle. Detecting that (ErrDeadlock) failed valid programs; handing
+//     the worker over (handoff.go) runs them.
+//   - A wait that only runs what cannot need the waiter (TBB's isolation)
+//     and otherwise sleeps: the worker idles beside runnable work while
+//     the awaited task runs elsewhere, and a WaitEvent could run nothing.
+//     The awaited task's subtree is still what a wait runs itself: it is
+//     found with a short walk up the parents, and the common case (a
+//     child popped back from the thread's own deque) costs one compare.
+//   - A goroutine per waiting kernel without a limit, or one made per
+//     hand-off: a hand-off reuses a free goroutine of the worker (made
+//     once, when waits first nest that deep), so steady state allocates
+//     nothing; at a bound per worker (maxRunners) waits help instead.
+//   - Resuming parked kernels in stack order (the innermost first), which
+//     would keep kernels nested per thread: it brings back the helping
+//     deadlock (the outer kernel waits for the inner one to return).
+//   - Handing registered threads over too: their goroutine may be locked
+//     to an OS thread (a render or main thread), and the tasks pinned to
+//     it must run there.
 //   - Only a static task graph built ahead of time: engines create work on
 //     the fly (immediate mode), so tasks, children and dependencies are
 //     added from any thread and from running kernels. Frame graphs are the

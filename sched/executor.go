@@ -29,12 +29,19 @@ import (
 //     workers (coExecute: two range children of the task). A Placer that
 //     panics fails the task it was placing (ErrPlacerPanic).
 //  6. Close closes each executor once; it finishes or fails its jobs.
+//  7. An executor that is also a SegmentExecutor keeps a frame graph's
+//     nodes of its kind recorded across runs (graph.go, step 6): the graph
+//     hands it each segment once, at the seal (NewSegment), and then, per
+//     run, one job that stands for the whole segment (Job.Segment names
+//     it), instead of one job per node.
 
 // Placer decides where an Auto task runs, at the moment it becomes runnable.
 type Placer interface {
 	// Place returns AnyWorker, GPU or SPU, and optionally split > 0: the
 	// first split work items run on the returned device and the rest on
-	// CPU workers (co-execution). It is called concurrently. A panic in
+	// CPU workers (co-execution). d is the task's own data: Place may
+	// raise d.Grain (to the task's size: CPU workers run it unsplit) and
+	// must change nothing else in it. It is called concurrently. A panic in
 	// Place fails the task with ErrPlacerPanic. Place must return or
 	// panic: runtime.Goexit in it (testing's FailNow or Fatal, which
 	// belong in the test's goroutine only) cannot be stopped, and the
@@ -74,6 +81,47 @@ type Burster interface {
 	EndBurst()
 }
 
+// A SegmentExecutor is an Executor that can keep a frame graph's GPU
+// nodes prepared across runs, as a CUDA graph does: the graph groups its
+// GPU nodes into segments (the nodes readied together: the same
+// predecessors) and, when it seals, hands each segment to NewSegment once.
+// Each run then enqueues one job per segment, for which Job.Segment
+// returns the handle NewSegment gave; the executor runs every node of the
+// segment and calls that job's Done once, with the first error (naming the
+// node). A graph with a segment runs one job of it at a time.
+//
+// Between runs, and only then, the graph calls Changed when SetData
+// re-pointed a node's data, and Close when it is sealed again or Released;
+// Params may change between runs without a call (the executor compares
+// them). NewSegment failing is not an error of the graph: its nodes then
+// take the dynamic path, one job each, where their errors show at the run.
+type SegmentExecutor interface {
+	Executor
+	NewSegment(nodes []SegmentNode) (Segment, error)
+}
+
+// SegmentNode is one node of a segment handed to NewSegment.
+type SegmentNode struct {
+	Node   GraphNode
+	Kernel KernelID
+	K      *Kernel
+	// Data is the graph's own copy of the node's data (Begin 0, End
+	// Elements), validated; the executor reads it at each run. It stays
+	// at this address until the segment's Close, and changes only
+	// between runs (SetData, Params).
+	Data *TaskData
+}
+
+// Segment is a SegmentExecutor's handle on a segment (see there).
+type Segment interface {
+	// Changed says that node i (an index into NewSegment's nodes) was
+	// given new data by SetData since the last run.
+	Changed(i int)
+	// Close frees what the executor holds for the segment. No job of it
+	// is running; it is called once.
+	Close()
+}
+
 // ExecutorKind selects which affinity an executor serves.
 type ExecutorKind int
 
@@ -109,6 +157,20 @@ func (j Job) Parent() TaskID { return j.s.slots[j.idx].task.Parent }
 
 // Dependency returns the task's dependency (NoTask if none).
 func (j Job) Dependency() TaskID { return j.s.slots[j.idx].task.Dependency }
+
+// Segment returns the graph segment this job runs, as its executor's
+// NewSegment returned it, or nil for a job that is one task.
+func (j Job) Segment() Segment {
+	sl := &j.s.slots[j.idx]
+	if sl.task.Kernel != KernelGraph || sl.task.Data.Params[0] != runSegment {
+		return nil
+	}
+	g, _ := sl.task.Data.Data.(*Graph)
+	if g == nil || int(sl.task.Data.Params[1]) >= len(g.segs) {
+		return nil
+	}
+	return g.segs[sl.task.Data.Params[1]].h
+}
 
 // Scheduler returns the job's scheduler.
 func (j Job) Scheduler() *Scheduler { return j.s }

@@ -42,12 +42,73 @@ package sched
 //     successors; the rest of the graph runs, and Run returns the first
 //     error, naming the node and its kernel. Counters left part-way by a
 //     failed run are reset at the start of the next.
+//  6. GPU segments. When the GPU executor is a SegmentExecutor (package
+//     gpu's is), the seal groups the GPU nodes that have the same
+//     predecessors (as a list: the nodes readied together, by whichever
+//     predecessor finishes last) into a segment, hands each segment to the
+//     executor once (NewSegment), and contracts it to its first node, the
+//     leader: edges into the other members are dropped (the leader has
+//     the same ones) and edges out of them leave from the leader. A run
+//     then readies the leader as one node, and hands the executor one task
+//     for the whole segment (KernelGraph with GPU affinity; Job.Segment
+//     names the segment) plus the runner that releases the successors of
+//     every member when it completes: two tasks a segment, not two a node.
+//     The executor keeps the segment recorded (package gpu: one command
+//     buffer submitted again each run, re-recorded only when what it binds
+//     changed) and so does per run only what must happen per run. Grouping
+//     by equal predecessors adds no wait and no cycle: the members were
+//     readied at the same moment anyway, and a path from a member back to
+//     a predecessor would be a cycle of the graph itself. SetData tells
+//     the executor (Segment.Changed); Params it compares itself. A second
+//     seal (after Add or Precede) or Release closes the segments; a graph
+//     dropped without Release keeps them until the executor's Close. A
+//     run of a graph with GPU or SPU nodes ends with an executor's
+//     completion, so its wait sleeps as soon as it finds nothing to run,
+//     as a Wait for an executor's task does (Ctx.Wait), instead of
+//     spinning on a CPU that the device's threads need (lavapipe's, on a
+//     CPU device).
+//     Rejected: one segment per connected group of GPU nodes (a GPU chain
+//     in one submission): members readied at different moments would wait
+//     for each other, and contracting such a group can close a cycle
+//     through a CPU node, so it needs barriers inside the command buffer
+//     and a cycle check per group; a chain is one segment per level.
+//     Rejected too: a segment per GPU node submitted together (one
+//     vkQueueSubmit of many command buffers): the scheduler's two tasks,
+//     the hand-off and the Done per node would stay.
+//
+//  7. Started runs. Start is Run without the wait: it returns the run's
+//     join (the held root of step 3), which finishes when every node has
+//     run, and which a caller waits for, makes a dependency, or hands to
+//     another graph's Start as an after. The roots' runner and the join
+//     depend on the afters (one directly; several through a join task,
+//     the scheduler's own), so no node starts before them and the race
+//     check sees the graph ordered after them. A runner that meets a
+//     node's error fails with it, so the join fails too and a Wait on it
+//     returns the error. A pipeline of frames is then a chain of runs of
+//     distinct graphs (one per buffer set, or per stage), each started
+//     after the runs it follows, many in flight at once.
+//     Rejected: a run started while the same graph's previous run is in
+//     flight queuing behind it (the counters, the error and a segment's
+//     one job in flight belong to the run in progress; its reset on a
+//     failure would race with the queued run's start): Start refuses it.
+//
+// A GPU node that is not in a segment (no SegmentExecutor, or NewSegment
+// failed) takes the dynamic path: the executor batches the hand-offs of a
+// burst, but records them again at each run.
+//
+// The Observer (Config.Observer) is told of each node run in place, as a
+// RunEvent on the runner's thread with Task NoTask (the node is no task)
+// and Parent the run's join: traces and per-kernel counts see a graph's
+// kernels as they see a dynamic frame's. Without an Observer this costs
+// one branch per node.
 //
 // Invariants: a node runs at most once per run, and only after every
 // predecessor's kernel returned; a run allocates nothing and validates
 // nothing that Add, SetData or the seal already validated; one run of a
-// graph at a time (Run refuses a second); a graph is changed (Add, Precede,
-// SetData, Params' memory) only between runs.
+// graph at a time (Run and Start refuse a second while a run is in
+// progress or a started run's join has not finished; a GPU segment relies
+// on it: one job of it in flight); a graph is changed (Add, Precede,
+// SetData, Params' memory, Release) only between runs.
 //
 // A node's successors start when its kernel returns. Children a node's
 // kernel adds through its Ctx are children of the runner, so the run waits
@@ -60,15 +121,14 @@ package sched
 // every counter before each run (a pass over all nodes, a cache miss per
 // node on large graphs); a graph-private worker pool (a second set of
 // threads competing with the scheduler's for the same cores).
-//
-// GPU nodes take the dynamic path: the executor batches them as it batches
-// any burst, but does not yet keep their command buffers recorded across
-// runs (each run records them again).
 
 import (
+	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -76,14 +136,15 @@ import (
 // GraphNode names a node of a Graph: its index in the order of Add.
 type GraphNode int32
 
-// ErrGraphRunning is returned by a change to a graph, or a second Run,
-// while a run of it is in progress.
+// ErrGraphRunning is returned by a change to a graph, a second Run or a
+// Start while a run of it is in progress (a started run: until its join
+// has finished).
 var ErrGraphRunning = errors.New("sched: graph is running")
 
 // Graph is a frame graph: tasks and their order, built once and run many
 // times (see the package documentation, and the top of graph.go for the
 // design). Build it with Scheduler.NewGraph, Add and Precede; run it with
-// Run. Its methods are for one goroutine at a time.
+// Run, or start it with Start. Its methods are for one goroutine at a time.
 type Graph struct {
 	s    *Scheduler
 	hot  []graphHot  // per node, what a run touches
@@ -93,12 +154,15 @@ type Graph struct {
 	edges [][2]int32 // before the seal: (before, after)
 	succ  []int32    // after the seal: successor lists, hot[i].succ0..succ1
 	roots []int32
+	segs  []graphSeg // after the seal: the GPU segments (step 6)
+	dev   bool       // after the seal: some node has GPU or SPU affinity
 	seal  bool
 	dirty bool // a failed run may have left counters part-way
 
-	running atomic.Bool
-	root    TaskID // the current run's join
-	par     bool   // more than one thread and P: share ready nodes
+	running  atomic.Bool // a run is being started, or a Run is in progress
+	root     TaskID      // the current (or last) run's join
+	inflight TaskID      // the join of the last Start, until seen finished
+	par      bool        // more than one thread and P: share ready nodes
 
 	errMu    sync.Mutex
 	firstErr error
@@ -119,10 +183,20 @@ type graphCold struct {
 	affinity Affinity
 	priority Priority
 	k        *Kernel
+	seg      int32 // 1 + the index in segs of the node's segment, or 0
+	segPos   int32 // the node's index in its segment
+}
+
+// graphSeg is a GPU segment: the executor's handle, and the members,
+// leader first.
+type graphSeg struct {
+	h     Segment
+	nodes []int32
 }
 
 const (
 	nodeDynamic uint32 = 1 << iota // goes through the scheduler as a task
+	nodeSegment                    // leads a GPU segment (step 6)
 )
 
 // Runner modes (Params[0] of a runner task).
@@ -130,6 +204,7 @@ const (
 	runRoots   = iota // run roots[Params[1]:Params[2]]
 	runNode           // run node Params[1]
 	runRelease        // node Params[1] completed as a task: release its successors
+	runSegment        // a GPU segment's task (Params[1]: its index, [2]: its leader): the executor's, never run here
 )
 
 // graphGrain is the fewest roots a runner keeps for itself before it
@@ -152,7 +227,7 @@ func (g *Graph) Len() int { return len(g.hot) }
 // registered, streams matching it), not at each run. Its Parent and
 // Dependency must be unset: order nodes with Precede.
 func (g *Graph) Add(t *Task) (GraphNode, error) {
-	if g.running.Load() {
+	if g.busy() {
 		return -1, ErrGraphRunning
 	}
 	if t.Parent != NoTask || t.Dependency != NoTask {
@@ -182,7 +257,8 @@ func (g *Graph) set(n int, kid KernelID, aff Affinity, pri Priority, d *TaskData
 	if err := k.Validate(kid, d); err != nil {
 		return fmt.Errorf("sched: graph node %d: %w", n, err)
 	}
-	g.task[n] = graphCold{kernel: kid, affinity: aff, priority: pri, k: k}
+	c := &g.task[n] // its segment, if any, stays
+	c.kernel, c.affinity, c.priority, c.k = kid, aff, pri, k
 	g.data[n] = *d
 	g.data[n].Begin, g.data[n].End = 0, d.Elements
 	h := &g.hot[n]
@@ -205,14 +281,35 @@ func (g *Graph) set(n int, kid KernelID, aff Affinity, pri Priority, d *TaskData
 // SetData re-points node n's streams, element count and parameters for the
 // next runs, validating only this node. Not during a run.
 func (g *Graph) SetData(n GraphNode, d *TaskData) error {
-	if g.running.Load() {
+	if g.busy() {
 		return ErrGraphRunning
 	}
 	if n < 0 || int(n) >= len(g.hot) {
 		return fmt.Errorf("sched: graph: no node %d (the graph has %d)", n, len(g.hot))
 	}
 	c := &g.task[n]
-	return g.set(int(n), c.kernel, c.affinity, c.priority, d)
+	if err := g.set(int(n), c.kernel, c.affinity, c.priority, d); err != nil {
+		return err
+	}
+	if c.seg != 0 && g.seal {
+		g.segs[c.seg-1].h.Changed(int(c.segPos))
+	}
+	return nil
+}
+
+// Release frees what executors hold for the graph between runs: the
+// recorded command buffers of its GPU segments, their descriptor sets and
+// staging memory, and their references to GPU buffers (a buffer closed
+// while a segment binds it is freed only then). The graph stays as it is;
+// its next Run seals it again and prepares its segments anew. Not during
+// a run.
+func (g *Graph) Release() error {
+	if g.busy() {
+		return ErrGraphRunning
+	}
+	g.closeSegments()
+	g.seal = false
+	return nil
 }
 
 // Params returns node n's parameters, to change between runs without
@@ -223,7 +320,7 @@ func (g *Graph) Params(n GraphNode) *Params { return &g.data[n].Params }
 // Precede orders before ahead of after: after's kernel starts only once
 // before's returned (or, for a dynamic node, its task completed).
 func (g *Graph) Precede(before, after GraphNode) error {
-	if g.running.Load() {
+	if g.busy() {
 		return ErrGraphRunning
 	}
 	n := GraphNode(len(g.hot))
@@ -239,33 +336,11 @@ func (g *Graph) Precede(before, after GraphNode) error {
 }
 
 // sealGraph lays out the successor lists, counts predecessors, lists the
-// roots, and refuses a cycle.
+// roots, refuses a cycle, and forms the GPU segments (step 6).
 func (g *Graph) sealGraph() error {
+	g.closeSegments()
 	n := len(g.hot)
-	cnt := make([]int32, n+1)
-	for _, e := range g.edges {
-		cnt[e[0]+1]++
-	}
-	for i := 1; i <= n; i++ {
-		cnt[i] += cnt[i-1]
-	}
-	g.succ = make([]int32, len(g.edges))
-	next := append([]int32(nil), cnt[:n]...)
-	preds := make([]int32, n)
-	for _, e := range g.edges {
-		g.succ[next[e[0]]] = e[1]
-		next[e[0]]++
-		preds[e[1]]++
-	}
-	g.roots = g.roots[:0]
-	for i := range g.hot {
-		h := &g.hot[i]
-		h.succ0, h.succ1, h.preds = cnt[i], cnt[i+1], preds[i]
-		h.pending.Store(preds[i])
-		if preds[i] == 0 {
-			g.roots = append(g.roots, int32(i))
-		}
-	}
+	preds := g.layout(nil, nil)
 	// Kahn's algorithm: whatever is never reached from the roots is on,
 	// or behind, a cycle.
 	left := append([]int32(nil), preds...)
@@ -289,8 +364,142 @@ func (g *Graph) sealGraph() error {
 			}
 		}
 	}
+	g.formSegments()
+	g.dev = false
+	for i := range g.task {
+		if a := g.task[i].affinity; a == GPU || a == SPU {
+			g.dev = true
+		}
+	}
 	g.seal, g.dirty = true, false
 	return nil
+}
+
+// layout lays the edges out as successor lists (CSR), sets each node's
+// predecessor count (and pending count) and lists the roots; it returns
+// the predecessor counts. With rep and skip (step 6), the edges of node i
+// leave from rep[i], and the edges into a node marked in skip are
+// dropped; nil: the graph as built.
+func (g *Graph) layout(rep []int32, skip []bool) []int32 {
+	n := len(g.hot)
+	from := func(i int32) int32 {
+		if rep != nil {
+			return rep[i]
+		}
+		return i
+	}
+	dropped := func(i int32) bool { return skip != nil && skip[i] }
+	cnt := make([]int32, n+1)
+	m := 0
+	for _, e := range g.edges {
+		if !dropped(e[1]) {
+			cnt[from(e[0])+1]++
+			m++
+		}
+	}
+	for i := 1; i <= n; i++ {
+		cnt[i] += cnt[i-1]
+	}
+	g.succ = make([]int32, m)
+	next := append([]int32(nil), cnt[:n]...)
+	preds := make([]int32, n)
+	for _, e := range g.edges {
+		if dropped(e[1]) {
+			continue
+		}
+		a := from(e[0])
+		g.succ[next[a]] = e[1]
+		next[a]++
+		preds[e[1]]++
+	}
+	g.roots = g.roots[:0]
+	for i := range g.hot {
+		h := &g.hot[i]
+		h.succ0, h.succ1, h.preds = cnt[i], cnt[i+1], preds[i]
+		h.pending.Store(preds[i])
+		if preds[i] == 0 && !dropped(int32(i)) {
+			g.roots = append(g.roots, int32(i))
+		}
+	}
+	return preds
+}
+
+// formSegments groups the GPU nodes by their list of predecessors, hands
+// each group to the GPU executor if it is a SegmentExecutor, and lays the
+// edges out again with each segment contracted to its leader (step 6). A
+// group the executor refuses stays dynamic.
+func (g *Graph) formSegments() {
+	se, ok := g.s.execs[ExecGPU].(SegmentExecutor)
+	if !ok {
+		return
+	}
+	n := len(g.hot)
+	in := make([][]int32, n)
+	for _, e := range g.edges {
+		if g.task[e[1]].affinity == GPU {
+			in[e[1]] = append(in[e[1]], e[0])
+		}
+	}
+	groups := map[string][]int32{}
+	var order []string
+	var key []byte
+	for i := range n {
+		if g.task[i].affinity != GPU {
+			continue
+		}
+		slices.Sort(in[i])
+		key = key[:0]
+		for _, p := range in[i] {
+			key = binary.LittleEndian.AppendUint32(key, uint32(p))
+		}
+		k := string(key)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], int32(i))
+	}
+	var rep []int32
+	var skip []bool
+	for _, k := range order {
+		members := groups[k]
+		nodes := make([]SegmentNode, len(members))
+		for j, m := range members {
+			nodes[j] = SegmentNode{Node: GraphNode(m), Kernel: g.task[m].kernel, K: g.task[m].k, Data: &g.data[m]}
+		}
+		h, err := se.NewSegment(nodes)
+		if err != nil || h == nil {
+			continue
+		}
+		if rep == nil {
+			rep, skip = make([]int32, n), make([]bool, n)
+			for i := range rep {
+				rep[i] = int32(i)
+			}
+		}
+		g.segs = append(g.segs, graphSeg{h: h, nodes: members})
+		lead := members[0]
+		g.hot[lead].flags |= nodeSegment
+		for j, m := range members {
+			g.task[m].seg, g.task[m].segPos = int32(len(g.segs)), int32(j)
+			rep[m], skip[m] = lead, j > 0
+		}
+	}
+	if rep != nil {
+		g.layout(rep, skip)
+	}
+}
+
+// closeSegments closes the GPU segments and clears their marks.
+func (g *Graph) closeSegments() {
+	for _, sg := range g.segs {
+		sg.h.Close()
+		for _, m := range sg.nodes {
+			g.task[m].seg, g.task[m].segPos = 0, 0
+			g.hot[m].flags &^= nodeSegment
+		}
+	}
+	clear(g.segs)
+	g.segs = g.segs[:0]
 }
 
 // Run runs the graph once and returns when every node has run (or
@@ -303,56 +512,66 @@ func (g *Graph) Run() error { return g.run(nil) }
 // lookup of the calling thread.
 func (g *Graph) RunCtx(c *Ctx) error { return g.run(c) }
 
+// Start starts a run of the graph and returns at once with the run's join:
+// a task that finishes when every node has run, to Wait on (its error is
+// the run's first: a node's, wrapped as a failed child) or to pass as a
+// Dependency, or as an after of another graph's Start. No node starts
+// before every task in after has finished (NoTask entries, and tasks
+// already finished, are skipped; several are joined by a held task with
+// one empty child each, the scheduler's join); the join, too, depends on
+// them, so the race check (Config.CheckRaces) sees the graph's nodes
+// ordered after them. c is the calling thread's Ctx, or nil from any
+// goroutine.
+//
+// One run of a graph at a time: while the previous run's join has not
+// finished, Start (like Run and every change to the graph) returns
+// ErrGraphRunning. A run does not queue behind the previous one: its
+// nodes' counters, its error and its GPU segments' single job in flight
+// belong to the run in progress, and a refused Start tells the caller
+// that it reuses a graph (and the buffers its nodes name) too early —
+// where runs must follow each other, give each its own graph (one per
+// buffer set, say) and order them with after. Rejected: chaining the new
+// run behind the one in flight (its counters would have to be reset when
+// the previous run ends, by a task, and a failed run's reset would race
+// with the next run's start).
+//
+// Start allocates nothing once the graph is sealed (after does not escape).
+func (g *Graph) Start(c *Ctx, after ...TaskID) (TaskID, error) {
+	if !g.running.CompareAndSwap(false, true) {
+		return NoTask, ErrGraphRunning
+	}
+	if after == nil {
+		after = []TaskID{} // non-nil: a Start always has a join (no allocation: zero length)
+	}
+	root, err := g.begin(c, after)
+	g.running.Store(false)
+	if err != nil {
+		return NoTask, err
+	}
+	g.inflight = root
+	return root, nil
+}
+
+// busy reports whether a run is being started, running synchronously, or
+// in flight (its join not finished).
+func (g *Graph) busy() bool {
+	return g.running.Load() || (g.inflight != NoTask && !g.s.IsFinished(g.inflight))
+}
+
 func (g *Graph) run(c *Ctx) error {
 	if !g.running.CompareAndSwap(false, true) {
 		return ErrGraphRunning
 	}
 	defer g.running.Store(false)
-	if !g.seal {
-		if err := g.sealGraph(); err != nil {
-			return err
-		}
-	} else if g.dirty {
-		for i := range g.hot {
-			g.hot[i].pending.Store(g.hot[i].preds)
-		}
-		g.dirty = false
-	}
-	if len(g.roots) == 0 {
-		return nil
-	}
-	g.firstErr = nil
-	s := g.s
-	g.par = s.Threads() > 1 && runtime.GOMAXPROCS(0) > 1
-	join := Task{}
-	var err error
-	if c != nil {
-		g.root, err = c.Create(&join)
-	} else {
-		g.root, err = s.Create(&join)
-	}
-	if err != nil {
+	root, err := g.begin(c, nil)
+	if err != nil || root == NoTask {
 		return err
 	}
-	r := Task{Kernel: KernelGraph, Parent: g.root}
-	r.Data.Data = g
-	r.Data.Params[0], r.Data.Params[1], r.Data.Params[2] = runRoots, 0, uint32(len(g.roots))
+	s := g.s
 	if c != nil {
-		_, err = c.Add(&r)
-		if err == nil {
-			err = c.Run(g.root)
-		}
-		if err == nil {
-			err = c.Wait(g.root)
-		}
+		err = c.Wait(root)
 	} else {
-		_, err = s.Add(&r)
-		if err == nil {
-			err = s.Run(g.root)
-		}
-		if err == nil {
-			err = s.Wait(g.root)
-		}
+		err = s.Wait(root)
 	}
 	if g.firstErr != nil {
 		err = g.firstErr
@@ -361,6 +580,141 @@ func (g *Graph) run(c *Ctx) error {
 		g.dirty = true
 	}
 	return err
+}
+
+// begin starts a run whose roots wait for after and returns its join; the
+// caller holds g.running. A synchronous run (after nil) of a graph
+// without roots returns NoTask; Start's always has a join.
+func (g *Graph) begin(c *Ctx, after []TaskID) (TaskID, error) {
+	s := g.s
+	if prev := g.inflight; prev != NoTask {
+		if !s.IsFinished(prev) {
+			return NoTask, ErrGraphRunning
+		}
+		// A failed run may have left counters part-way: a node's
+		// error, or a task of the run that failed (its dependents,
+		// the release runners, never ran).
+		if g.firstErr != nil || s.Err(prev) != nil {
+			g.dirty = true
+		}
+		g.inflight = NoTask
+	}
+	if !g.seal {
+		if err := g.sealGraph(); err != nil {
+			return NoTask, err
+		}
+	} else if g.dirty {
+		for i := range g.hot {
+			g.hot[i].pending.Store(g.hot[i].preds)
+		}
+		g.dirty = false
+	}
+	async := after != nil
+	if len(g.roots) == 0 && !async {
+		return NoTask, nil
+	}
+	g.firstErr = nil
+	g.par = s.Threads() > 1 && runtime.GOMAXPROCS(0) > 1
+	dep, err := g.joinAfter(c, after)
+	if err != nil {
+		return NoTask, err
+	}
+	join := Task{Dependency: dep}
+	if c != nil {
+		g.root, err = c.Create(&join)
+	} else {
+		g.root, err = s.Create(&join)
+	}
+	if err != nil {
+		return NoTask, err
+	}
+	if s.cfg.CheckRaces { // graph_race.go: before any node can run
+		if err := g.raceCheck(c); err != nil {
+			return NoTask, err
+		}
+	}
+	if g.dev {
+		// The run ends with an executor's completion (a GPU segment,
+		// typically, after the CPU nodes ran): the wait for it sleeps
+		// as soon as it finds nothing to run, as a Wait for an
+		// executor's task does (Ctx.Wait), rather than spin on the CPU
+		// that the device's threads (lavapipe's) need.
+		s.slots[g.root.index()].execID.Store(uint64(g.root))
+	}
+	if len(g.roots) > 0 {
+		r := Task{Kernel: KernelGraph, Parent: g.root, Dependency: dep}
+		r.Data.Data = g
+		r.Data.Params[0], r.Data.Params[1], r.Data.Params[2] = runRoots, 0, uint32(len(g.roots))
+		if c != nil {
+			_, err = c.Add(&r)
+		} else {
+			_, err = s.Add(&r)
+		}
+	}
+	// The root is released even when the runner could not be added: a
+	// held root would never finish.
+	var rerr error
+	if c != nil {
+		rerr = c.Run(g.root)
+	} else {
+		rerr = s.Run(g.root)
+	}
+	if err = cmp.Or(err, rerr); err != nil {
+		g.dirty = true
+		return NoTask, err
+	}
+	return g.root, nil
+}
+
+// joinAfter returns a task that finishes once every unfinished task of
+// after has: NoTask for none, the task itself for one, else a held join
+// with one empty child depending on each.
+func (g *Graph) joinAfter(c *Ctx, after []TaskID) (TaskID, error) {
+	s := g.s
+	dep, n := NoTask, 0
+	for i, a := range after {
+		if err := s.checkID(a, "Graph.Start"); err != nil {
+			return NoTask, fmt.Errorf("sched: graph Start: after[%d]: %w", i, err)
+		}
+		if !s.IsFinished(a) && a != dep {
+			dep = a
+			n++
+		}
+	}
+	if n <= 1 {
+		return dep, nil
+	}
+	add := func(t *Task, hold bool) (TaskID, error) {
+		switch {
+		case c != nil && hold:
+			return c.Create(t)
+		case c != nil:
+			return c.Add(t)
+		case hold:
+			return s.Create(t)
+		}
+		return s.Add(t)
+	}
+	t := Task{}
+	j, err := add(&t, true)
+	if err != nil {
+		return NoTask, fmt.Errorf("sched: graph Start: joining after: %w", err)
+	}
+	for _, a := range after {
+		if a == NoTask || s.IsFinished(a) {
+			continue
+		}
+		t = Task{Parent: j, Dependency: a}
+		if _, err := add(&t, false); err != nil {
+			return NoTask, fmt.Errorf("sched: graph Start: joining after: %w", err)
+		}
+	}
+	if c != nil {
+		err = c.Run(j)
+	} else {
+		err = s.Run(j)
+	}
+	return j, err
 }
 
 // fail records a node's error (the first of the run wins).
@@ -376,7 +730,7 @@ func (g *Graph) fail(err error) {
 // releases a dynamic node's successors, then every node that readies on
 // this thread.
 func graphRun(c *Ctx, d *TaskData) error {
-	r := graphRunner{g: d.Data.(*Graph), c: c, cur: -1, lvl: Priority(0).level()}
+	r := graphRunner{g: d.Data.(*Graph), c: c, cur: -1, lvl: Priority(0).level(), obs: c.s.cfg.Observer}
 	g := r.g
 	switch d.Params[0] {
 	case runRoots:
@@ -391,10 +745,17 @@ func graphRun(c *Ctx, d *TaskData) error {
 		r.push(int32(d.Params[1]))
 	case runRelease:
 		r.release(int32(d.Params[1]))
+	case runSegment:
+		// A segment's task goes to its executor (GPU affinity); a CPU
+		// thread running it would release the successors of work never
+		// done.
+		return fmt.Errorf("sched: graph segment of node %d ran on a CPU thread", d.Params[2])
 	}
 	for !r.runGuarded() {
 	}
-	return nil
+	// The runner fails with the first node error it met, so the run's
+	// join fails too (a failed child) and a Wait on a started run sees it.
+	return r.err
 }
 
 // graphRunner is one runner task's state: its range of roots left and
@@ -405,6 +766,8 @@ type graphRunner struct {
 	lo, hi uint32 // roots[lo:hi] are still to run
 	sp     int
 	cur    int32 // the node whose kernel is running, or -1
+	err    error // the first node error this runner met
+	obs    Observer
 	lvl    int
 	begun  [2]Burster // executors holding this runner's hand-offs
 	stack  [graphStack]int32
@@ -421,7 +784,7 @@ func (r *graphRunner) runGuarded() (done bool) {
 			return // not a kernel's panic (none, or Goexit): unwind
 		}
 		if p := recover(); p != nil {
-			r.g.fail(r.g.nodeErr(r.cur, fmt.Errorf("%w: %v", ErrKernelPanic, p)))
+			r.fail(r.g.nodeErr(r.cur, fmt.Errorf("%w: %v", ErrKernelPanic, p)))
 			r.cur = -1
 			done = false
 		}
@@ -446,6 +809,10 @@ func (r *graphRunner) loop() {
 			return
 		}
 		h := &g.hot[n]
+		if h.flags&nodeSegment != 0 {
+			g.handOffSegment(r.c, n) // one task for the whole segment
+			continue
+		}
 		if h.flags&nodeDynamic != 0 {
 			r.beginBursts(n)
 			g.handOff(r.c, n) // its release runner takes the successors
@@ -456,10 +823,17 @@ func (r *graphRunner) loop() {
 				r.endBursts() // the held executor jobs start before CPU work
 			}
 			r.cur = n
+			var start int64
+			if r.obs != nil {
+				start = Nanotime()
+			}
 			err := h.fn(r.c, &g.data[n])
 			r.cur = -1
+			if r.obs != nil {
+				r.observe(n, start, err)
+			}
 			if err != nil {
-				g.fail(g.nodeErr(n, err))
+				r.fail(g.nodeErr(n, err))
 				continue
 			}
 		}
@@ -526,6 +900,27 @@ func (r *graphRunner) endBursts() {
 	}
 }
 
+// observe tells the Observer of node n's run in place: a RunEvent on this
+// thread whose Task is NoTask (the node is no task) and whose Parent is
+// the run's join, so an observer that knows the join (it is what Start
+// returns) can tell which run the node belonged to.
+func (r *graphRunner) observe(n int32, start int64, err error) {
+	c, g := r.c, r.g
+	c.ev = RunEvent{Thread: c.index, Where: AnyWorker, Task: NoTask, Parent: g.root, Kernel: g.task[n].kernel,
+		Begin: g.data[n].Begin, End: g.data[n].End, Start: start, Stop: Nanotime(), Err: err}
+	c.observing = true
+	r.obs.TaskRan(&c.ev)
+	c.observing = false
+}
+
+// fail records a node's error for the run and for this runner's task.
+func (r *graphRunner) fail(err error) {
+	r.g.fail(err)
+	if r.err == nil {
+		r.err = err
+	}
+}
+
 func (r *graphRunner) push(n int32) {
 	r.stack[r.sp] = n
 	r.sp++
@@ -551,7 +946,24 @@ func (g *Graph) nodeErr(n int32, err error) error {
 func (g *Graph) handOff(c *Ctx, n int32) {
 	t := &g.task[n]
 	dt := Task{Kernel: t.kernel, Affinity: t.affinity, Priority: t.priority, Parent: g.root, Data: g.data[n]}
-	id, err := c.Add(&dt)
+	g.addThenRelease(c, n, &dt)
+}
+
+// handOffSegment sends the GPU segment that node n leads to its executor
+// as one task, followed by a runner that releases the successors of every
+// member (the leader's, after the seal's contraction) when it completes.
+func (g *Graph) handOffSegment(c *Ctx, n int32) {
+	t := &g.task[n]
+	st := Task{Kernel: KernelGraph, Affinity: GPU, Priority: t.priority, Parent: g.root}
+	st.Data.Data = g
+	st.Data.Params[0], st.Data.Params[1], st.Data.Params[2] = runSegment, uint32(t.seg-1), uint32(n)
+	g.addThenRelease(c, n, &st)
+}
+
+// addThenRelease adds dt, the task of node n, and a runner that releases
+// n's successors once dt completed.
+func (g *Graph) addThenRelease(c *Ctx, n int32, dt *Task) {
+	id, err := c.Add(dt)
 	if err != nil {
 		g.fail(g.nodeErr(n, err))
 		return

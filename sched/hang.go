@@ -20,19 +20,28 @@ import (
 //     reads anyway (addCycle). Longer cycles would need a walk per Add and
 //     are not looked for there: Close fails their tasks with ErrClosed and
 //     ErrCycle, so every Wait returns (close.go).
-//  2. Helping. A waiting thread that runs other tasks can deadlock what
-//     would not deadlock without helping: A waits for its child B, the
-//     thread runs C meanwhile, C waits for D, and D depends on A, whose
-//     kernel is under C's on the same stack. Every wait made by a kernel
-//     records the kernel as suspended (enter, leave).
+//  2. Helping. A waiting thread that runs other tasks on top of the
+//     waiting kernel can deadlock what would not deadlock without helping:
+//     A waits for its child B, the thread runs C meanwhile, C waits for D,
+//     and D depends on A, whose kernel is under C's on the same stack. A
+//     worker's wait runs only what cannot need it and hands everything
+//     else over (handoff.go), so there only real cycles remain. Three
+//     places still run any task on top of a kernel and can still make a
+//     helping deadlock: a registered thread's wait, a worker's wait at
+//     its limit of goroutines, and a kernel's Add under back-pressure or
+//     RunOne (they run what they find to free a slot or make progress). Every wait made by a kernel records the kernel as suspended
+//     (enter, leave), and a parked wait keeps that list in its runner.
 //  3. A wait in a kernel that finds nothing to run (as it goes to sleep,
 //     and then at each recheck of its sleep; WaitFor as it polls) looks for
 //     a wait-for cycle (waitCycle) and fails with ErrDeadlock, naming the
 //     tasks, if the task it waits for needs, through dependencies,
-//     children and kernels suspended on other sleeping threads, a kernel
-//     suspended under it. Children are not recorded, so the walk goes
-//     backwards from the suspended kernels, along the links that are:
-//     parents, dependents lists, and what sleeping threads wait for.
+//     children and kernels suspended on other sleeping threads or in
+//     parked waits, a kernel suspended under it. A parked wait looks the
+//     same way as it parks and at the sleep's recheck delays
+//     (handoff.go). Children are not recorded, so the walk goes backwards
+//     from the suspended kernels, along the links that are: parents,
+//     dependents lists, and what sleeping threads and parked waits wait
+//     for.
 //  4. The look is made under idleMu with the thread listed as idle
 //     (cycleLocked), so of two threads that close a cycle together the
 //     second sees the first. A thread that fails its wait wakes the other
@@ -47,10 +56,10 @@ import (
 //     outside the scheduler's threads.
 //
 // Rejected: running only tasks that cannot need the waiter (TBB's
-// isolation, Taskflow's corun). A task's children are not known before it
-// runs, so only the waiting kernel's descendants are safe; every task found
-// would need a walk up its parents, and a thread whose child was stolen
-// would idle beside runnable work.
+// isolation) and nothing else. Only the awaited task's descendants are
+// known to be safe, and a thread whose child was stolen would idle beside
+// runnable work: a worker's wait runs those itself and hands the rest to
+// another goroutine (handoff.go).
 
 // addCycle refuses the cycles a new task with this parent and dependency
 // would close that are cheap to see: depending on an ancestor (the
@@ -135,9 +144,10 @@ func (c *Ctx) leave() { c.nouter-- }
 // for. Children are not recorded (a list per task would cost every Add),
 // so the walk goes backwards, from what cannot finish to what needs it,
 // along links that are recorded: a task's parent (the parent needs it),
-// its dependents list (each needs it) and the threads asleep waiting for
-// it (their suspended kernels need it). It starts from this thread's
-// suspended kernels, and fails the wait if it reaches id. So a cycle
+// its dependents list (each needs it), and the threads asleep and the
+// runners parked (handoff.go) waiting for it (their suspended kernels
+// need it). It starts from the kernels suspended under this wait, and
+// fails the wait if it reaches id. So a cycle
 // through children (C waits for P, P's child Q depends on A), through
 // chains of dependencies and through kernels suspended on other sleeping
 // threads, nested to any depth, is seen (TestDeadlockThroughChildren).
@@ -153,8 +163,11 @@ func (c *Ctx) leave() { c.nouter-- }
 // thread listed, so that of two threads that close a cycle together the
 // second sees the first); WaitFor while it idles. Other threads' frames
 // are read under idleMu while they sleep (a listed thread cannot leave
-// sleep without that lock, so their frames cannot change meanwhile). It
-// costs nothing on the hot path; a walk visits each live task at most once.
+// sleep without that lock, so their frames cannot change meanwhile), and
+// so are parked runners' (listed and unlisted under it, and unchanged
+// while listed); a parked wait makes the same walk from its own frames
+// (cycleFrom). It costs nothing on the hot path; a walk visits each live
+// task at most once.
 func (c *Ctx) waitCycle(id TaskID, what string) error {
 	if c.nouter == 0 || id == NoTask {
 		return nil
@@ -175,11 +188,18 @@ type cycVisit struct {
 // waitCycleLocked is waitCycle with idleMu held (by sleep, which has just
 // listed this thread as idle, or by waitCycle).
 func (c *Ctx) waitCycleLocked(id TaskID, what string) error {
-	n := min(c.nouter, maxOuter)
-	if n == 0 || id == NoTask {
+	return c.s.cycleFrom(c.outer[:min(c.nouter, maxOuter)], c.current, id, what, c, nil)
+}
+
+// cycleFrom is the walk of waitCycle, with idleMu held: seeds are the
+// kernels suspended under the wait for id, cur the task whose kernel
+// waits, and self the thread (a holder asleep in the wait) or selfR the
+// parked runner (handoff.go) that waits, whose own seeds are not read
+// again from the lists.
+func (s *Scheduler) cycleFrom(seeds []TaskID, cur, id TaskID, what string, self *Ctx, selfR *runner) error {
+	if len(seeds) == 0 || id == NoTask {
 		return nil
 	}
-	s := c.s
 	// The walk's scratch, kept under idleMu: one bit per slot (visited,
 	// all clear between walks: each walk clears the bits it set, so its
 	// cost follows what it visits, not the pool's size) and the log of
@@ -206,13 +226,13 @@ func (c *Ctx) waitCycleLocked(id TaskID, what string) error {
 		s.cycSeen[i/64] |= 1 << (i % 64)
 		log = append(log, cycVisit{x, from})
 	}
-	for _, f := range c.outer[:n] {
+	for _, f := range seeds {
 		visit(f, -1)
 	}
 	for q := 0; q < len(log); q++ {
 		x := log[q].id
 		if x == id {
-			return c.deadlock(what, log, q)
+			return deadlock(what, cur, log, q)
 		}
 		xs := &s.slots[x.index()]
 		// The parent needs x (unless x was abandoned: parentOf).
@@ -237,11 +257,21 @@ func (c *Ctx) waitCycleLocked(id TaskID, what string) error {
 				log = log[:mark]
 			}
 		}
-		// The kernels suspended on a thread asleep waiting for x need x.
+		// The kernels suspended on a thread asleep waiting for x, or on
+		// a runner parked waiting for x, need x.
 		for _, t := range s.idle {
-			if t != c && t.waiting.Load() && t.waitTarget == x && t.nouter > 0 {
+			if t != self && t.waiting.Load() && t.waitTarget == x && t.nouter > 0 {
 				for _, f := range t.outer[:min(t.nouter, maxOuter)] {
 					visit(f, int32(q))
+				}
+			}
+		}
+		for _, t := range s.threads {
+			for _, r := range t.parked {
+				if r != selfR && r.ev == nil && r.target == x && !r.done.Load() {
+					for _, f := range r.outer[:min(r.nouter, maxOuter)] {
+						visit(f, int32(q))
+					}
 				}
 			}
 		}
@@ -253,7 +283,7 @@ func (c *Ctx) waitCycleLocked(id TaskID, what string) error {
 // from, each task needs the next (its dependency, a child, or what the
 // thread its kernel is suspended on waits for), and the last one's kernel
 // is suspended on this thread under this wait.
-func (c *Ctx) deadlock(what string, log []cycVisit, q int) error {
+func deadlock(what string, cur TaskID, log []cycVisit, q int) error {
 	var b strings.Builder
 	last := log[q].id
 	for j := q; j >= 0; j = int(log[j].from) {
@@ -265,7 +295,7 @@ func (c *Ctx) deadlock(what string, log []cycVisit, q int) error {
 	}
 	id := log[q].id
 	return fmt.Errorf("sched: %s %v from the kernel of %v: %w: %s (each needs the next: its dependency, a child, or what the thread its kernel is suspended on waits for); the kernel of %v is suspended on this thread under this wait, so none of them can finish",
-		what, id, c.current, ErrDeadlock, b.String(), last)
+		what, id, cur, ErrDeadlock, b.String(), last)
 }
 
 // cycleLocked looks for a wait-for cycle through this thread's wait for

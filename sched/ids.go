@@ -2,10 +2,8 @@ package sched
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // IDs: tags, generations, checks, and the errors of finished tasks.
@@ -15,7 +13,10 @@ import (
 //     TaskID packs the tag, the slot's generation and the slot index (see
 //     TaskID).
 //  2. Completing a task bumps its slot's generation: an old ID then reads
-//     as finished (IsFinished), never as a wrong task.
+//     as finished (IsFinished), never as a wrong task. A child that Add
+//     ran in place because the pool was full (inplace.go) takes the next
+//     generation of the in-place slot, which holds no task: its ID reads
+//     as finished from the start.
 //  3. Every ID a caller gives is checked (checkID): another scheduler's is
 //     refused (ErrForeignTask) however many schedulers a process makes, one
 //     never issued with ErrNotIssued. NoTask costs one compare.
@@ -135,6 +136,27 @@ func (s *Scheduler) checkID(id TaskID, what string) error {
 }
 
 // checkIDSlow is checkID for an ID that is not NoTask.
+//
+// The slot's generation says whether an ID of it was issued: below it,
+// the task finished (and was issued); above it, never issued; equal, the
+// slot holds that generation's task, or is free for it. The open count
+// tells those apart: a free slot's is -1 (freeOpen: New stores it, and
+// complete, lifecycle.go, stores it after the generation bump), a task's
+// is positive until its last decrement and 0 from then until the bump
+// (complete: recording its error, the race check's bookkeeping, then the
+// bump), however long the completing thread is descheduled there. The
+// loads are ordered generation, open count, generation again, so a task
+// that finishes (or is added and finishes) during the call reads as
+// issued, never as unknown. One state answers "issued" for an ID not
+// issued yet: a slot read between the bump and the store of -1, under
+// the new generation, which the slot's next task is about to take; that
+// is an ID forged with the very generation Add hands out next, in a
+// window of a few instructions, and the answer is true a moment later.
+//
+// Rejected: telling a free slot from a completing one by waiting for the
+// bump (a bounded wait misreports a completing thread descheduled longer
+// than the bound, and makes every forged ID pay the wait), or by the
+// task's error (a task that succeeded leaves none).
 func (s *Scheduler) checkIDSlow(id TaskID, what string) error {
 	if id.sched() != s.id || int32(id.gen()-s.genBase) < 0 {
 		// The tag is ours only while we are open, and an ID of an earlier
@@ -146,29 +168,13 @@ func (s *Scheduler) checkIDSlow(id TaskID, what string) error {
 		return fmt.Errorf("sched: %s %v: %w", what, id, ErrNotIssued)
 	}
 	sl := &s.slots[idx]
-	d := int32(id.gen() - sl.genLoad())
-	if d > 0 {
-		return fmt.Errorf("sched: %s %v: %w", what, id, ErrNotIssued)
+	g := sl.genLoad()
+	d := int32(id.gen() - g)
+	if d < 0 || (d == 0 && atomic.LoadInt32(&sl.open) != freeOpen) {
+		return nil // finished, open, or completing (issued in each case)
 	}
-	if d == 0 && atomic.LoadInt32(&sl.open) == 0 {
-		// Either a free slot (the ID was never issued) or a task between
-		// its last decrement and its generation bump: a few instructions,
-		// unless the OS preempts the completing thread right there, which
-		// on a loaded machine can last milliseconds. Be patient before
-		// calling the ID forged: only forged IDs pay for the wait.
-		deadline := time.Now().Add(250 * time.Millisecond)
-		for i := 0; ; i++ {
-			if sl.genLoad() != id.gen() || atomic.LoadInt32(&sl.open) != 0 {
-				return nil
-			}
-			if i < 100 {
-				runtime.Gosched()
-			} else if time.Now().Before(deadline) {
-				time.Sleep(50 * time.Microsecond)
-			} else {
-				return fmt.Errorf("sched: %s %v: %w", what, id, ErrNotIssued)
-			}
-		}
+	if d == 0 && sl.genLoad() != g {
+		return nil // finished during the loads: the generation only grows
 	}
-	return nil
+	return fmt.Errorf("sched: %s %v: %w", what, id, ErrNotIssued)
 }

@@ -11,6 +11,11 @@ package sched
 // This is Rayon's join and TBB's task_group::run_and_wait; Wait already
 // pops a child nobody stole from this thread's own deque and runs it, so
 // the shared half costs a queue trip only when it is worth one.
+//
+// The same machinery is Add's way out of a full pool (addInPlace): a
+// kernel's plain CPU child that finds no free slot runs in place, and Add
+// returns an ID of the in-place slot (inPlaceSlot), already finished,
+// under which a failure is retained as any task's.
 
 import "fmt"
 
@@ -57,18 +62,32 @@ func (c *Ctx) RunInPlace(t *Task) error {
 	if t.Kernel == KernelNone {
 		return nil
 	}
-	st := c.inPlace
-	if st == nil {
-		st = new(inPlaceStack)
-		c.inPlace = st
-	}
-	if st.n == len(st.d) {
+	if st := c.inPlace; st != nil && st.n == len(st.d) {
 		// Nested deeper than the stack: the dynamic path.
 		id, err := c.Add(t)
 		if err == nil {
 			err = c.Wait(id)
 		}
 		return err
+	}
+	return c.callInPlace(t, k)
+}
+
+// callInPlace runs t's kernel k (validated) on this thread over all of
+// t's work items, with a copy of t.Data on the thread's in-place stack;
+// nested deeper than that (only a child run in place because the pool is
+// full gets here then: RunInPlace takes the dynamic path instead) the
+// copy is allocated.
+func (c *Ctx) callInPlace(t *Task, k *Kernel) error {
+	st := c.inPlace
+	if st == nil {
+		st = new(inPlaceStack)
+		c.inPlace = st
+	}
+	if st.n == len(st.d) {
+		d := t.Data
+		d.Begin, d.End = 0, t.Data.Elements
+		return runKernelInPlace(c, t.Kernel, k, &d, nil)
 	}
 	d := &st.d[st.n]
 	if k.Kind == Simple {
@@ -86,6 +105,119 @@ func (c *Ctx) RunInPlace(t *Task) error {
 	return runKernelInPlace(c, t.Kernel, k, d, st)
 }
 
+// inPlaceSlot is the slot that names the children a full pool made run
+// in place (addInPlace): one past the pool (poolSlots), it holds no task
+// and is on no free list; each
+// such child takes the next of its generations, so its ID reads as
+// finished, and a failed one's error is retained under it as any task's.
+func (s *Scheduler) inPlaceSlot() uint32 { return uint32(len(s.slots) - 1) }
+
+// addInPlace is Add's way out of a full pool for a kernel's plain CPU
+// child: it runs the child at once on the calling thread, as RunInPlace
+// does, and returns an ID that reads as finished, with the child's error
+// (Wait, Err, IsFinished; as a Dependency it is satisfied, or fails the
+// dependent, at once). done is false, and nothing was done, when the
+// child does not qualify; Add then applies back-pressure (alloc).
+//
+// A child qualifies when the caller is a thread with a kernel running
+// (Ctx.Add, or Scheduler.Add from a kernel) and the child
+//   - is not made with Create (a held task waits for a Run),
+//   - runs on this thread's CPU: AnyWorker, Auto without a Placer, or
+//     OnThread of this registered thread (a GPU, SPU or placed task must
+//     go where its executor or Placer sends it, another thread's pinned
+//     task where that thread runs it),
+//   - has no Dependency, or one that finished (running it now would
+//     wait for the dependency inside Add, where the caller may be what
+//     the dependency waits for: a held gate it Runs after the Add),
+//   - names no stream when Config.CheckRaces is on (the checks are made
+//     on live tasks, and a child run in place is never one).
+//
+// Back-pressure alone (alloc) fails such a program: in a deep recursion
+// every slot holds a kernel waiting for children that need slots, no
+// slot frees, and Add ended in ErrPoolDeadlock. Run in place, the child
+// needs no slot, its subtree completes on this thread's stack (bounded by
+// the recursion's own depth, as a serial cut-off is) and slots free as
+// the waiting kernels return. Tried before helping: helping runs some
+// other task on top of the caller, which may need a slot in turn and
+// frees none the caller needs.
+//
+// A child that does not qualify still needs a slot: a program that adds
+// one deeper than the pool can hold (every slot a kernel waiting below
+// it) meets the true dead end, ErrPoolDeadlock.
+//
+// What differs from a queued child: the child runs at once, on this
+// thread (nobody steals it); Current is still the caller's task, so
+// tasks the child's kernel adds with Parent: c.Current() belong to the
+// caller's task (which completes after them), and the child's ID reads
+// as finished when its kernel returns, not when those complete; the
+// Observer is not told. A Parent is held during the run and told of a
+// failure (ErrChildFailed) as for a queued child.
+func (s *Scheduler) addInPlace(t *Task, k *Kernel, c *Ctx, hold bool) (id TaskID, done bool, err error) {
+	if hold {
+		return NoTask, false, nil
+	}
+	if c == nil {
+		if c = s.callerCtx(); c == nil {
+			return NoTask, false, nil
+		}
+	}
+	if c.running == 0 {
+		return NoTask, false, nil
+	}
+	switch a := t.Affinity; {
+	case a == AnyWorker, a == Auto && s.cfg.Placer == nil:
+	default:
+		if i, ok := a.Thread(); !ok || c.index-s.nwork != i {
+			return NoTask, false, nil
+		}
+	}
+	if s.cfg.CheckRaces && !noStreams(&t.Data) {
+		return NoTask, false, nil
+	}
+	var depErr error
+	if t.Dependency != NoTask {
+		if !s.IsFinished(t.Dependency) {
+			return NoTask, false, nil
+		}
+		if depErr = s.Err(t.Dependency); depErr != nil {
+			depErr = fmt.Errorf("%w: %w", ErrDepFailed, depErr)
+		}
+	}
+	parent, kid := t.Parent, t.Kernel // t is the caller's: read before the kernel runs
+	returned := false
+	if parent != NoTask {
+		if !s.holdParent(parent) {
+			return NoTask, true, fmt.Errorf("sched: Add: kernel %q: parent %v: %w", k.Name, parent, ErrParentDone)
+		}
+		defer func() {
+			if !returned {
+				// A Goexit in the kernel unwinds the caller too: give
+				// the parent its count back, failed, or it never
+				// completes.
+				s.finish(parent.index(), fmt.Errorf("%w: kernel %q run in place: %w (runtime.Goexit)", ErrChildFailed, k.Name, ErrKernelPanic), c)
+			}
+		}()
+	}
+	err = depErr
+	if err == nil && kid != KernelNone {
+		err = c.callInPlace(t, k)
+	}
+	sl := &s.slots[s.inPlaceSlot()]
+	id = makeID(s.id, uint32(sl.deps.Add(1<<32)>>32)-1, s.inPlaceSlot())
+	if err != nil {
+		te := &TaskError{Task: id, Kernel: kid, Name: k.Name, Err: err}
+		s.recordFailure(te)
+		if parent != NoTask && s.slots[parent.index()].err.Load() == nil {
+			s.setErr(parent.index(), fmt.Errorf("%w: %w", ErrChildFailed, te))
+		}
+	}
+	if parent != NoTask {
+		s.decOpen(parent.index(), c)
+	}
+	returned = true
+	return id, true, nil
+}
+
 // inPlaceDepth is how deep RunInPlace calls nest on one thread before the
 // deeper ones take the dynamic path (Add and Wait).
 const inPlaceDepth = 64
@@ -101,11 +233,14 @@ type inPlaceStack struct {
 }
 
 // runKernelInPlace calls k.CPU, turning a panic into ErrKernelPanic, and
-// pops d off st however the kernel ends (a Goexit too).
+// pops d off st (nil: d is not on it) however the kernel ends (a Goexit
+// too).
 func runKernelInPlace(c *Ctx, id KernelID, k *Kernel, d *TaskData, st *inPlaceStack) (err error) {
 	defer func() {
 		d.Data = nil // keep nothing of the caller's alive
-		st.n--
+		if st != nil {
+			st.n--
+		}
 		if r := recover(); r != nil {
 			err = fmt.Errorf("sched: run in place: kernel %d %q: %w: %v", id, k.Name, ErrKernelPanic, r)
 		}

@@ -10,7 +10,9 @@ import (
 //
 //  1. Add (create) checks the kernel, the streams, the priority, the
 //     affinity, the parent and the dependency (checkID, ids.go; the cheap
-//     cycles, addCycle, hang.go) and takes a slot (pool.go).
+//     cycles, addCycle, hang.go) and takes a slot (pool.go); with the
+//     pool full, a kernel's plain CPU child runs in place instead
+//     (addInPlace, inplace.go) and its ID names the in-place slot.
 //  2. It increments the parent's open count (holdParent) before it writes
 //     the slot, so the one locked instruction of an Add does not wait for
 //     the slot's lines. It copies the whole Task for streaming kinds, but
@@ -41,11 +43,11 @@ import (
 // Add adds a task from a goroutine that is not a scheduler thread. The task
 // goes to the shared queue (FIFO): kernels that spawn recursively should
 // use their Ctx's Add, which queues on the thread's deque and runs the
-// tree depth first; through the shared queue it runs breadth first, and a
-// pool smaller than a level of it fills up (ErrPoolDeadlock). When the
-// pool is full the caller sleeps until a slot frees (back-pressure);
-// called on a scheduler thread after all (a kernel), it runs tasks
-// meanwhile, as Ctx.Add does. Once Close began it fails with ErrClosed,
+// tree depth first; through the shared queue it runs breadth first. When
+// the pool is full the caller sleeps until a slot frees (back-pressure);
+// called on a scheduler thread after all (a kernel), it does what Ctx.Add
+// does: a plain CPU child runs in place, other tasks wait while the
+// thread runs tasks. Once Close began it fails with ErrClosed,
 // except from a running kernel (its thread is looked up then, see
 // callerCtx), which may still add children, as through Ctx.Add. See
 // Ctx.Add for the rules, and Config.PoolSize for the dead end
@@ -103,9 +105,10 @@ func (s *Scheduler) create(t *Task, c *Ctx, hold bool) (TaskID, error) {
 
 	idx, ok := s.getSlot(c)
 	if !ok {
+		var id TaskID
 		var err error
-		if idx, err = s.alloc(c); err != nil {
-			return NoTask, fmt.Errorf("sched: Add: kernel %q: %w", k.Name, err)
+		if idx, id, err = s.fullPool(t, k, c, hold); err != nil || id != NoTask {
+			return id, err
 		}
 	}
 	// Hold the parent before touching the slot: the locked add waits for
@@ -431,6 +434,12 @@ func (s *Scheduler) complete(idx uint32, c *Ctx, deferParent bool) {
 	// Close the dependents list and bump the generation: from here on the
 	// ID reads as finished.
 	h := sl.deps.Swap(uint64(gen+1) << 32)
+	// Mark the slot free (open -1; Add stores 1): an open count of 0
+	// under an ID's generation then means only "completing", and checkID
+	// tells a free slot from a completing task without waiting (ids.go).
+	// After the bump, so the task's own ID never reads open -1 under its
+	// generation; a plain store, ordered after the Swap (store_amd64.go).
+	storeUnpublished32((*uint32)(unsafe.Pointer(&sl.open)), freeOpenBits)
 	if uint32(h) == depsAbandoned {
 		// Abandon already failed the dependents and released the parent.
 		h, parent = 0, 0
@@ -540,8 +549,12 @@ func (s *Scheduler) releaseBurst(d uint32, c *Ctx) {
 // invalid affinity or priority, a parent or dependency from another
 // scheduler or never issued, a dependency on an ancestor, a parent that
 // already finished, a dependency that depends on an ancestor (ErrCycle), or
-// a closed scheduler. When the pool is full, Add runs other tasks until a
-// slot frees (back-pressure); if nothing can run and nothing but the caller
+// a closed scheduler. When the pool is full and a kernel is running on
+// this thread, a plain CPU child (no Create, an affinity this thread
+// serves, no unfinished dependency: see addInPlace in inplace.go) runs in
+// place at once, and Add returns its ID, already finished, with its
+// error; otherwise Add runs other tasks until a slot frees
+// (back-pressure), and if nothing can run and nothing but the caller
 // could free a slot, it fails with ErrPoolDeadlock. A dependency that
 // already finished is satisfied (or, if it failed, fails this task at once).
 func (c *Ctx) Add(t *Task) (TaskID, error) { return c.s.add(t, c) }
@@ -552,3 +565,21 @@ func (c *Ctx) Create(t *Task) (TaskID, error) { return c.s.create(t, c, true) }
 
 // Run starts a task made with Create.
 func (c *Ctx) Run(id TaskID) error { return c.s.run(id, c) }
+
+// fullPool is create's way when the pool is full: a kernel's plain CPU
+// child runs in place (id set: addInPlace, inplace.go), anything else
+// waits for a slot (idx: alloc, pool.go). Out of line, so create's
+// common path keeps its frame and code layout: with these calls inline
+// in create, EmptyTask ran measurably slower.
+//
+//go:noinline
+func (s *Scheduler) fullPool(t *Task, k *Kernel, c *Ctx, hold bool) (uint32, TaskID, error) {
+	if id, done, err := s.addInPlace(t, k, c, hold); done {
+		return 0, id, err
+	}
+	idx, err := s.alloc(c)
+	if err != nil {
+		return 0, NoTask, fmt.Errorf("sched: Add: kernel %q: %w", k.Name, err)
+	}
+	return idx, NoTask, nil
+}

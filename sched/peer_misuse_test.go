@@ -29,11 +29,11 @@ const (
 
 // Taskflow #756 (corun_until): flow i's first task works while waiting
 // for future i, its second sets future i+1; the main thread sets future
-// 0. Two workers, four flows: a helping wait may run flow j's first task
-// on top of flow i's. Here the futures are Events and the wait is
-// WaitEvent: every flow completes.
+// 0. Two workers, four flows: a helping wait ran flow j's first task on
+// top of flow i's, and flow i could not return before flow j, whose event
+// needs flow i: a hang. Here the futures are Events and the wait is
+// WaitEvent, which hands the worker over instead: every flow completes.
 func TestPeerMisuseCorunUntilChain(t *testing.T) {
-	t.Skip("hangs: a helping WaitEvent runs flow j's first task on top of flow i's, and flow i cannot return before flow j, whose event needs flow i (the peers' bug). Fixing it needs waits that park the goroutine and hand the thread to a spare one; the dependency form below completes")
 	const flows = 4
 	reg := NewRegistry()
 	s, err := New(Config{Kernels: reg, Workers: 2})
@@ -252,8 +252,9 @@ func TestPeerMisuseNestedLockThenWait(t *testing.T) {
 // oneTBB #1316 (nested parallelism): each outer task runs an inner loop
 // whose pieces wait for each other (a barrier), assuming they run at
 // once. With two threads they cannot: here the barrier is an Event that
-// the last piece signals, and WaitEvent runs the other pieces meanwhile,
-// so every outer task completes.
+// the last piece signals, and WaitEvent lets the other pieces run
+// meanwhile (a worker hands them to another goroutine, the registered
+// thread runs them on top), so every outer task completes.
 func TestPeerMisuseNestedBarrier(t *testing.T) {
 	const outer, inner = 4, 6
 	reg := NewRegistry()

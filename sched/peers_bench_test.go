@@ -277,16 +277,23 @@ const (
 	fibTasks = 242785
 )
 
-// fibStacks gives each scheduler thread a stack of result cells. A fib
-// kernel pushes two cells, hands them to its children, waits for both and
-// pops them: kernels nested on one thread (run while it waits) return
-// before the kernel below them, so the cells are used strictly LIFO per
-// thread, without atomics or allocation, and a child on another thread
-// writes its parent's cell only before the parent's Wait returns.
-var fibStacks [8]struct {
-	sp    int
-	cells [1 << 12]uint32
-	_     [cacheLine]byte
+// fibCells gives each running fib kernel two result cells, found by the
+// slot of its task (unique while the task lives) and n (unique among the
+// calls RunInPlace nests inside one task); the last row serves the calls
+// made in place by a thread that runs no task (Current is NoTask). A
+// kernel hands its cells to its children and reads them after waiting
+// for both: no atomics, no allocation, and nothing shared with a kernel
+// that runs on the same thread while this one waits (a wait may hand the
+// thread to another goroutine, and its kernels may still be suspended when
+// this one resumes, so a stack of cells per thread would not do).
+var fibCellRows [1<<14 + 1][32][2]uint32
+
+func fibCells(c *Ctx, n uint32) *[2]uint32 {
+	row := len(fibCellRows) - 1
+	if id := c.Current(); id != NoTask {
+		row = int(id.index())
+	}
+	return &fibCellRows[row][n]
 }
 
 func fibEveryKernel(c *Ctx, d *TaskData) error {
@@ -296,20 +303,15 @@ func fibEveryKernel(c *Ctx, d *TaskData) error {
 		*out = n
 		return nil
 	}
-	st := &fibStacks[c.Index()]
-	sp := st.sp
-	if sp+2 > len(st.cells) {
-		panic("fib: cell stack overflow")
-	}
-	st.sp = sp + 2
+	cells := fibCells(c, n)
 	var t Task // Add copies it: one Task serves both children
 	t.Kernel = pkFib
-	t.Data.Params[0], t.Data.Data = n-1, &st.cells[sp]
+	t.Data.Params[0], t.Data.Data = n-1, &cells[0]
 	ia, err := c.Add(&t)
 	if err != nil {
 		return err
 	}
-	t.Data.Params[0], t.Data.Data = n-2, &st.cells[sp+1]
+	t.Data.Params[0], t.Data.Data = n-2, &cells[1]
 	ib, err := c.Add(&t)
 	if err != nil {
 		return err
@@ -320,8 +322,7 @@ func fibEveryKernel(c *Ctx, d *TaskData) error {
 	if err := c.Wait(ia); err != nil {
 		return err
 	}
-	*out = st.cells[sp] + st.cells[sp+1]
-	st.sp = sp
+	*out = cells[0] + cells[1]
 	return nil
 }
 

@@ -27,12 +27,20 @@ import (
 //     of EmptyTask. For the same reason the Scheduler's fields that threads
 //     write (the free list, the queues, the idle list) are padded off the
 //     lines of the fields every Add reads (TestSchedulerLayout).
-//  4. When the pool is full, Add applies back-pressure (alloc): a caller
+//  4. When the pool is full, a kernel's Add of a plain CPU child runs it
+//     in place (addInPlace, inplace.go): in a recursion deeper than the
+//     pool, every slot holds a kernel that waits for children, and no
+//     slot frees until some child runs without one. Its ID names the
+//     in-place slot, one past the pool (poolSlots), which is never on
+//     the free list. Any other Add applies back-pressure (alloc): a caller
 //     that is a scheduler thread (Scheduler.Add from a kernel included, see
 //     caller.go) runs tasks meanwhile; otherwise, or with nothing to run, it
 //     sleeps on extCond until a slot frees (notifyFree) or the threads go
 //     idle (sleep broadcasts). A thread blocked there looks for work every
 //     allocRecheck.
+//     A worker blocked there that has a runner parked in a wait whose
+//     task finished (handoff.go) hands the worker to it, and looks again
+//     when the worker comes back: that kernel may be what frees slots.
 //  5. An Add that waits for a free slot while nothing can run (every thread
 //     idle, no queued or executor work: the pool holds held tasks and what
 //     waits for them; poolStuckLocked) fails with ErrPoolDeadlock after
@@ -73,10 +81,41 @@ type slot struct {
 	_ [(cacheLine - unsafe.Sizeof(slotFields{})%cacheLine) % cacheLine]byte
 }
 
+// freeOpen is the open count of a free slot: New stores it, complete
+// stores it after the generation bump, and Add replaces it with 1. Every
+// reader of open treats it as no task (holdParent and Close's scan test
+// <= 0, live > 0); checkIDSlow (ids.go) needs it to tell a free slot (-1)
+// from a task between its last decrement and its bump (0). freeOpenBits
+// is the same value for the stores through *uint32.
+const (
+	freeOpen     int32  = -1
+	freeOpenBits uint32 = 0xffffffff
+)
+
 const (
 	depsClosed    = 0xffffffff
 	depsAbandoned = 0xfffffffe // Abandon released the dependents early
 )
+
+// poolSlots is how many slots New makes for Config.PoolSize n: the pool
+// and, after it, the slot that names the children run in place when the
+// pool is full (inPlaceSlot); at MaxPoolSize, whose indices the IDs just
+// cover, that slot is the pool's last.
+func poolSlots(n int) int { return min(n+1, MaxPoolSize) }
+
+// initSlots starts every slot free at generation base (open freeOpen)
+// and lists all but the in-place slot on the free list, lowest index on
+// top.
+func (s *Scheduler) initSlots(base uint32) {
+	for i := range s.slots {
+		s.slots[i].deps.Store(uint64(base) << 32)
+		atomic.StoreInt32(&s.slots[i].open, freeOpen)
+	}
+	for i := int(s.inPlaceSlot()) - 1; i >= 0; i-- {
+		s.freeIdx = append(s.freeIdx, uint32(i))
+	}
+	s.nfree.Store(int32(len(s.freeIdx)))
+}
 
 // genLoad returns the slot's generation (the high half of deps).
 func (sl *slot) genLoad() uint32 { return uint32(sl.deps.Load() >> 32) }
@@ -105,6 +144,19 @@ func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
 		if c != nil && c.helpOne() {
 			stuckSince = time.Time{}
 			continue
+		}
+		if c != nil && len(c.parked) != 0 {
+			if next := c.readyParkedWait(); next != nil {
+				// A runner parked on this worker whose wait ended can
+				// go on (its kernel may be what frees slots): let it
+				// run until it reaches a safe point, then look again
+				// (handoff.go; NoTask: this one is ready at once).
+				// Runners parked here too are not resumed: two would
+				// swap for ever.
+				c.park(noItem, next, NoTask, nil)
+				stuckSince = time.Time{}
+				continue
+			}
 		}
 		// Nothing to run here: sleep until a slot frees, or until the
 		// scheduler goes idle (sleep broadcasts) to look for the dead end.
@@ -180,7 +232,7 @@ func (s *Scheduler) poolDeadlock() error {
 		}
 	}
 	return fmt.Errorf("%w: all %d slots hold unfinished tasks and none can run (%d made by Create wait for Run, the others wait for those or for a cycle); only a Run or Abandon could free a slot, and nothing is left to call one but this caller, blocked here: Run held tasks before adding more dependents, or raise Config.PoolSize",
-		ErrPoolDeadlock, len(s.slots), held)
+		ErrPoolDeadlock, s.inPlaceSlot(), held)
 }
 
 func (s *Scheduler) tryAlloc() (uint32, bool) {

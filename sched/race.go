@@ -1,11 +1,14 @@
 package sched
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 )
 
 // Data races between tasks, refused when they are added (Config.CheckRaces).
@@ -15,30 +18,46 @@ import (
 //     (Buffer, [Offset, Offset+Count*Stride)); a stream with both has both.
 //     Where the task runs (CPU, GPU, SPU, Auto) plays no part.
 //  2. The checker keeps a node per live task (all kinds: joins order
-//     others), keyed by slot: its parent, dependency, children and
-//     dependents, and its ranges. Only live tasks: a task that finished is
+//     others), keyed by slot: its parent, dependency, its children and
+//     dependents (intrusive lists through the nodes: linking allocates
+//     nothing), and its ranges. Only live tasks: a task that finished is
 //     ordered before every task added after it, so complete forgets it
 //     (before the generation bump, so whoever sees it finished adds after).
 //  3. Order is over events S(T) (start) and E(T) (end): S(T) ≤ E(T),
 //     E(child) ≤ E(parent), E(dependency) ≤ S(T). Nothing else orders tasks:
 //     a child added from outside runs while its parent waits for its own
-//     dependency, and a parent's kernel runs alongside its children. A task
-//     X is ordered with Y iff E(X) reaches S(Y) or E(Y) reaches S(X); every
-//     node on such a path is live, so the walk sees only live nodes.
-//  4. A task is checked when it becomes runnable: at Add, or at Run for one
-//     made with Create (held tasks are skipped until then). The check walks
-//     back from S(Y) and forward from E(Y) (marks by epoch, O(live)), then
-//     looks Y's ranges up in an index of the started live tasks' ranges
-//     (sorted by buffer and start, writes and reads apart: a read looks
-//     among the writes only) for one whose task is unmarked. Each pair is compared once, when the later one starts,
-//     against the graph as it is then: an order added afterwards (a child
-//     given to a task that Y already depends on) is not seen, so build a
-//     join's children before adding what depends on it, or hold the join.
-//  5. A hazard refuses Add (nothing is added) and fails the task at Run
+//     dependency, a parent's kernel runs alongside its children, and a
+//     kernel's Wait is not an order (a task a kernel adds without a parent
+//     and waits for is compared with that kernel's task). A task X is
+//     ordered with Y iff E(X) reaches S(Y) or E(Y) reaches S(X); every node
+//     on such a path is live, so the walk sees only live nodes.
+//  4. A task is checked when it starts: at Add, or at Run for one made with
+//     Create (held tasks are skipped until then). The check walks back from
+//     S(Y) and forward from E(Y) (marks by epoch, O(live)), then looks Y's
+//     ranges up in an index of the started live tasks' ranges (sorted by
+//     buffer and start, writes and reads apart: a read looks among the
+//     writes only) for one whose task is unmarked.
+//  5. Each pair is compared once, when the later of the two starts,
+//     against the orders as they are then. Every order the walk follows is
+//     real, and orders are only ever added, so a pair found ordered stays
+//     ordered: no hazard between two started tasks is missed. A pair can
+//     be refused that a later task would have ordered: Z, added after Y,
+//     a child of a task P that Y waits for (P held, or running a kernel
+//     that adds Z) and itself depending on X, makes X end before Y starts;
+//     Y compared with X before Z existed is refused. Add Z before Y, or
+//     make Y with Create and Run it once Z is added
+//     (TestRaceOrderAddedLater). Rejected: deferring Y's check while a
+//     task it waits for is held (Add would succeed and the hazard surface
+//     later as a failure of a task not yet started, away from the call
+//     that made it).
+//  6. A hazard refuses Add (nothing is added) and fails the task at Run
 //     (its dependents and parent then fail): a *RaceError, wrapping ErrRace.
 //     The scheduler's own split pieces are not added, so they are never
-//     compared with their task. One mutex; with the check off, one branch
-//     on the config bool per Add, Run and completion.
+//     compared with their task. A task run in place (Ctx.RunInPlace) is a
+//     call inside its caller's kernel, not a task: it is not checked.
+//     Frame graphs: graph_race.go. One mutex; with the check off, one
+//     branch on the config bool per Add, Run and completion (and graph
+//     run).
 
 // ErrRace: two tasks that may run at the same time touch the same memory
 // and at least one writes it (Config.CheckRaces). The error is a
@@ -47,9 +66,13 @@ var ErrRace = errors.New("data race")
 
 // RaceError describes a hazard refused by Config.CheckRaces: the task being
 // added (or Run) and a live task that may run at the same time, the streams
-// of each, and the bytes both touch.
+// of each, and the bytes both touch. A side that is a frame graph's node
+// has its node in Node (OtherNode), and -1 there otherwise; its Task is
+// the run's root task, or NoTask when two nodes of one graph race
+// (graph_race.go).
 type RaceError struct {
 	Task, Other            TaskID
+	Node, OtherNode        GraphNode
 	Kernel, OtherKernel    KernelID
 	Name, OtherName        string   // kernel names
 	Where, OtherWhere      Affinity // as given (Auto is placed later)
@@ -68,15 +91,28 @@ func (e *RaceError) Error() string {
 		}
 		return "reads"
 	}
+	who := func(id TaskID, n GraphNode) string {
+		switch {
+		case n < 0:
+			return fmt.Sprintf("task %v", id)
+		case id == NoTask:
+			return fmt.Sprintf("graph node %d", n)
+		}
+		return fmt.Sprintf("graph node %d (run %v)", n, id)
+	}
 	mem := "host memory"
 	if e.Buffer != 0 {
 		mem = fmt.Sprintf("buffer %d", e.Buffer)
 	}
-	return fmt.Sprintf("sched: %v: task %v (kernel %d %q, %v) %s %s [%#x, %#x) and task %v (kernel %d %q, %v) %s %s [%#x, %#x): %s bytes [%#x, %#x) (%d bytes) overlap, and no parent, dependency or join orders the two tasks",
+	order := "no parent, dependency or join orders the two tasks"
+	if e.Node >= 0 && e.OtherNode >= 0 {
+		order = "no chain of Precede edges orders the two nodes"
+	}
+	return fmt.Sprintf("sched: %v: %s (kernel %d %q, %v) %s %s [%#x, %#x) and %s (kernel %d %q, %v) %s %s [%#x, %#x): %s bytes [%#x, %#x) (%d bytes) overlap, and %s",
 		ErrRace,
-		e.Task, e.Kernel, e.Name, e.Where, rw(e.Writes), e.Stream, e.StreamBegin, e.StreamEnd,
-		e.Other, e.OtherKernel, e.OtherName, e.OtherWhere, rw(e.OtherWrites), e.OtherStream, e.OtherBegin, e.OtherEnd,
-		mem, e.Begin, e.End, e.End-e.Begin)
+		who(e.Task, e.Node), e.Kernel, e.Name, e.Where, rw(e.Writes), e.Stream, e.StreamBegin, e.StreamEnd,
+		who(e.Other, e.OtherNode), e.OtherKernel, e.OtherName, e.OtherWhere, rw(e.OtherWrites), e.OtherStream, e.OtherBegin, e.OtherEnd,
+		mem, e.Begin, e.End, e.End-e.Begin, order)
 }
 
 func (e *RaceError) Unwrap() error { return ErrRace }
@@ -87,7 +123,8 @@ type raceRange struct {
 	lo, hi uint64
 	buf    BufferID
 	write  bool
-	stream uint8 // i for In[i], MaxStreams+i for Out[i]
+	stream uint8  // i for In[i], MaxStreams+i for Out[i]
+	node   uint32 // a graph's stream: its node + 1; 0: the task's own
 }
 
 type raceNode struct {
@@ -98,11 +135,66 @@ type raceNode struct {
 	kern        *Kernel
 	kernel      KernelID
 	where       Affinity
-	kids, deps  []uint32 // slots of children and dependents (checked against parent/dep)
-	ranges      []raceRange
+	// Children (list 0) and dependents (list 1): intrusive doubly linked
+	// lists through the nodes, so linking and unlinking a task allocates
+	// nothing and takes O(1).
+	l      [2]raceLinks
+	ranges []raceRange
+	// A graph run's root (graph_race.go): ranges is the graph's list and
+	// gr its index (read only while the root lives), spare the slot's own.
+	graph *Graph
+	gr    *graphRace
+	spare []raceRange
 	// Marks of the current check (epochs): bE, E reaches Y's start;
 	// bS, S reaches it; fE, fS, reached from Y's end.
 	bE, bS, fE, fS uint32
+}
+
+// raceLinks is a node's list k: its head (the first member's slot + 1; 0:
+// empty), and the node's own place in its parent's (dependency's) list.
+type raceLinks struct {
+	head, prev, next uint32 // slot + 1; 0: none
+	in               bool   // on its parent's (dependency's) list
+}
+
+const (
+	raceKids = 0
+	raceDeps = 1
+)
+
+// push puts slot idx first on owner's list k.
+func (r *raceChecker) push(owner *raceNode, k int, idx uint32) {
+	n := &r.nodes[idx]
+	n.l[k].prev, n.l[k].next, n.l[k].in = 0, owner.l[k].head, true
+	if h := owner.l[k].head; h != 0 {
+		r.nodes[h-1].l[k].prev = idx + 1
+	}
+	owner.l[k].head = idx + 1
+}
+
+// drop takes slot idx off owner's list k.
+func (r *raceChecker) drop(owner *raceNode, k int, idx uint32) {
+	n := &r.nodes[idx]
+	if p := n.l[k].prev; p != 0 {
+		r.nodes[p-1].l[k].next = n.l[k].next
+	} else {
+		owner.l[k].head = n.l[k].next
+	}
+	if x := n.l[k].next; x != 0 {
+		r.nodes[x-1].l[k].prev = n.l[k].prev
+	}
+	n.l[k].prev, n.l[k].next, n.l[k].in = 0, 0, false
+}
+
+// detach empties n's list k (its members outlive it: the dependents of a
+// finished dependency).
+func (r *raceChecker) detach(n *raceNode, k int) {
+	for x := n.l[k].head; x != 0; {
+		m := &r.nodes[x-1].l[k]
+		x = m.next
+		m.prev, m.next, m.in = 0, 0, false
+	}
+	n.l[k].head = 0
 }
 
 type raceVisit struct {
@@ -118,6 +210,11 @@ type raceChecker struct {
 	writes, reads raceIndex
 	epoch         uint32
 	stack         []raceVisit
+	// Frame graphs (graph_race.go): each graph's last checked ranges, and
+	// the slots of the live graph runs' roots, whose ranges are in their
+	// graph's own index, not in writes and reads.
+	graphs map[weak.Pointer[Graph]]*graphRace
+	groots []uint32
 }
 
 // raceCheckers holds each open scheduler's checker, by tag (the
@@ -134,11 +231,26 @@ func (s *Scheduler) raceChecker() *raceChecker {
 		if old != nil && old.s == s {
 			return old
 		}
-		r := &raceChecker{s: s, nodes: make([]raceNode, len(s.slots))}
+		r := newRaceChecker(s)
 		if p.CompareAndSwap(old, r) {
 			return r
 		}
 	}
+}
+
+// newRaceChecker gives each slot's node room for four ranges, carved from
+// one array: slots are taken in an order that walks the whole pool, so
+// lists grown on first use would allocate in every frame until each slot
+// had been used once. A task with more grows its slot's list once.
+func newRaceChecker(s *Scheduler) *raceChecker {
+	const rngs = 4
+	n := len(s.slots)
+	r := &raceChecker{s: s, nodes: make([]raceNode, n)}
+	rs := make([]raceRange, rngs*n)
+	for i := range r.nodes {
+		r.nodes[i].ranges = rs[rngs*i : rngs*i : rngs*(i+1)]
+	}
+	return r
 }
 
 // raceAdd records a task being added in slot idx (after its parent was
@@ -182,18 +294,25 @@ func (r *raceChecker) node(id TaskID) *raceNode {
 	return n
 }
 
-func appendRanges(rs []raceRange, d *TaskData) []raceRange {
-	for i := range 2 * MaxStreams {
-		st, write := &d.In[i%MaxStreams], i >= MaxStreams
-		if write {
-			st = &d.Out[i-MaxStreams]
-		}
-		if len(st.Bytes) > 0 {
-			lo := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(st.Bytes))))
-			rs = append(rs, raceRange{lo: lo, hi: lo + uint64(len(st.Bytes)), write: write, stream: uint8(i)})
-		}
-		if n := uint64(st.Count) * uint64(st.Stride); st.Buffer != 0 && n > 0 {
-			rs = append(rs, raceRange{lo: st.Offset, hi: st.Offset + n, buf: st.Buffer, write: write, stream: uint8(i)})
+// appendRanges appends d's ranges (node: a graph node + 1, or 0).
+func appendRanges(rs []raceRange, d *TaskData, node uint32) []raceRange {
+	for i := range d.In {
+		rs = appendStream(rs, &d.In[i], false, uint8(i), node)
+	}
+	for i := range d.Out {
+		rs = appendStream(rs, &d.Out[i], true, uint8(MaxStreams+i), node)
+	}
+	return rs
+}
+
+func appendStream(rs []raceRange, st *Stream, write bool, stream uint8, node uint32) []raceRange {
+	if len(st.Bytes) > 0 {
+		lo := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(st.Bytes))))
+		rs = append(rs, raceRange{lo: lo, hi: lo + uint64(len(st.Bytes)), write: write, stream: stream, node: node})
+	}
+	if st.Buffer != 0 {
+		if n := uint64(st.Count) * uint64(st.Stride); n > 0 {
+			rs = append(rs, raceRange{lo: st.Offset, hi: st.Offset + n, buf: st.Buffer, write: write, stream: stream, node: node})
 		}
 	}
 	return rs
@@ -205,17 +324,17 @@ func (r *raceChecker) add(id TaskID, t *Task, k *Kernel, hold bool) error {
 	idx := id.index()
 	n := &r.nodes[idx]
 	*n = raceNode{id: id, parent: t.Parent, dep: t.Dependency, held: hold, kern: k, kernel: t.Kernel, where: t.Affinity,
-		kids: n.kids[:0], deps: n.deps[:0], ranges: appendRanges(n.ranges[:0], &t.Data)}
+		ranges: appendRanges(n.ranges[:0], &t.Data, 0)}
 	if p := r.node(t.Parent); p != nil {
-		p.kids = append(p.kids, idx)
+		r.push(p, raceKids, idx)
 	}
 	if d := r.node(t.Dependency); d != nil {
-		d.deps = append(d.deps, idx)
+		r.push(d, raceDeps, idx)
 	}
 	if hold || len(n.ranges) == 0 {
 		return nil
 	}
-	if err := r.check(idx); err != nil {
+	if err := r.check(idx, NoTask); err != nil {
 		r.unlink(n)
 		return err
 	}
@@ -231,7 +350,7 @@ func (r *raceChecker) run(id TaskID) error {
 		return nil
 	}
 	if len(n.ranges) > 0 {
-		if err := r.check(id.index()); err != nil {
+		if err := r.check(id.index(), NoTask); err != nil {
 			return err // stays held here: never compared again
 		}
 		r.index(id.index(), n)
@@ -248,40 +367,55 @@ func (r *raceChecker) done(id TaskID) {
 	r.mu.Unlock()
 }
 
-// unlink forgets n: its parent's list drops it, its own lists empty.
+// unlink forgets n: its parent's and dependency's lists drop it, its own
+// lists empty.
 func (r *raceChecker) unlink(n *raceNode) {
 	idx := n.id.index()
-	if p := r.node(n.parent); p != nil {
-		for i, x := range p.kids {
-			if x == idx {
-				p.kids[i] = p.kids[len(p.kids)-1]
-				p.kids = p.kids[:len(p.kids)-1]
-				break
-			}
-		}
+	if p := r.node(n.parent); p != nil && n.l[raceKids].in {
+		r.drop(p, raceKids, idx)
 	}
-	if d := r.node(n.dep); d != nil {
-		for i, x := range d.deps {
-			if x == idx {
-				d.deps[i] = d.deps[len(d.deps)-1]
-				d.deps = d.deps[:len(d.deps)-1]
-				break
-			}
-		}
+	if d := r.node(n.dep); d != nil && n.l[raceDeps].in {
+		r.drop(d, raceDeps, idx)
 	}
+	r.detach(n, raceKids)
+	r.detach(n, raceDeps)
 	if n.indexed {
 		for i := range n.ranges {
 			a := &n.ranges[i]
 			r.ix(a.write).remove(a, idx)
 		}
 	}
+	if n.graph != nil {
+		r.dropGraphRoot(n, idx)
+	}
 	n.id, n.indexed, n.kern = NoTask, false, nil
-	n.kids, n.deps = n.kids[:0], n.deps[:0]
 }
 
 // check compares task y (slot idx) with every started live task that no
 // chain of parents, dependencies and joins orders with it.
-func (r *raceChecker) check(y uint32) error {
+func (r *raceChecker) check(y uint32, skip TaskID) error {
+	ep := r.mark(y, skip)
+	yn := &r.nodes[y]
+	for i := range yn.ranges {
+		a := &yn.ranges[i]
+		if x, j, ok := r.writes.find(a, y, ep, r.nodes); ok {
+			return r.report(yn, a, &r.nodes[x], &r.nodes[x].ranges[j])
+		}
+		if !a.write {
+			continue
+		}
+		if x, j, ok := r.reads.find(a, y, ep, r.nodes); ok {
+			return r.report(yn, a, &r.nodes[x], &r.nodes[x].ranges[j])
+		}
+	}
+	return r.checkGraphs(y, ep)
+}
+
+// mark marks, in a new epoch, the live tasks ordered with task y (slot):
+// bE or fS set. skip (a task whose kernel runs y inside its call: a graph
+// run's caller) and, when y descends from a graph run's root, that root
+// are marked too.
+func (r *raceChecker) mark(y uint32, skip TaskID) uint32 {
 	r.epoch++
 	if r.epoch == 0 { // wrapped: clear the marks
 		for i := range r.nodes {
@@ -309,10 +443,10 @@ func (r *raceChecker) check(y uint32) error {
 			n.bS = ep
 			st = append(st, raceVisit{v.idx, false})
 		}
-		for _, k := range n.kids {
-			if kn := &r.nodes[k]; kn.id != NoTask && kn.parent == n.id && kn.bE != ep {
+		for x := n.l[raceKids].head; x != 0; x = r.nodes[x-1].l[raceKids].next {
+			if kn := &r.nodes[x-1]; kn.bE != ep {
 				kn.bE = ep
-				st = append(st, raceVisit{k, true})
+				st = append(st, raceVisit{x - 1, true})
 			}
 		}
 	}
@@ -334,28 +468,28 @@ func (r *raceChecker) check(y uint32) error {
 			p.fE = ep
 			st = append(st, raceVisit{n.parent.index(), true})
 		}
-		for _, d := range n.deps {
-			if dn := &r.nodes[d]; dn.id != NoTask && dn.dep == n.id && dn.fS != ep {
+		for x := n.l[raceDeps].head; x != 0; x = r.nodes[x-1].l[raceDeps].next {
+			if dn := &r.nodes[x-1]; dn.fS != ep {
 				dn.fS = ep
-				st = append(st, raceVisit{d, false})
+				st = append(st, raceVisit{x - 1, false})
 			}
 		}
 	}
 	r.stack = st
-	yn := &r.nodes[y]
-	for i := range yn.ranges {
-		a := &yn.ranges[i]
-		if x, j, ok := r.writes.find(a, y, ep, r.nodes); ok {
-			return r.report(yn, a, &r.nodes[x], &r.nodes[x].ranges[j])
-		}
-		if !a.write {
-			continue
-		}
-		if x, j, ok := r.reads.find(a, y, ep, r.nodes); ok {
-			return r.report(yn, a, &r.nodes[x], &r.nodes[x].ranges[j])
+	// A graph run's descendants (its runners, dynamic nodes and what
+	// their kernels add) are not compared with the run's root, which
+	// stands for the graph's nodes: the graph orders them (graph_race.go).
+	if len(r.groots) > 0 {
+		for p := r.node(r.nodes[y].parent); p != nil; p = r.node(p.parent) {
+			if p.graph != nil {
+				p.bE = ep
+			}
 		}
 	}
-	return nil
+	if n := r.node(skip); n != nil {
+		n.bE = ep
+	}
+	return ep
 }
 
 func (r *raceChecker) ix(write bool) *raceIndex {
@@ -369,7 +503,7 @@ func (r *raceChecker) ix(write bool) *raceIndex {
 func (r *raceChecker) index(idx uint32, n *raceNode) {
 	for i := range n.ranges {
 		a := &n.ranges[i]
-		r.ix(a.write).insert(a, idx, uint8(i))
+		r.ix(a.write).insert(a, idx, i)
 	}
 	n.indexed = true
 }
@@ -385,7 +519,7 @@ type raceEnt struct {
 	buf    BufferID
 	lo, hi uint64
 	owner  uint32 // slot
-	rng    uint8  // index in the owner's ranges
+	rng    int    // index in the owner's ranges
 }
 
 func (x *raceIndex) search(buf BufferID, lo uint64) int {
@@ -401,12 +535,28 @@ func (x *raceIndex) search(buf BufferID, lo uint64) int {
 	return i
 }
 
-func (x *raceIndex) insert(a *raceRange, owner uint32, rng uint8) {
+func (x *raceIndex) insert(a *raceRange, owner uint32, rng int) {
 	i := x.search(a.buf, a.lo)
 	x.ents = append(x.ents, raceEnt{})
 	copy(x.ents[i+1:], x.ents[i:])
 	x.ents[i] = raceEnt{buf: a.buf, lo: a.lo, hi: a.hi, owner: owner, rng: rng}
 	x.maxLen = max(x.maxLen, a.hi-a.lo)
+}
+
+// add appends a range; sort restores the order (a graph's index, built
+// at once).
+func (x *raceIndex) add(a *raceRange, owner uint32, rng int) {
+	x.ents = append(x.ents, raceEnt{buf: a.buf, lo: a.lo, hi: a.hi, owner: owner, rng: rng})
+	x.maxLen = max(x.maxLen, a.hi-a.lo)
+}
+
+func (x *raceIndex) sort() {
+	slices.SortFunc(x.ents, func(a, b raceEnt) int {
+		if c := cmp.Compare(a.buf, b.buf); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.lo, b.lo)
+	})
 }
 
 func (x *raceIndex) remove(a *raceRange, owner uint32) {
@@ -419,6 +569,25 @@ func (x *raceIndex) remove(a *raceRange, owner uint32) {
 	if len(x.ents) == 0 {
 		x.maxLen = 0
 	}
+}
+
+// overlap returns the first range of the index that overlaps a, whoever
+// owns it (a graph's index: one owner).
+func (x *raceIndex) overlap(a *raceRange) (rng int, ok bool) {
+	from := uint64(0)
+	if a.lo > x.maxLen {
+		from = a.lo - x.maxLen
+	}
+	for i := x.search(a.buf, from); i < len(x.ents); i++ {
+		e := &x.ents[i]
+		if e.buf != a.buf || e.lo >= a.hi {
+			break
+		}
+		if e.hi > a.lo {
+			return e.rng, true
+		}
+	}
+	return 0, false
 }
 
 // find returns a range of the index that overlaps a and whose owner no
@@ -437,7 +606,7 @@ func (x *raceIndex) find(a *raceRange, y, ep uint32, nodes []raceNode) (owner ui
 			continue
 		}
 		if n := &nodes[e.owner]; e.owner != y && n.bE != ep && n.fS != ep {
-			return e.owner, int(e.rng), true
+			return e.owner, e.rng, true
 		}
 	}
 	return 0, 0, false
@@ -461,7 +630,29 @@ func streamName(k *Kernel, i uint8) string {
 	return fmt.Sprintf("%s[%d]", dir, i)
 }
 
+// raceSide is one side of a hazard: a task, or a graph's node.
+type raceSide struct {
+	id     TaskID
+	node   GraphNode // -1: a task
+	kernel KernelID
+	kern   *Kernel
+	where  Affinity
+}
+
+// side names who owns range a of task node n: the task, or the graph node
+// the range came from.
+func (n *raceNode) side(a *raceRange) raceSide {
+	if n.graph != nil && a.node > 0 {
+		return n.graph.raceSide(n.id, int(a.node-1))
+	}
+	return raceSide{id: n.id, node: -1, kernel: n.kernel, kern: n.kern, where: n.where}
+}
+
 func (r *raceChecker) report(y *raceNode, a *raceRange, x *raceNode, b *raceRange) error {
+	return raceReport(y.side(a), a, x.side(b), b)
+}
+
+func raceReport(y raceSide, a *raceRange, x raceSide, b *raceRange) error {
 	name := func(k *Kernel) string {
 		if k == nil {
 			return ""
@@ -469,7 +660,7 @@ func (r *raceChecker) report(y *raceNode, a *raceRange, x *raceNode, b *raceRang
 		return k.Name
 	}
 	return &RaceError{
-		Task: y.id, Other: x.id, Kernel: y.kernel, OtherKernel: x.kernel,
+		Task: y.id, Other: x.id, Node: y.node, OtherNode: x.node, Kernel: y.kernel, OtherKernel: x.kernel,
 		Name: name(y.kern), OtherName: name(x.kern), Where: y.where, OtherWhere: x.where,
 		Stream: streamName(y.kern, a.stream), OtherStream: streamName(x.kern, b.stream),
 		Writes: a.write, OtherWrites: b.write, Buffer: a.buf,
@@ -477,3 +668,7 @@ func (r *raceChecker) report(y *raceNode, a *raceRange, x *raceNode, b *raceRang
 		StreamBegin: a.lo, StreamEnd: a.hi, OtherBegin: b.lo, OtherEnd: b.hi,
 	}
 }
+
+// ChecksRaces reports whether s refuses data races (Config.CheckRaces, set
+// or turned on by the environment variable EnvCheckRaces).
+func (s *Scheduler) ChecksRaces() bool { return s.cfg.CheckRaces }

@@ -251,6 +251,7 @@ func BenchmarkStreamTask(b *testing.B) {
 }
 
 func raceBenchSched(b *testing.B, check bool) (*Scheduler, *Ctx) {
+	b.Setenv(EnvCheckRaces, "0") // "off" measures the unchecked path
 	reg := NewRegistry()
 	must(b, reg.Register(kCompute, Kernel{Name: "compute", Kind: Streaming, Grain: 4096,
 		In: []StreamSpec{{Name: "x", Stride: 4}}, Out: []StreamSpec{{Name: "y", Stride: 4}},
@@ -374,5 +375,71 @@ func TestRaceFrameShapes(t *testing.T) {
 		t.Fatalf("frame 42 racing frame 40: %v", err)
 	} else {
 		t.Logf("refused: %v", err)
+	}
+}
+
+// TestRaceOrderAddedLater: a pair is compared when the later of the two
+// starts, against the orders as they are then. Y depends on a held join
+// P; X writes what Y reads; Z, a child of P that depends on X, orders X
+// before Y, but only once Z is added. Y added before Z is refused; Y made
+// with Create and Run after Z is not, nor is Y added after Z.
+func TestRaceOrderAddedLater(t *testing.T) {
+	s := raceSched(t, 1, nil)
+	g := gate(t, s)
+	lut := make([]float32, 4)
+	// setup adds X (behind the gate) writing a fresh y, and a held P.
+	setup := func() (xid, p TaskID, y []float32) {
+		y = make([]float32, 16)
+		xid, err := s.Add(rwTask(make([]float32, 16), lut, y, g))
+		must(t, err)
+		p, err = s.Create(&Task{})
+		must(t, err)
+		t.Cleanup(func() { s.Run(p) })
+		return xid, p, y
+	}
+	addZ := func(xid, p TaskID) {
+		_, err := s.Add(&Task{Parent: p, Dependency: xid})
+		must(t, err)
+	}
+	reader := func(p TaskID, y []float32) *Task { return rwTask(y, lut, make([]float32, 16), p) }
+
+	xid, p, y := setup()
+	if _, err := s.Add(reader(p, y)); !errors.Is(err, ErrRace) {
+		t.Fatalf("Y added before the order exists: %v, want ErrRace", err)
+	}
+	addZ(xid, p)
+	_, err := s.Add(reader(p, y))
+	must(t, err)
+
+	xid, p, y = setup()
+	yid, err := s.Create(reader(p, y))
+	must(t, err)
+	addZ(xid, p)
+	must(t, s.Run(yid))
+}
+
+// TestCheckRacesFromEnvironment: VKJOBS_CHECK_RACES turns the check on
+// for a Config that leaves it unset, never off for one that sets it, and a
+// value that is not a boolean fails New, naming the variable.
+func TestCheckRacesFromEnvironment(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		set  bool
+		want bool
+	}{{"", false, false}, {"1", false, true}, {"true", false, true}, {"0", false, false}, {"0", true, true}, {"", true, true}} {
+		t.Setenv(EnvCheckRaces, c.env)
+		s, err := New(Config{Workers: 1, PoolSize: 64, CheckRaces: c.set})
+		must(t, err)
+		if got := s.ChecksRaces(); got != c.want {
+			t.Errorf("%s=%q, CheckRaces %v: checks %v, want %v", EnvCheckRaces, c.env, c.set, got, c.want)
+		}
+		s.Close()
+	}
+	t.Setenv(EnvCheckRaces, "yes please")
+	if s, err := New(Config{}); err == nil || !strings.Contains(err.Error(), EnvCheckRaces) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("%s=\"yes please\": New error %v, want one naming the variable", EnvCheckRaces, err)
 	}
 }

@@ -70,17 +70,52 @@ type Kernel struct {
 // takes a lock and publishes a new table (copy on write), so kernels can be
 // registered while schedulers run. The zero value is not usable: use
 // NewRegistry.
+//
+// The ID space has two parts, so that libraries sharing a registry never
+// pick the same ID:
+//
+//   - IDs 1 to FirstHandedID-1 are fixed: their users choose them
+//     (Register), as package kernels does for its constants and a program
+//     may for its own kernels. Two users of one fixed ID collide, and
+//     Register refuses the second naming both kernels.
+//   - IDs from FirstHandedID up are handed out by the registry: one per
+//     call (RegisterNext), or a block of consecutive IDs per library
+//     (RegisterBlock), the lowest that is free. A library that takes its
+//     IDs this way never meets another library's, fixed or handed out, in
+//     whatever order they register, and no code or test needs to know the
+//     number it got: it uses the ID returned.
+//
+// Register still accepts a handed-out range ID (a program's explicit
+// choice); the registry then skips it when it hands out IDs, and refuses
+// it if it was handed out already. The rejected alternatives: numbers
+// agreed by hand between libraries (each had to know the others' ranges,
+// and a test pinned them), and handing out IDs from the top of the space
+// down (Lookup's table is dense, indexed by ID: the high IDs would make
+// every table tens of thousands of entries long).
 type Registry struct {
 	mu    sync.Mutex
 	table atomic.Pointer[[]*Kernel]
+	// blocks maps an owner of RegisterBlock to its block (under mu).
+	blocks map[string]idBlock
 
 	graph Kernel // the frame graphs' runner, under KernelGraph
 }
 
+// idBlock is a block handed out by RegisterBlock: n IDs from first.
+type idBlock struct {
+	first KernelID
+	n     int
+}
+
+// FirstHandedID is the first ID the registry hands out (RegisterNext,
+// RegisterBlock); the IDs below it are the fixed ones that their users
+// choose (see Registry).
+const FirstHandedID KernelID = 256
+
 // KernelGraph is the frame graphs' runner kernel (Graph), always
 // registered, like KernelNone; Register refuses the ID. It is the highest
 // ID, looked up only where the table ends, so it costs other lookups
-// nothing and takes no ID a library would pick.
+// nothing and is never handed out.
 const KernelGraph KernelID = ^KernelID(0)
 
 // DefaultGrain is the split grain used when neither task nor kernel sets one.
@@ -101,48 +136,17 @@ func NewRegistry() *Registry {
 	return r
 }
 
-// Register adds k under id. It fails if id is taken, k has no CPU
-// implementation, k's declaration is inconsistent (a Simple kernel that
-// declares streams, a Reduce or Expand kernel without a Factor, more than
-// MaxStreams streams), or its GPU binding does
+// Register adds k under id. It fails if id is taken (the error names both
+// kernels), k has no CPU implementation, k's declaration is inconsistent
+// (a Simple kernel that declares streams, a Reduce or Expand kernel
+// without a Factor, more than MaxStreams streams), or its GPU binding does
 // not match the declaration (the error names the binding and the stream).
+// A library that does not need a fixed ID uses RegisterNext or
+// RegisterBlock instead.
 func (r *Registry) Register(id KernelID, k Kernel) error {
-	if id == KernelNone {
-		return fmt.Errorf("sched: register %q: kernel ID 0 is reserved for KernelNone", k.Name)
-	}
-	if id == KernelGraph {
-		return fmt.Errorf("sched: register %q: kernel ID %d is reserved for KernelGraph", k.Name, id)
-	}
-	if k.CPU == nil {
-		return fmt.Errorf("sched: register kernel %d %q: no CPU implementation", id, k.Name)
-	}
-	if len(k.In) > MaxStreams || len(k.Out) > MaxStreams {
-		return fmt.Errorf("sched: register kernel %d %q: %d inputs and %d outputs; at most %d each", id, k.Name, len(k.In), len(k.Out), MaxStreams)
-	}
-	switch k.Kind {
-	case Simple:
-		// Add refuses streams on a Simple task (only the header, Params and
-		// Data are copied), so declared streams could never reach the kernel.
-		if len(k.In) != 0 || len(k.Out) != 0 {
-			return fmt.Errorf("sched: register kernel %d %q: a simple kernel takes no streams, but %d inputs and %d outputs are declared; use Kind Streaming", id, k.Name, len(k.In), len(k.Out))
-		}
-		k.Factor = 1
-	case Streaming:
-		k.Factor = 1
-	case Reduce, Expand:
-		if k.Factor == 0 {
-			return fmt.Errorf("sched: register kernel %d %q: %v kernel needs Factor > 0", id, k.Name, k.Kind)
-		}
-	default:
-		return fmt.Errorf("sched: register kernel %d %q: invalid kind %v", id, k.Name, k.Kind)
-	}
-	if k.Grain == 0 {
-		k.Grain = DefaultGrain
-	}
-	if k.GPU != nil {
-		if err := k.GPU.CheckStreams(k.In, k.Out); err != nil {
-			return fmt.Errorf("sched: register kernel %d %q: GPU binding: %w", id, k.Name, err)
-		}
+	kc, err := prepare(id, k)
+	if err != nil {
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -150,45 +154,137 @@ func (r *Registry) Register(id KernelID, k Kernel) error {
 	if int(id) < len(old) && old[id] != nil {
 		return fmt.Errorf("sched: register kernel %d %q: %w by %q", id, k.Name, errIDTaken, old[id].Name)
 	}
-	n := len(old)
-	if int(id) >= n {
-		n = int(id) + 1
-	}
-	t := make([]*Kernel, n)
+	t := make([]*Kernel, max(len(old), int(id)+1))
 	copy(t, old)
-	kc := k
-	t[id] = &kc
+	t[id] = kc
 	r.table.Store(&t)
 	return nil
 }
 
-// RegisterNext registers k under the lowest free ID and returns it, so
-// libraries that share a registry never pick the same ID by hand. It
-// refuses what Register refuses.
+// prepare checks k for registration under id and returns the copy to
+// publish, with its defaults filled in.
+func prepare(id KernelID, k Kernel) (*Kernel, error) {
+	if id == KernelNone {
+		return nil, fmt.Errorf("sched: register %q: kernel ID 0 is reserved for KernelNone", k.Name)
+	}
+	if id == KernelGraph {
+		return nil, fmt.Errorf("sched: register %q: kernel ID %d is reserved for KernelGraph", k.Name, id)
+	}
+	if k.CPU == nil {
+		return nil, fmt.Errorf("sched: register kernel %d %q: no CPU implementation", id, k.Name)
+	}
+	if len(k.In) > MaxStreams || len(k.Out) > MaxStreams {
+		return nil, fmt.Errorf("sched: register kernel %d %q: %d inputs and %d outputs; at most %d each", id, k.Name, len(k.In), len(k.Out), MaxStreams)
+	}
+	switch k.Kind {
+	case Simple:
+		// Add refuses streams on a Simple task (only the header, Params and
+		// Data are copied), so declared streams could never reach the kernel.
+		if len(k.In) != 0 || len(k.Out) != 0 {
+			return nil, fmt.Errorf("sched: register kernel %d %q: a simple kernel takes no streams, but %d inputs and %d outputs are declared; use Kind Streaming", id, k.Name, len(k.In), len(k.Out))
+		}
+		k.Factor = 1
+	case Streaming:
+		k.Factor = 1
+	case Reduce, Expand:
+		if k.Factor == 0 {
+			return nil, fmt.Errorf("sched: register kernel %d %q: %v kernel needs Factor > 0", id, k.Name, k.Kind)
+		}
+	default:
+		return nil, fmt.Errorf("sched: register kernel %d %q: invalid kind %v", id, k.Name, k.Kind)
+	}
+	if k.Grain == 0 {
+		k.Grain = DefaultGrain
+	}
+	if k.GPU != nil {
+		if err := k.GPU.CheckStreams(k.In, k.Out); err != nil {
+			return nil, fmt.Errorf("sched: register kernel %d %q: GPU binding: %w", id, k.Name, err)
+		}
+	}
+	return &k, nil
+}
+
+// RegisterNext registers k under an ID the registry hands out (the lowest
+// free one from FirstHandedID up) and returns it. Each call takes a new
+// ID. It refuses what Register refuses.
 func (r *Registry) RegisterNext(k Kernel) (KernelID, error) {
-	for {
-		r.mu.Lock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.handOut([]Kernel{k})
+}
+
+// RegisterBlock registers a library's kernels under consecutive IDs the
+// registry hands out (the lowest free run from FirstHandedID up) and
+// returns the first: ks[i] gets first+i. It registers all of them or, on
+// any refusal (see Register), none.
+//
+// The block belongs to owner (the library's name, not empty): a later
+// call with the same owner registers nothing and returns the same first
+// ID, so independent users of one library in one registry share its
+// kernels (two Renderers of a scheduler, say) without a race between
+// them. That call must name the same kernels, in the same order;
+// otherwise it fails naming owner and the first kernel that differs.
+func (r *Registry) RegisterBlock(owner string, ks []Kernel) (KernelID, error) {
+	if owner == "" {
+		return 0, errors.New("sched: RegisterBlock: no owner named")
+	}
+	if len(ks) == 0 {
+		return 0, fmt.Errorf("sched: RegisterBlock %q: no kernels", owner)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, ok := r.blocks[owner]; ok {
 		t := *r.table.Load()
-		id := KernelID(len(t))
-		for i := 1; i < len(t); i++ {
-			if t[i] == nil {
-				id = KernelID(i)
-				break
+		if b.n != len(ks) {
+			return 0, fmt.Errorf("sched: RegisterBlock %q: %d kernels, but its block in this registry holds %d (IDs %d-%d)", owner, len(ks), b.n, b.first, b.first+KernelID(b.n-1))
+		}
+		for i, k := range ks {
+			if have := t[b.first+KernelID(i)]; have.Name != k.Name {
+				return 0, fmt.Errorf("sched: RegisterBlock %q: kernel %d is %q, but ID %d of its block holds %q", owner, i, k.Name, b.first+KernelID(i), have.Name)
 			}
 		}
-		r.mu.Unlock()
-		if int(id) == len(t) && len(t) >= int(KernelGraph) {
-			return 0, fmt.Errorf("sched: register %q: every kernel ID is taken", k.Name)
+		return b.first, nil
+	}
+	first, err := r.handOut(ks)
+	if err != nil {
+		return 0, fmt.Errorf("%w (RegisterBlock %q)", err, owner)
+	}
+	if r.blocks == nil {
+		r.blocks = make(map[string]idBlock)
+	}
+	r.blocks[owner] = idBlock{first, len(ks)}
+	return first, nil
+}
+
+// handOut registers ks under the lowest run of len(ks) free IDs from
+// FirstHandedID up and returns its first ID. r.mu is held.
+func (r *Registry) handOut(ks []Kernel) (KernelID, error) {
+	old := *r.table.Load()
+	first, run := int(FirstHandedID), 0
+	for id := first; id < len(old) && run < len(ks); id++ {
+		if old[id] != nil {
+			first, run = id+1, 0
+		} else {
+			run++
 		}
-		err := r.Register(id, k)
-		if err == nil {
-			return id, nil
-		}
-		if !errors.Is(err, errIDTaken) {
+	}
+	// IDs at and past the table's end are free, up to KernelGraph.
+	if first+len(ks) > int(KernelGraph) {
+		return 0, fmt.Errorf("sched: register %q: no run of %d free kernel IDs is left to hand out (IDs %d-%d)", ks[0].Name, len(ks), FirstHandedID, KernelGraph-1)
+	}
+	kcs := make([]*Kernel, len(ks))
+	for i, k := range ks {
+		kc, err := prepare(KernelID(first+i), k)
+		if err != nil {
 			return 0, err
 		}
-		// Another Register took id between the look and the claim: again.
+		kcs[i] = kc
 	}
+	t := make([]*Kernel, max(len(old), first+len(ks)))
+	copy(t, old)
+	copy(t[first:], kcs)
+	r.table.Store(&t)
+	return KernelID(first), nil
 }
 
 // Lookup returns the kernel registered under id, or nil.

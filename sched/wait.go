@@ -8,16 +8,22 @@ import (
 
 // Waiting: Wait, WaitFor, WaitEvent, RunPinned, RunOne and Event.
 //
-//  1. Wait helps: a waiting thread runs other tasks (runOne, worker.go)
+//  1. Wait works meanwhile: a waiting thread takes tasks (find, worker.go)
 //     until the awaited one completes, pays what any thread owes it when it
 //     finds nothing to run (debt.go), spins, and sleeps only when there is
-//     nothing to run (wake.go). A wait for a task an executor holds sleeps
+//     nothing to run (wake.go). On a worker it runs a task it found only if
+//     that is the awaited task or one of its descendants; any other goes,
+//     with the worker, to another goroutine while this one parks until the
+//     awaited task completes (handoff.go). A registered thread runs
+//     whatever it finds (it helps). A wait for a task an executor holds sleeps
 //     as soon as it finds nothing to run: the executor completes it on a
 //     goroutine of its own after tens of microseconds at least, and a
 //     spinning waiter would only take a CPU that the executor's threads
 //     (the device driver's) need.
 //  2. WaitEvent does the same until an Event is signalled (frame
-//     synchronisation), or until Close has run everything that can run.
+//     synchronisation), or until Close has run everything that can run;
+//     no task is known not to need its kernel, so on a worker every task
+//     it finds is handed over.
 //  3. WaitFor does not help: a kernel it picked up could outlast its
 //     deadline, and the time-out is the reason to call it. It does not
 //     sleep in the scheduler either: it polls, sleeping at most 50 µs
@@ -27,7 +33,8 @@ import (
 //     thread busy (busy.go) and pays the debt before it returns.
 //  5. A wait made by a kernel records that kernel as suspended under it
 //     (enter, leave), and a Wait that goes to sleep records what it waits
-//     for (waitTarget): the wait-for cycle walk reads both (hang.go).
+//     for (waitTarget), as a parked one does in its runner: the wait-for
+//     cycle walk reads them (hang.go).
 //  6. Scheduler.Wait from a goroutine that is no thread sleeps on extCond,
 //     woken by the completion; from a scheduler thread it is Ctx.Wait
 //     (caller.go).
@@ -65,7 +72,10 @@ func (s *Scheduler) Wait(id TaskID) error {
 }
 
 // Wait runs other tasks until id has finished, then returns its error
-// (a *TaskError) or nil. When there is nothing to run it keeps looking for
+// (a *TaskError) or nil. On a worker it runs only id and id's
+// descendants itself; it hands any other task, with the worker, to
+// another goroutine and parks until id has finished (handoff.go), so a
+// task it finds can never wait behind this kernel. When there is nothing to run it keeps looking for
 // Config.SpinRounds rounds (spinning, without yielding its P), then
 // sleeps until woken; but while id itself is with an executor (GPU or SPU
 // affinity) it sleeps at once. An executor completes its jobs on a
@@ -94,9 +104,24 @@ func (c *Ctx) Wait(id TaskID) error {
 		c.enter()
 		defer c.leave()
 	}
+	// The loop leaves with an error by break, not return: this
+	// function's returns times its defers must stay within the
+	// compiler's limit for open-coded defers, or every Wait, the
+	// finished case too, pays for defer records.
+	var err error
 	for spins := 0; !s.IsFinished(id); {
-		if c.runOne() {
+		if x := c.find(); x != noItem {
+			c.misses = 0
 			spins = 0
+			if c.self != nil && !c.within(x, id) && c.canPark() {
+				// x could need the kernels suspended here: hand the
+				// thread, with x, to another runner (handoff.go).
+				if err = c.park(x, nil, id, nil); err != nil {
+					break
+				}
+				continue
+			}
+			c.run(x)
 			if p, n := c.debt(); n != 0 && p == id.index()+1 &&
 				atomic.LoadInt32(&s.slots[id.index()].open) == int32(n) {
 				// Only this thread's debt keeps the awaited task
@@ -107,7 +132,19 @@ func (c *Ctx) Wait(id TaskID) error {
 			}
 			continue
 		}
-		// No work (runOne paid this thread's debt): pay what the other
+		c.misses++
+		c.flushDec()
+		if len(c.parked) != 0 {
+			if next := c.readyParked(); next != nil {
+				// A runner parked here can go on, and this one has
+				// nothing to run: the two swap.
+				if err = c.park(noItem, next, id, nil); err != nil {
+					break
+				}
+				continue
+			}
+		}
+		// No work (this thread's debt is paid): pay what the other
 		// threads owe the awaited task.
 		s.payDebtsTo(id, c)
 		if s.IsFinished(id) {
@@ -126,10 +163,13 @@ func (c *Ctx) Wait(id TaskID) error {
 		c.sleep(id, nil) // looks for a wait-for cycle first (waitCycle)
 		c.waiting.Store(false)
 		sl.waiters.Add(-1)
-		if err := c.cycleErr; err != nil {
+		if err = c.cycleErr; err != nil {
 			c.cycleErr = nil
-			return err
+			break
 		}
+	}
+	if err != nil {
+		return err
 	}
 	if s.nFailed.Load() == 0 {
 		return nil // finished, and no task ever failed (Err's test, without its IsFinished)
@@ -192,7 +232,9 @@ func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 }
 
 // WaitEvent runs tasks until e is signalled (frame synchronisation: work
-// while waiting for vsync, a GPU fence or another system). It also returns
+// while waiting for vsync, a GPU fence or another system); on a worker, by
+// handing the worker to another goroutine with the first task it finds
+// (see Wait), since any task could need this kernel. It also returns
 // once Close has run everything else that can run, signalled or not: check
 // e.IsSet. Close then runs what the returning kernels ready before it
 // calls anything stuck. A kernel waiting for an event nobody
@@ -207,12 +249,28 @@ func (c *Ctx) WaitEvent(e *Event) {
 		defer c.leave()
 	}
 	for spins := 0; !e.IsSet(); {
-		if c.runOne() {
+		if x := c.find(); x != noItem {
+			c.misses = 0
 			spins = 0
+			if c.canPark() {
+				// No task is known not to need this kernel: hand the
+				// thread, with x, to another runner (handoff.go).
+				c.park(x, nil, NoTask, e)
+				continue
+			}
+			c.run(x)
 			continue
 		}
+		c.misses++
+		c.flushDec()
 		if s.drained.Load() {
 			return // Close found nothing left to run: e would be all
+		}
+		if len(c.parked) != 0 {
+			if next := c.readyParked(); next != nil {
+				c.park(noItem, next, NoTask, e)
+				continue
+			}
 		}
 		if spins++; spins < s.cfg.SpinRounds {
 			spinPause(spins)

@@ -40,9 +40,11 @@ import (
 //     late: a thread that wakes takes itself off the list if it is still
 //     there (removeIdle) and drops a token that arrives meanwhile.
 //  6. A completion that has waiters wakes the threads that wait
-//     (wakeWaiters) and the goroutines waiting outside the scheduler
-//     (extCond); a freed slot wakes an Add blocked on a full pool
-//     (notifyFree, pool.go); Close wakes every thread (wakeAll).
+//     (wakeWaiters), and those with a runner parked in a wait
+//     (handoff.go: the sleeping holder resumes it), and the goroutines
+//     waiting outside the scheduler (extCond); a freed slot wakes an Add
+//     blocked on a full pool (notifyFree, pool.go); Close wakes every
+//     thread (wakeAll).
 
 // wakeOne wakes one sleeping thread (new CPU work arrived).
 func (s *Scheduler) wakeOne() {
@@ -114,8 +116,8 @@ func (s *Scheduler) wakeWaiters() {
 	var buf [8]*Ctx
 	woken := buf[:0]
 	for i := 0; i < len(s.idle); {
-		if s.idle[i].waiting.Load() {
-			woken = append(woken, s.idle[i])
+		if t := s.idle[i]; t.waiting.Load() || t.nparked.Load() > 0 {
+			woken = append(woken, t)
 			s.idle = append(s.idle[:i], s.idle[i+1:]...)
 			s.nIdle.Add(-1)
 			s.activity.Add(1)
@@ -194,7 +196,7 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 		s.extCond.Broadcast()
 		s.extMu.Unlock()
 	}
-	if c.hasWork() || (id != NoTask && s.IsFinished(id)) || (e != nil && (e.IsSet() || s.drained.Load())) || (c.worker && s.stopping.Load()) {
+	if c.hasWork() || (id != NoTask && s.IsFinished(id)) || (e != nil && (e.IsSet() || s.drained.Load())) || (c.worker && s.stopping.Load()) || c.readyParked() != nil {
 		s.removeIdle(c)
 		select { // drop a token a waker may have sent meanwhile
 		case <-c.wake:
@@ -231,7 +233,7 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 			s.removeIdle(c)
 			return
 		case <-c.timer.C:
-			if c.hasWork() {
+			if c.hasWork() || c.readyParked() != nil {
 				s.removeIdle(c)
 				select { // drop a token a waker may have sent meanwhile
 				case <-c.wake:

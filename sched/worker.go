@@ -36,16 +36,23 @@ import (
 //     every piece anyway.
 //  5. call runs the kernel. A panic becomes ErrKernelPanic; a
 //     runtime.Goexit fails the task as the goroutine unwinds, and
-//     workerLoop starts a goroutine to take the thread over.
+//     runnerMain starts a goroutine to take the thread over.
 //  6. A worker that finds nothing spins, then sleeps (wake.go), until Close
-//     sets stopping.
+//     sets stopping. A worker is a role that goroutines take in turn: a
+//     kernel's wait hands it to another goroutine rather than run
+//     unrelated work on top of the waiting kernel, and the loop hands it
+//     back at its top (handoff.go).
 
 // Ctx is one scheduler thread: a worker goroutine, or a registered thread
 // (RegisterThread). Kernels receive the Ctx of the thread running them and
 // use it to add children and to wait. A Ctx must only be used by the
-// goroutine that owns it: the worker running the kernel, or the goroutine
-// that registered the thread. Using it from two goroutines at once corrupts
-// its deque.
+// goroutine that owns it: the goroutine running the kernel, or the one
+// that registered the thread. Using it from two goroutines at once
+// corrupts its deque. A worker's Wait may hand the worker to another
+// goroutine while it waits and take it back before it returns
+// (handoff.go): the Ctx a kernel holds stays valid across the wait, but
+// other kernels may use the same thread (and Index) meanwhile, and may
+// still be suspended in waits of their own when it resumes.
 type Ctx struct {
 	s       *Scheduler
 	index   int
@@ -79,8 +86,9 @@ type Ctx struct {
 	cycleErr   error         // set by sleep when waitCycle found a cycle (owner only)
 	goid       atomic.Uint64 // the goroutine that owns this thread (Scheduler.callerCtx)
 	// g is the owner goroutine's runtime g (getg; 0 where it cannot be
-	// read): a worker's while its goroutine lives (cleared before it
-	// exits), a registered thread's as it registered (see callerCtx).
+	// read): for a worker, that of the goroutine holding it (handoff.go;
+	// cleared before the last exits), a registered thread's as it
+	// registered (see callerCtx).
 	g          atomic.Uintptr
 	inAlloc    atomic.Bool // blocked in Add's back-pressure (Scheduler.alloc)
 	allocTimer *time.Timer // wakes it there to look for work (owner only)
@@ -101,13 +109,25 @@ type Ctx struct {
 	dq         [numPriorities]deque
 	pinned     [numPriorities]ring // registered threads only
 	inPlace    *inPlaceStack       // RunInPlace's task data (owner only; made at first use)
+	// The runners of a worker (handoff.go; none on a registered
+	// thread): self holds the role now, spares are free, parked wait in
+	// a kernel's wait (written by the owner under idleMu: waitCycle
+	// reads it; nparked counts it for wakeWaiters). nrunners counts them
+	// all. Owner only, but for those reads.
+	self     *runner
+	spares   []*runner
+	parked   []*runner
+	nparked  atomic.Int32
+	nrunners int
 }
 
 // Scheduler returns the scheduler this thread belongs to.
 func (c *Ctx) Scheduler() *Scheduler { return c.s }
 
 // Index returns the thread's index: workers are 0..Workers-1, registered
-// threads follow in registration order.
+// threads follow in registration order. No two kernels with the same
+// index run at the same instant, but a worker's kernels do not nest (see
+// Ctx): per-thread scratch found by Index must not be held across a wait.
 func (c *Ctx) Index() int { return c.index }
 
 // Current returns the task whose kernel is running on this thread, or NoTask.
@@ -225,28 +245,22 @@ func (c *Ctx) took(lv int) {
 	}
 }
 
-func (c *Ctx) workerLoop() {
+// loop is the worker's loop, run by runner r, the holder of c (see
+// handoff.go): it runs tasks, spins, then sleeps, until Close stops the
+// workers (false), or until a runner parked in a wait on this thread can
+// go on: it hands the thread to it at this safe point, where no kernel is
+// on r's stack, and r becomes free (true).
+func (c *Ctx) loop(r *runner) bool {
 	s := c.s
-	exited := true // until the loop ends normally: a kernel called runtime.Goexit
-	defer func() {
-		c.g.Store(0) // before this goroutine ends and its g can be reused
-		if exited {
-			// The kernel's task has failed (see call); this goroutine
-			// ends, and a new one serves the thread: its deque, cache
-			// and debt are the thread's, not the goroutine's.
-			c.flushDec()
-			s.workersWG.Add(1)
-			go c.workerLoop()
+	for spins := 0; ; {
+		if len(c.parked) != 0 {
+			if next := c.readyParked(); next != nil {
+				c.resumeFromLoop(r, next)
+				return true
+			}
+		} else if s.stopping.Load() {
+			return false
 		}
-		s.workersWG.Done()
-	}()
-	c.g.Store(getg())
-	c.goid.Store(goid())
-	if f := s.cfg.OnWorkerStart; f != nil {
-		f(c.index)
-	}
-	c.rng = uint32(c.index)*2654435761 + 1
-	for spins := 0; !s.stopping.Load(); {
 		if c.runOne() {
 			spins = 0
 			continue
@@ -256,9 +270,14 @@ func (c *Ctx) workerLoop() {
 			continue // no Gosched: see Config.SpinRounds
 		}
 		spins = 0
+		if s.stopping.Load() {
+			// Runners still parked at Close: their waits end as Close
+			// failed what they wait for; sleep would return at once.
+			time.Sleep(recheckSleep)
+			continue
+		}
 		c.sleep(NoTask, nil)
 	}
-	exited = false
 }
 
 // run executes task idx on this thread: splits a large streaming task into
@@ -358,7 +377,7 @@ func (c *Ctx) splitRoot(idx uint32, g uint32) bool {
 // (ErrKernelPanic, saying Goexit) before the goroutine goes on unwinding;
 // kernels suspended under it on the same goroutine fail the same way, and
 // a worker's loop starts a goroutine to take the thread over
-// (workerLoop). TestKernelGoexit.
+// (runnerMain). TestKernelGoexit.
 func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 	s := c.s
 	sl := &s.slots[idx]

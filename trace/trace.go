@@ -20,9 +20,10 @@
 //
 // Slices on one track of a Chrome trace must nest: two complete ("X")
 // events on the same (pid, tid) are either disjoint or one contains the
-// other (Perfetto drops the others). A CPU thread's scopes nest by
-// construction (a task that waits runs other tasks inside its own scope),
-// but shared tracks do not: the GPU executor has several command buffers
+// other (Perfetto drops the others). Few tracks nest by construction: a
+// worker's kernel that waits hands the worker to another goroutine, so a
+// suspended kernel's scope overlaps, without containing, kernels that ran
+// on the same worker after it; the GPU executor has several command buffers
 // in flight, so one batch's tasks overlap the next batch's, and a foreign
 // goroutine's scopes may overlap another's. WriteChrome therefore spreads
 // every track over as many lanes as it needs, each lane a thread of the

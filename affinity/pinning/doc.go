@@ -35,6 +35,8 @@
 // and unlocks. Plan(topo, workers) lists a CPU per worker, one per
 // physical core first, then the SMT siblings. A Pinner applies a plan from
 // the scheduler's worker-start hook (sched.Config.OnWorkerStart): it locks
-// each worker goroutine for its whole life, so a pinned thread exits with
-// its worker and never serves other goroutines.
+// each goroutine that serves a worker (a worker is served by one goroutine
+// at a time, but a kernel's wait can hand it to another: each calls the
+// hook) for that goroutine's whole life, so a pinned thread exits with its
+// goroutine and never serves other goroutines.
 package pinning

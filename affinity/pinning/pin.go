@@ -54,11 +54,14 @@ func LockAndPin(cpu int) (unpin func() error, err error) {
 // Pinner pins scheduler worker threads according to a plan (see Plan).
 // Pinning is off unless a program creates a Pinner and installs its
 // OnWorkerStart as the scheduler's worker-start hook. The hook runs on
-// each worker goroutine before it runs any task: it locks the goroutine to
-// its OS thread for the worker's whole life (runtime.LockOSThread, never
-// undone, so when the worker exits at Scheduler.Close its pinned thread
-// exits too) and pins the thread to plan[index % len(plan)]. Failures do
-// not stop the worker (it runs unpinned); they are collected in Err.
+// each goroutine that serves a worker, before it runs any task (a worker
+// may be served by several over its life, one at a time: see
+// sched.Config.OnWorkerStart): it locks the goroutine to its OS thread for
+// the goroutine's whole life (runtime.LockOSThread, never undone, so when
+// the goroutine exits, at Scheduler.Close at the latest, its pinned thread
+// exits too) and pins the thread to plan[index % len(plan)], the worker's
+// CPU. Failures do not stop the worker (it runs unpinned); they are
+// collected in Err.
 // A Pinner is safe for concurrent use.
 type Pinner struct {
 	plan   []int
@@ -89,7 +92,9 @@ func (p *Pinner) OnWorkerStart(index int) {
 	p.pinned.Add(1)
 }
 
-// Pinned returns how many workers were pinned.
+// Pinned returns how many worker goroutines were pinned: at least one per
+// worker once each has started, more where waits handed workers to other
+// goroutines.
 func (p *Pinner) Pinned() int { return int(p.pinned.Load()) }
 
 // Err returns the joined errors of workers that could not be pinned.
