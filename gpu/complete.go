@@ -154,7 +154,7 @@ func (e *Executor) times(sl *slot, doneAt int64, copyUp, copyDown *int64) {
 	if sl.copyTS {
 		nq += 4
 	}
-	if !e.ts || Result(e.d.shim.Queries(sl.qpool, 0, uint32(nq), sl.queries)) != Success {
+	if !sl.ts || Result(e.d.shim.Queries(sl.qpool, 0, uint32(nq), sl.queries)) != Success {
 		// No timestamps: spread the batch's wall time evenly.
 		per := (doneAt - sl.submitAt) / int64(n)
 		for i := range sl.jobs {

@@ -175,6 +175,29 @@
 // them ahead of time, because a first compilation takes tens of
 // milliseconds.
 //
+// # Frame graphs: recorded segments
+//
+// The Executor is a sched.SegmentExecutor: a sched.Graph hands it, once
+// when it seals, each group of GPU nodes that are readied together (a
+// segment), and then one job per segment per run. A segment has its own
+// command buffer, fence, descriptor sets and staging memory (an arena,
+// mapped once), recorded at its first run without ONE_TIME_SUBMIT and
+// then submitted again as it is: a run copies the host inputs into
+// staging, resets the fence, submits (one vkQueueSubmit), and after the
+// fence copies the host outputs back; it records nothing and allocates
+// nothing (ExecStats.Records and Replays count it). Host bytes are read at
+// each run from the graph's own data, so re-pointing a host stream to
+// other memory of the same size changes nothing recorded. A node's Params
+// are push constants, part of the recording: a run whose Params differ
+// from the recorded ones records again (keeping descriptor sets and
+// staging); a SetData that changes a binding (buffer, offset, size,
+// element count, host mirror), a bound buffer's Close, or a failed run
+// plans it again. Rejected: parameters in a buffer written at each run
+// (it would change every kernel's shader contract). One run of a segment
+// is in flight at a time; a goroutine started with the executor's first
+// segment completes them in order. segment.go has the details; the graph's
+// side is in sched/graph.go (step 6).
+//
 // # Completion
 //
 // One completion goroutine per executor waits for the submitted command

@@ -152,13 +152,21 @@ func (e *VkError) Is(target error) bool {
 	return false
 }
 
-// check turns a VkResult into nil or a *VkError naming the call.
-func check(call string, r Result) error {
+// Check turns a VkResult into nil (Success) or a *VkError naming the
+// call. It is the one conversion of a Vulkan result to an error, for this
+// package and for gpu/gfx, which calls Vulkan through the same shim and
+// reports its failures as the same *VkError (so errors.Is sees
+// ErrDeviceLost, ErrOutOfMemory... alike from either).
+func Check(call string, r Result) error {
 	if r == Success {
 		return nil
 	}
 	return &VkError{Call: call, Result: r}
 }
+
+// check is Check under the name this package's call sites use; it
+// inlines to Check's body.
+func check(call string, r Result) error { return Check(call, r) }
 
 // closedError is ErrClosed: its own text, and Is(sched.ErrClosed).
 type closedError struct{}

@@ -97,7 +97,20 @@ type Executor struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// Graph segments (segment.go), under e.mu: segs are those not yet
+	// destroyed; segQ those submitted, in order, for segmentLoop; segSub
+	// counts runs between their check of closed and their place in segQ
+	// (segmentLoop returns only when it is zero); segLoop: the goroutine
+	// was started.
+	segs    map[*segment]struct{}
+	segQ    []*segment
+	segSub  int
+	segLoop bool
+	segWake chan struct{}
+
 	submits atomic.Uint64
+	records atomic.Uint64 // command buffers recorded (vkBeginCommandBuffer)
+	replays atomic.Uint64 // segment runs submitted without recording
 	inline  atomic.Uint64 // jobs submitted inline (runBatch with queueHeld)
 	smu     sync.Mutex
 	st      ExecStats
@@ -121,16 +134,21 @@ var ErrExecutorPanic = errors.New("gpu: executor panicked")
 
 // slot is one command buffer's worth of resources and bookkeeping. Between
 // submission and completion it belongs to the completion goroutine;
-// otherwise to the submitter. Its slices are reused, so the hot path
+// otherwise to the submitter. A graph segment's slot (seg != nil) is the
+// segment's own, never in e.free or e.inflight: it belongs to the run that
+// holds the segment (segment.go). Its slices are reused, so the hot path
 // allocates nothing in steady state.
 type slot struct {
-	pool  vk.CommandPool
-	cb    vk.CommandBuffer
-	fence vk.Fence
-	dpool vk.DescriptorPool
-	qpool vk.QueryPool
-	arena *Arena
-	want  uint64 // arena size wanted at the next use
+	ts      bool     // timestamps recorded (the executor's ts; never for a segment)
+	seg     *segment // the graph segment whose recording this is, or nil
+	stalled bool     // the recording waits for FaultStall's event (a segment records again)
+	pool    vk.CommandPool
+	cb      vk.CommandBuffer
+	fence   vk.Fence
+	dpool   vk.DescriptorPool
+	qpool   vk.QueryPool
+	arena   *Arena
+	want    uint64 // arena size wanted at the next use
 
 	jobs      []plannedJob
 	copyIn    []copyOp
@@ -189,6 +207,7 @@ func NewExecutor(d *Device, opts ExecutorOptions) (*Executor, error) {
 		opts:     opts,
 		ts:       d.lim.timestampBits > 0 && !opts.NoTimestamps && (opts.CPUTimestamps || d.sel.Chosen.Type != TypeCPU),
 		wake:     make(chan struct{}, 1),
+		segWake:  make(chan struct{}, 1),
 		free:     make(chan *slot, opts.InFlight),
 		inflight: make(chan *slot, opts.InFlight),
 	}
@@ -220,11 +239,18 @@ func NewExecutor(d *Device, opts ExecutorOptions) (*Executor, error) {
 	return e, nil
 }
 
+// newSlot creates a batch's slot: room for MaxBatch jobs, an arena.
 func (e *Executor) newSlot() (*slot, error) {
+	return e.makeSlot(e.opts.MaxBatch, e.ts, e.opts.ArenaSize)
+}
+
+// makeSlot creates a slot for nJobs jobs (timestamps if ts); arena 0:
+// no arena yet.
+func (e *Executor) makeSlot(nJobs int, ts bool, arena uint64) (*slot, error) {
 	d := e.d
-	sl := &slot{
-		jobs:    make([]plannedJob, 0, e.opts.MaxBatch),
-		queries: make([]uint64, 2*e.opts.MaxBatch+4),
+	sl := &slot{ts: ts, jobs: make([]plannedJob, 0, nJobs)}
+	if ts {
+		sl.queries = make([]uint64, 2*nJobs+4)
 	}
 	var err error
 	if sl.pool, sl.cb, err = d.newCommandPool(); err != nil {
@@ -234,7 +260,7 @@ func (e *Executor) newSlot() (*slot, error) {
 		e.destroySlot(sl)
 		return nil, err
 	}
-	n := uint32(e.opts.MaxBatch)
+	n := uint32(nJobs)
 	dp, r := d.shim.CreateDescriptorPool(n, []vk.DescriptorPoolSize{
 		{Type: vk.DescriptorTypeStorageBuffer, Count: 2 * sched.MaxStreams * n},
 		{Type: vk.DescriptorTypeUniformBuffer, Count: sched.MaxStreams * n},
@@ -244,7 +270,7 @@ func (e *Executor) newSlot() (*slot, error) {
 		return nil, err
 	}
 	sl.dpool = dp
-	if e.ts {
+	if ts {
 		qp, r := d.shim.CreateTimestampPool(2*n + 4)
 		if err := check("vkCreateQueryPool", Result(r)); err != nil {
 			e.destroySlot(sl)
@@ -252,9 +278,11 @@ func (e *Executor) newSlot() (*slot, error) {
 		}
 		sl.qpool = qp
 	}
-	if sl.arena, err = d.NewArena(e.opts.ArenaSize); err != nil {
-		e.destroySlot(sl)
-		return nil, err
+	if arena > 0 {
+		if sl.arena, err = d.NewArena(arena); err != nil {
+			e.destroySlot(sl)
+			return nil, err
+		}
 	}
 	return sl, nil
 }
@@ -284,8 +312,9 @@ func (e *Executor) Device() *Device { return e.d }
 
 // Close stops accepting jobs (later Enqueues fail at once), submits the jobs
 // already enqueued, waits for every command buffer in flight, completes or
-// fails each of their jobs, stops both goroutines and frees the executor's
-// Vulkan objects. The scheduler calls it from Scheduler.Close. A GPU that
+// fails each of their jobs, stops its goroutines and frees the executor's
+// Vulkan objects, graph segments included (a graph's later run fails its
+// GPU nodes with ErrClosed). The scheduler calls it from Scheduler.Close. A GPU that
 // never completes a command buffer delays Close by at most
 // FenceTimeout*(HungAfter+1), after which the device counts as lost.
 func (e *Executor) Close() error {
@@ -297,6 +326,7 @@ func (e *Executor) Close() error {
 		case e.wake <- struct{}{}:
 		default:
 		}
+		e.wakeSegments()
 		e.wg.Wait()
 		if e.d.lost.Load() {
 			// Command buffers may still run on a device that only
@@ -304,6 +334,7 @@ func (e *Executor) Close() error {
 			e.closeErr = e.d.waitIdle()
 		}
 		e.destroySlots()
+		e.destroySegments()
 		e.d.emu.Lock()
 		delete(e.d.execs, e)
 		e.d.emu.Unlock()

@@ -26,6 +26,7 @@ type plannedJob struct {
 	ac0, ac1   int   // sl.access range
 	start      int64 // GPU start and stop, sched.Nanotime scale
 	stop       int64
+	node       int // a graph segment's: the index of its node in segment.nodes
 }
 
 type copyOp struct {
@@ -230,12 +231,10 @@ func (e *Executor) bindStream(sl *slot, k *sched.Kernel, td *sched.TaskData, out
 			if a.Staged() {
 				sl.copyOut = append(sl.copyOut, copyOp{a.dev.buf, a.host.buf, r})
 			}
-			sl.readbacks = append(sl.readbacks, readback{dst: s.Bytes[lo:hi], src: a.host.mapped[base+lo : base+hi]})
+			sl.hostOut(s, lo, hi, a.host.mapped[base+lo:base+hi])
 			rec.downBytes += hi - lo
 		} else {
-			t0 := sched.Nanotime()
-			copy(a.host.mapped[base+lo:base+hi], s.Bytes[lo:hi])
-			rec.upNS += sched.Nanotime() - t0
+			sl.hostIn(s, lo, hi, a.host.mapped[base+lo:base+hi], rec)
 			rec.upBytes += hi - lo
 			if a.Staged() {
 				sl.copyIn = append(sl.copyIn, copyOp{a.host.buf, a.dev.buf, r})
@@ -272,16 +271,38 @@ func (e *Executor) bindStream(sl *slot, k *sched.Kernel, td *sched.TaskData, out
 	}
 	if out {
 		sl.copyOut = append(sl.copyOut, copyOp{b.blk.buf, a.host.buf, vk.BufferCopy{Src: s.Offset + lo, Dst: base, Size: hi - lo}})
-		sl.readbacks = append(sl.readbacks, readback{dst: s.Bytes[lo:hi], src: a.host.mapped[base : base+hi-lo]})
+		sl.hostOut(s, lo, hi, a.host.mapped[base:base+hi-lo])
 		rec.downBytes += hi - lo
 	} else {
-		t0 := sched.Nanotime()
-		copy(a.host.mapped[base:base+hi-lo], s.Bytes[lo:hi])
-		rec.upNS += sched.Nanotime() - t0
+		sl.hostIn(s, lo, hi, a.host.mapped[base:base+hi-lo], rec)
 		rec.upBytes += hi - lo
 		sl.copyIn = append(sl.copyIn, copyOp{a.host.buf, b.blk.buf, vk.BufferCopy{Src: base, Dst: s.Offset + lo, Size: hi - lo}})
 	}
 	return w, nil
+}
+
+// hostIn moves host stream s's bytes [lo, hi) into m, transient memory the
+// command buffer reads: now for a batch; for a segment, at each of its runs
+// (hostIO), since its command buffer outlives the bytes it read first.
+func (sl *slot) hostIn(s *sched.Stream, lo, hi uint64, m []byte, rec *plannedJob) {
+	if sl.seg != nil {
+		sl.seg.ups = append(sl.seg.ups, hostIO{s: s, lo: lo, hi: hi, m: m})
+		return
+	}
+	t0 := sched.Nanotime()
+	copy(m, s.Bytes[lo:hi])
+	rec.upNS += sched.Nanotime() - t0
+}
+
+// hostOut arranges for m, which the command buffer writes, to be copied
+// back to host stream s's bytes [lo, hi) after it completed: once for a
+// batch (readback), at each run for a segment (hostIO).
+func (sl *slot) hostOut(s *sched.Stream, lo, hi uint64, m []byte) {
+	if sl.seg != nil {
+		sl.seg.downs = append(sl.seg.downs, hostIO{s: s, lo: lo, hi: hi, m: m})
+		return
+	}
+	sl.readbacks = append(sl.readbacks, readback{dst: s.Bytes[lo:hi], src: m})
 }
 
 // Pipeline stages and access masks used by record.
@@ -309,15 +330,24 @@ const (
 //	barrier   -> host reads
 func (e *Executor) record(sl *slot) error {
 	s, cb := e.d.shim, sl.cb
-	if err := check("vkBeginCommandBuffer", Result(s.Begin(cb))); err != nil {
+	e.records.Add(1)
+	var r0 vk.Result
+	if sl.seg != nil {
+		r0 = s.BeginReuse(cb) // submitted again at each run of the graph
+	} else {
+		r0 = s.Begin(cb)
+	}
+	if err := check("vkBeginCommandBuffer", Result(r0)); err != nil {
 		return err
 	}
-	if ev := e.d.stallEvent(); ev != 0 {
+	ev := e.d.stallEvent()
+	if ev != 0 {
 		s.WaitEvent(cb, ev) // FaultStall
 	}
+	sl.stalled = ev != 0
 	n := uint32(len(sl.jobs))
-	sl.copyTS = e.ts && len(sl.copyIn)+len(sl.copyOut) > 0
-	if e.ts {
+	sl.copyTS = sl.ts && len(sl.copyIn)+len(sl.copyOut) > 0
+	if sl.ts {
 		nq := 2 * n
 		if sl.copyTS {
 			nq += 4
@@ -345,7 +375,7 @@ func (e *Executor) record(sl *slot) error {
 			since = r.ac0
 		}
 		q := int32(-1)
-		if e.ts {
+		if sl.ts {
 			q = int32(2 * i)
 		}
 		sl.params = r.params

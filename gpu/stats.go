@@ -18,6 +18,14 @@ type ExecStats struct {
 	// submitter goroutine (see Executor.Enqueue); counted at submission,
 	// as Submits is.
 	Inline uint64
+	// Records counts the command buffers recorded (vkBeginCommandBuffer
+	// calls): one per batch, and one per recording of a graph segment
+	// (its first run, and a run after its Params or bindings changed).
+	Records uint64
+	// Replays counts the runs of graph segments submitted as recorded
+	// before, with no recording (see Executor.NewSegment); each is also
+	// one of Submits.
+	Replays uint64
 
 	// Dispatch is the GPU time of the dispatches (from timestamps; from
 	// submission to completion, shared evenly, without them).
@@ -73,6 +81,8 @@ func (e *Executor) Stats() ExecStats {
 	e.smu.Unlock()
 	st.Submits = e.submits.Load()
 	st.Inline = e.inline.Load()
+	st.Records = e.records.Load()
+	st.Replays = e.replays.Load()
 	return st
 }
 

@@ -46,6 +46,11 @@ package gpu
 // completed and failed are final: Done is called once, with job.done
 // (finishEarly) or slot.done (finishSlot, failRest) advanced first.
 //
+// A job that stands for a graph segment (sched.Job.Segment) leaves this
+// machine at Enqueue, after the device-loss check: runSegment submits the
+// segment's own recorded command buffer and segmentLoop completes it
+// (segment.go); the executor's states below do not hold it.
+//
 // The states of the executor (fields under e.mu):
 //
 //	idle        !subBusy, !inlineBusy, burst == 0, pending empty; the
@@ -118,6 +123,10 @@ func (e *Executor) Enqueue(j sched.Job) {
 	jb := job{j: j, t: sched.Nanotime()}
 	if err := e.d.Lost(); err != nil {
 		e.finishEarly(&jb, err)
+		return
+	}
+	if h := j.Segment(); h != nil {
+		e.runSegment(h, jb) // a graph's recorded segment (segment.go)
 		return
 	}
 	e.mu.Lock()

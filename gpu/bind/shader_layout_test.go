@@ -1,15 +1,14 @@
 package bind_test
 
-// Shapes of user shaders that passed registration and then gave silently
-// wrong answers on lavapipe (every item wrong or zero, exit status 0): a
-// push-constant block without begin and end, or with its members in
-// another order, or none at all; an array after a header member in a
-// stream's block; a std140 uniform float array bound to a packed float
-// stream; a shader that stores into an input (never copied back, so the
-// stores are lost). Each must now be refused at Register, naming what is
-// wrong, and
-// the README's shape (and the same with params read, the range read in a
-// helper function or through a longer array) must still be accepted.
+// Shapes of a user's shader whose layout disagrees with the kernel's
+// streams in ways a driver does not catch (each would run and give every
+// item wrong or zero): a push-constant block without begin and end, or with
+// its members in another order, or none at all; an array after a header
+// member in a stream's block; a std140 uniform float array bound to a
+// packed float stream; a shader that stores into an input (never copied
+// back, so the stores are lost). Each is refused at Register, naming what
+// is wrong; the README's shape (and the same with params read, the range
+// read in a helper function or through a longer array) is accepted.
 
 import (
 	"errors"

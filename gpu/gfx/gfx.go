@@ -158,13 +158,9 @@ type frameUniforms struct {
 
 const frameUniformBytes = uint64(unsafe.Sizeof(frameUniforms{}))
 
-// check turns a VkResult into nil or a *gpu.VkError naming the call.
-func check(call string, r vk.Result) error {
-	if r == vk.Success {
-		return nil
-	}
-	return &gpu.VkError{Call: call, Result: gpu.Result(r)}
-}
+// check is gpu.Check for the shim's vk.Result (the same VkResult values
+// under the shim's type).
+func check(call string, r vk.Result) error { return gpu.Check(call, gpu.Result(r)) }
 
 // pushConstantBytes is the push-constant range of every pipeline:
 // render.DrawPacket.PushConstants (mat4 model, vec4 colour).

@@ -322,6 +322,14 @@ VkResult vkj_begin(const vkj_dev *d, VkCommandBuffer cb) {
 	return d->BeginCommandBuffer(cb, &bi);
 }
 
+// vkj_begin_reuse begins a command buffer that is submitted again after it
+// completes (no ONE_TIME_SUBMIT): a frame graph's recorded GPU segment.
+VkResult vkj_begin_reuse(const vkj_dev *d, VkCommandBuffer cb) {
+	VkCommandBufferBeginInfo bi = {0};
+	bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+	return d->BeginCommandBuffer(cb, &bi);
+}
+
 VkResult vkj_end(const vkj_dev *d, VkCommandBuffer cb) {
 	VkResult r = d->EndCommandBuffer(cb);
 	if (r == VK_SUCCESS && vkj_cap_errors != 0) {

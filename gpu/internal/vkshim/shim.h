@@ -161,6 +161,7 @@ VkResult vkj_compute_pipeline(const vkj_dev *d, uint64_t cache, uint64_t module,
 
 VkResult vkj_slot_reset(const vkj_dev *d, uint64_t fence, uint64_t cmd_pool, uint64_t desc_pool);
 VkResult vkj_begin(const vkj_dev *d, VkCommandBuffer cb);
+VkResult vkj_begin_reuse(const vkj_dev *d, VkCommandBuffer cb);
 VkResult vkj_end(const vkj_dev *d, VkCommandBuffer cb);
 VkResult vkj_submit(const vkj_dev *d, VkQueue q, VkCommandBuffer cb, uint64_t fence);
 VkResult vkj_wait(const vkj_dev *d, uint64_t fence, uint64_t timeout_ns);

@@ -208,7 +208,11 @@ func (s Dev) SlotReset(fence Fence, cmdPool CommandPool, descPool DescriptorPool
 }
 
 func (s Dev) Begin(cb CommandBuffer) Result { return Result(C.vkj_begin(s.p, cmdBuf(cb))) }
-func (s Dev) End(cb CommandBuffer) Result   { return Result(C.vkj_end(s.p, cmdBuf(cb))) }
+
+// BeginReuse begins cb for submission more than once (no ONE_TIME_SUBMIT).
+func (s Dev) BeginReuse(cb CommandBuffer) Result { return Result(C.vkj_begin_reuse(s.p, cmdBuf(cb))) }
+
+func (s Dev) End(cb CommandBuffer) Result { return Result(C.vkj_end(s.p, cmdBuf(cb))) }
 
 func (s Dev) Submit(q Queue, cb CommandBuffer, fence Fence) Result {
 	return Result(C.vkj_submit(s.p, cQueue(q), cmdBuf(cb), C.uint64_t(fence)))

@@ -1,5 +1,8 @@
 package gpu_test
 
+// Configuration a user gets wrong: the VKJOBS_VALIDATION environment
+// variable's spellings, and executor options out of range.
+
 import (
 	"errors"
 	"strings"

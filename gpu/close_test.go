@@ -1,23 +1,23 @@
 package gpu_test
 
-// A device's life as users get it wrong: Close twice, every call after
-// Close, an Arena left open at Close or closed after it, a fault injected
-// into a closed device, GPU tasks sent to an executor whose device was
-// closed. Each gives an error that says what was closed (and wraps
-// gpu.ErrClosed, and sched.ErrClosed), never a crash, a hang, or a
-// validation message about leaked objects.
+// Closing devices, executors and schedulers, through the public API:
+// Close twice, every call after Close, an Arena left open at Close or
+// closed after it, a fault injected into a closed device, GPU tasks sent
+// to an executor whose device was closed, and Close of the scheduler or of
+// the device while hundreds of GPU tasks are in flight. Each gives an
+// error that says what was closed (and wraps gpu.ErrClosed, and
+// sched.ErrClosed), never a crash, a hang, or a validation message about
+// leaked objects.
 
 import (
 	"errors"
-	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/vkjobs/vkjobs/gpu"
-	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/gpu/gputest"
-	"github.com/vkjobs/vkjobs/internal/glslc"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -95,35 +95,10 @@ func TestInjectUnknownFault(t *testing.T) {
 	}
 }
 
-const lifeScaleGLSL = `#version 450
-layout(local_size_x_id = 0) in;
-layout(set = 0, binding = 0) readonly buffer In0 { float x[]; };
-layout(set = 0, binding = 4) writeonly buffer Out0 { float y[]; };
-layout(push_constant) uniform PC { uint params[8]; uint begin; uint end; } pc;
-void main() {
-    uint i = pc.begin + gl_GlobalInvocationID.x;
-    if (i >= pc.end) { return; }
-    y[i] = uintBitsToFloat(pc.params[0]) * x[i];
-}
-`
-
 // TestGPUTaskAfterDeviceClose: a scheduler whose executor's device was
 // closed under it fails GPU tasks with an error; CPU tasks go on.
 func TestGPUTaskAfterDeviceClose(t *testing.T) {
-	reg := sched.NewRegistry()
-	scale := func(_ *sched.Ctx, d *sched.TaskData) error {
-		x, y := sched.View[float32](d.In[0]), sched.View[float32](d.Out[0])
-		for i := d.Begin; i < d.End; i++ {
-			y[i] = math.Float32frombits(d.Params[0]) * x[i]
-		}
-		return nil
-	}
-	if err := reg.Register(1, sched.Kernel{Name: "scale", Kind: sched.Streaming,
-		In:  []sched.StreamSpec{{Name: "x", Stride: 4}},
-		Out: []sched.StreamSpec{{Name: "y", Stride: 4}},
-		CPU: scale, GPU: &bind.Binding{SPIRV: userSPIRV(t, lifeScaleGLSL)}}); err != nil {
-		t.Fatal(err)
-	}
+	reg := axpoRegistry(t, userSPIRV(t, axpoGLSL), 64, 1, 1<<31)
 	dev, _ := gputest.Open(t, gpu.Options{})
 	exec, err := gpu.NewExecutor(dev, gpu.ExecutorOptions{})
 	if err != nil {
@@ -141,42 +116,103 @@ func TestGPUTaskAfterDeviceClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(aff sched.Affinity) ([]float32, error) {
+	run := func(aff sched.Affinity) ([]float32, []float32, error) {
 		x, y := make([]float32, 1000), make([]float32, 1000)
 		for i := range x {
 			x[i] = float32(i)
 		}
-		tk := sched.Task{Kernel: 1, Affinity: aff}
-		tk.Data.Params[0] = math.Float32bits(3)
-		tk.Data.Elements = 1000
-		tk.Data.In[0], tk.Data.Out[0] = sched.StreamOf(x), sched.StreamOf(y)
+		tk := axpoTask(aff, 3, 1, x, y)
 		id, err := m.Add(&tk)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if err := m.WaitFor(id, time.Minute); errors.Is(err, sched.ErrTimeout) {
-			t.Fatalf("a task did not finish in a minute")
-		} else if err != nil {
-			return nil, err
-		}
-		return y, nil
+		return x, y, waitMinute(t, m, id)
 	}
-	if y, err := run(sched.GPU); err != nil || y[999] != 2997 {
-		t.Fatalf("GPU task before Close: y[999] = %v, %v", y, err)
+	x, y, err := run(sched.GPU)
+	if err != nil {
+		t.Fatalf("GPU task before Close: %v", err)
 	}
+	checkAxpo(t, "GPU task before Close", 3, x, y)
 	if err := dev.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, n := dev.Messages(); n > 0 {
 		t.Errorf("validation errors at Close")
 	}
-	_, err = run(sched.GPU)
+	_, _, err = run(sched.GPU)
 	wantClosed(t, "a GPU task", err)
-	if y, err := run(sched.AnyWorker); err != nil || y[999] != 2997 {
+	x, y, err = run(sched.AnyWorker)
+	if err != nil {
 		t.Fatalf("CPU task after the device's Close: %v", err)
 	}
+	checkAxpo(t, "CPU task after the device's Close", 3, x, y)
 }
 
-// userSPIRV compiles a user's GLSL compute shader the way the README's GPU
-// path expects (glslc, Vulkan 1.0).
-func userSPIRV(t *testing.T, src string) []byte { return glslc.Compile(t, "comp", src) }
+// TestCloseWithGPUWorkInFlight: 300 GPU tasks added, then the
+// scheduler (or the device) closed from another goroutine while they run:
+// every wait returns, and each task either succeeded with the right
+// answer or failed with an error; nothing hangs or crashes.
+func TestCloseWithGPUWorkInFlight(t *testing.T) {
+	spv := userSPIRV(t, axpoGLSL)
+	for _, closeDevice := range []bool{false, true} {
+		dev, _ := gputest.Open(t, gpu.Options{})
+		exec, err := gpu.NewExecutor(dev, gpu.ExecutorOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := sched.New(sched.Config{Kernels: axpoRegistry(t, spv, 16, 1, 1<<31), Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AttachExecutor(sched.ExecGPU, exec); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.RegisterThread("main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		type job struct {
+			id   sched.TaskID
+			x, y []float32
+		}
+		var jobs []job
+		for range 300 {
+			x, y := make([]float32, 5000), make([]float32, 5000)
+			for i := range x {
+				x[i] = float32(i % 10)
+			}
+			tk := axpoTask(sched.GPU, 3, 1, x, y)
+			id, err := m.Add(&tk)
+			if err != nil {
+				break // already closed: fine
+			}
+			jobs = append(jobs, job{id, x, y})
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if closeDevice {
+				if err := dev.Close(); err != nil {
+					t.Errorf("device Close: %v", err)
+				}
+			} else if err := s.Close(); err != nil {
+				t.Errorf("scheduler Close: %v", err)
+			}
+		}()
+		for _, j := range jobs {
+			if err := m.WaitFor(j.id, time.Minute); errors.Is(err, sched.ErrTimeout) {
+				t.Fatalf("closeDevice=%v: a task did not finish in a minute", closeDevice)
+			} else if err == nil {
+				checkAxpo(t, "in flight at Close", 3, j.x, j.y)
+			}
+		}
+		wg.Wait()
+		s.Close()
+		dev.Close()
+		if _, n := dev.Messages(); n > 0 {
+			msgs, _ := dev.Messages()
+			t.Errorf("closeDevice=%v: %d validation errors: %v", closeDevice, n, msgs)
+		}
+	}
+}

@@ -1,25 +1,28 @@
 package gpu_test
 
-// A user's own GPU kernel under abuse, through the public API only (GLSL
-// compiled with glslc, sched.Registry, gpu.NewExecutor, lavapipe with the
-// validation layer on), every result compared element by element with the
-// CPU kernel's: counts beyond maxComputeWorkGroupCount with odd workgroup
-// sizes and several items per invocation (the executor splits them), zero
-// and one element, thousands of tiny tasks of which some fail mid-batch,
-// a CPU -> GPU -> CPU -> GPU chain under a parent, and Close of the
-// scheduler or of the device while hundreds of GPU tasks are in flight.
+// A custom kernel (a user's own GLSL compiled with glslc, registered in a
+// sched.Registry, run by gpu.NewExecutor on lavapipe with the validation
+// layer on) through the public API only, every result compared element by
+// element with the CPU kernel's: counts beyond maxComputeWorkGroupCount
+// with odd workgroup sizes and several items per invocation (the executor
+// splits them), zero and one element, thousands of tiny tasks of which
+// some fail mid-batch, a CPU -> GPU -> CPU -> GPU chain under a parent,
+// one module registered as two kernels, a WaitFor that times out, and an
+// output that aliases an input. The same subject through the package's
+// internals (compilers, layouts) is kernel_variants_test.go; Close with
+// such kernels in flight is close_test.go.
 
 import (
 	"errors"
 	"math"
 	"math/rand"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/gpu/gputest"
+	"github.com/vkjobs/vkjobs/internal/glslc"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -87,11 +90,11 @@ func checkAxpo(t *testing.T, what string, a float32, x, y []float32) {
 	}
 }
 
-// TestUserKernelBeyondGroupCount: more work items than
+// TestCustomKernelBeyondGroupCount: more work items than
 // maxComputeWorkGroupCount[0] x LocalSize x ItemsPerInvocation in one
 // task, with workgroup sizes that are not powers of two, and the small
 // edges (0 and 1 element).
-func TestUserKernelBeyondGroupCount(t *testing.T) {
+func TestCustomKernelBeyondGroupCount(t *testing.T) {
 	spv := userSPIRV(t, axpoGLSL)
 	dev, log := gputest.Open(t, gpu.Options{})
 	defer dev.Close()
@@ -126,11 +129,11 @@ func TestUserKernelBeyondGroupCount(t *testing.T) {
 	}
 }
 
-// TestUserKernelManyTinyTasksSomeFailing: 3000 tasks of 1 to 40 elements,
+// TestCustomKernelManyTinyTasksSomeFailing: 3000 tasks of 1 to 40 elements,
 // a third on the CPU, every 97th naming a buffer that does not exist:
 // those fail with an error naming the stream and the buffer, the others
 // (batched with them) are right.
-func TestUserKernelManyTinyTasksSomeFailing(t *testing.T) {
+func TestCustomKernelManyTinyTasksSomeFailing(t *testing.T) {
 	spv := userSPIRV(t, axpoGLSL)
 	dev, log := gputest.Open(t, gpu.Options{})
 	defer dev.Close()
@@ -180,10 +183,10 @@ func TestUserKernelManyTinyTasksSomeFailing(t *testing.T) {
 	}
 }
 
-// TestUserKernelMixedChain: CPU -> GPU -> CPU -> GPU, each stage split
+// TestCustomKernelMixedChain: CPU -> GPU -> CPU -> GPU, each stage split
 // into ranges of 700 and depending on the one before, all children of a
 // held parent.
-func TestUserKernelMixedChain(t *testing.T) {
+func TestCustomKernelMixedChain(t *testing.T) {
 	spv := userSPIRV(t, axpoGLSL)
 	dev, log := gputest.Open(t, gpu.Options{})
 	defer dev.Close()
@@ -225,81 +228,12 @@ func TestUserKernelMixedChain(t *testing.T) {
 	}
 }
 
-// TestUserCloseWithGPUWorkInFlight: 300 GPU tasks added, then the
-// scheduler (or the device) closed from another goroutine while they run:
-// every wait returns, and each task either succeeded with the right
-// answer or failed with an error; nothing hangs or crashes.
-func TestUserCloseWithGPUWorkInFlight(t *testing.T) {
-	spv := userSPIRV(t, axpoGLSL)
-	for _, closeDevice := range []bool{false, true} {
-		dev, _ := gputest.Open(t, gpu.Options{})
-		exec, err := gpu.NewExecutor(dev, gpu.ExecutorOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := sched.New(sched.Config{Kernels: axpoRegistry(t, spv, 16, 1, 1<<31), Workers: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.AttachExecutor(sched.ExecGPU, exec); err != nil {
-			t.Fatal(err)
-		}
-		m, err := s.RegisterThread("main")
-		if err != nil {
-			t.Fatal(err)
-		}
-		type job struct {
-			id   sched.TaskID
-			x, y []float32
-		}
-		var jobs []job
-		for range 300 {
-			x, y := make([]float32, 5000), make([]float32, 5000)
-			for i := range x {
-				x[i] = float32(i % 10)
-			}
-			tk := axpoTask(sched.GPU, 3, 1, x, y)
-			id, err := m.Add(&tk)
-			if err != nil {
-				break // already closed: fine
-			}
-			jobs = append(jobs, job{id, x, y})
-		}
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if closeDevice {
-				if err := dev.Close(); err != nil {
-					t.Errorf("device Close: %v", err)
-				}
-			} else if err := s.Close(); err != nil {
-				t.Errorf("scheduler Close: %v", err)
-			}
-		}()
-		for _, j := range jobs {
-			if err := m.WaitFor(j.id, time.Minute); errors.Is(err, sched.ErrTimeout) {
-				t.Fatalf("closeDevice=%v: a task did not finish in a minute", closeDevice)
-			} else if err == nil {
-				checkAxpo(t, "in flight at Close", 3, j.x, j.y)
-			}
-		}
-		wg.Wait()
-		s.Close()
-		dev.Close()
-		if _, n := dev.Messages(); n > 0 {
-			msgs, _ := dev.Messages()
-			t.Errorf("closeDevice=%v: %d validation errors: %v", closeDevice, n, msgs)
-		}
-	}
-}
-
-// TestUserSameModuleTwoKernels: one SPIR-V slice registered as two
+// TestCustomKernelOneModuleTwoKernels: one SPIR-V slice registered as two
 // kernels with different workgroup sizes and items per invocation (the
 // executor caches pipelines by module and binding shape): each kernel gets
 // its own pipeline and the right answer; registering an ID twice is
 // refused.
-func TestUserSameModuleTwoKernels(t *testing.T) {
+func TestCustomKernelOneModuleTwoKernels(t *testing.T) {
 	spv := userSPIRV(t, axpoGLSL)
 	reg := sched.NewRegistry()
 	for id, b := range map[sched.KernelID]*bind.Binding{1: {SPIRV: spv, LocalSize: 8, ItemsPerInvocation: 1}, 2: {SPIRV: spv, LocalSize: 32, ItemsPerInvocation: 5}} {
@@ -336,12 +270,12 @@ func TestUserSameModuleTwoKernels(t *testing.T) {
 	}
 }
 
-// TestUserWaitForTimesOutThenCompletes: a GPU task that provably cannot
+// TestCustomKernelWaitForTimesOutThenCompletes: a GPU task that provably cannot
 // finish yet (its command buffer waits for a host event: FaultStall) makes
 // WaitFor with a short time-out return ErrTimeout, not a result; once the
 // stall is released, Wait returns the task's right answer. No timing is
 // assumed: the stall holds however loaded the machine is.
-func TestUserWaitForTimesOutThenCompletes(t *testing.T) {
+func TestCustomKernelWaitForTimesOutThenCompletes(t *testing.T) {
 	spv := userSPIRV(t, axpoGLSL)
 	dev, log := gputest.Open(t, gpu.Options{})
 	defer dev.Close()
@@ -370,10 +304,10 @@ func TestUserWaitForTimesOutThenCompletes(t *testing.T) {
 	checkAxpo(t, "after the stall", 4, x, y)
 }
 
-// TestUserOutputAliasesInput: saxpy in place, y = a*x + y with y passed
+// TestCustomKernelOutputAliasesInput: saxpy in place, y = a*x + y with y passed
 // as both input 1 and output 0 (the contract's way to read and write one
 // stream), split into ranges, on the GPU and on the CPU: the same answer.
-func TestUserOutputAliasesInput(t *testing.T) {
+func TestCustomKernelOutputAliasesInput(t *testing.T) {
 	reg := sched.NewRegistry()
 	if err := kernels.Register(reg); err != nil {
 		t.Fatal(err)
@@ -406,3 +340,7 @@ func TestUserOutputAliasesInput(t *testing.T) {
 		}
 	}
 }
+
+// userSPIRV compiles a user's GLSL compute shader the way the README's GPU
+// path expects (glslc, Vulkan 1.0).
+func userSPIRV(t *testing.T, src string) []byte { return glslc.Compile(t, "comp", src) }
