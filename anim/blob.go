@@ -129,7 +129,10 @@ func (b *Blob) validateBlob(off int) (int, error) {
 		return 0, bad(off, "bad magic %#x", w[0])
 	}
 	if w[1] != format.BlobVersion {
-		return 0, bad(off+4, "version %d, want %d", w[1], format.BlobVersion)
+		// Older versions are refused, not read: version 3 added the end
+		// pair bit to the segment headers of tracks with discontinuities,
+		// so a version 2 stream would decode wrong. Rebuild the blob.
+		return 0, bad(off+4, "version %d, want %d (blobs of other versions are not read: rebuild it with this version's offline.Builder)", w[1], format.BlobVersion)
 	}
 	size := int(w[2])
 	if size < format.BlobHeaderSize || size > rest || size%4 != 0 {
@@ -617,6 +620,10 @@ func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames
 					return bad("track %d: Rice parameter %d", k, kc)
 				}
 			}
+			endPair := params&format.ParamEndPair != 0
+			if endPair && s != nseg-1 {
+				return bad("track %d: an end pair (a discontinuity at the segment end) outside the clip's last segment", k)
+			}
 			var i1 [4]int32
 			for c := range format.NcompOf(kind, mode) {
 				v := br.Bits(d[1])
@@ -630,7 +637,7 @@ func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames
 			if pos = br.Pos(); pos > end || t2 > segEnd || !inRange(&i1) || !inRange(&i2) {
 				return bad("track %d: bad second point (frame %d of %d)", k, t2, segEnd)
 			}
-			if t2 != segEnd {
+			if t2 != segEnd || endPair {
 				t3, i3 = readPoint(&br, params, kind, 0, t2, &i1, &i2)
 				if pos = br.Pos(); pos > end || t3 > segEnd || t3 < t2 || (t3 == 0) || !inRange(&i3) {
 					return bad("track %d: bad third point (frames 0, %d, %d of %d)", k, t2, t3, segEnd)
@@ -640,7 +647,7 @@ func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames
 		}
 		next := uint32(format.NoNeed)
 		for k := range state {
-			if state[k].t3 != segEnd && state[k].t2 < next {
+			if format.MorePoints(state[k].params, state[k].t2, state[k].t3, segEnd) && state[k].t2 < next {
 				next = state[k].t2
 			}
 		}
@@ -652,7 +659,7 @@ func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames
 			next = format.NoNeed
 			for k := range state {
 				sp := &state[k]
-				for sp.t2 == F && sp.t3 != segEnd {
+				for sp.t2 == F && format.MorePoints(sp.params, sp.t2, sp.t3, segEnd) {
 					if pos >= end {
 						return bad("track %d: missing record (needed at frame %d)", k, F)
 					}
@@ -664,7 +671,7 @@ func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames
 					}
 					sp.t2, sp.t3, sp.i2, sp.i3 = sp.t3, t, sp.i3, idx
 				}
-				if sp.t3 != segEnd && sp.t2 < next {
+				if format.MorePoints(sp.params, sp.t2, sp.t3, segEnd) && sp.t2 < next {
 					next = sp.t2
 				}
 			}
@@ -676,8 +683,11 @@ func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames
 			return bad("ends at bit %d, table says %d", pos, end)
 		}
 		for k := range state {
-			if state[k].t3 != segEnd {
-				return bad("track %d ends at frame %d, before the segment end %d", k, state[k].t3, segEnd)
+			if sp := &state[k]; format.MorePoints(sp.params, sp.t2, sp.t3, segEnd) {
+				if sp.t3 == segEnd {
+					return bad("track %d: its end pair has one point at the segment end %d", k, segEnd)
+				}
+				return bad("track %d ends at frame %d, before the segment end %d", k, sp.t3, segEnd)
 			}
 		}
 	}

@@ -57,14 +57,19 @@
 //
 // Tests are named by subject. The runtime's tests that need only its API
 // and offline's (blob corruption, the sample job's errors, clamped sample
-// times, events at the clip's ends, LocalToModel, the kernel through a
-// scheduler) are package anim's external tests, which import offline to
-// build blobs; helpers both packages' external tests share are in
-// anim/internal/animtest. The runtime's tests that share fixtures with
-// offline's internal tests (the CPU and GPU samplers, blob loading, the
-// uniform codec) are still package offline's internal tests: a helper
-// package that imports offline cannot serve those, and the GPU bundle and
-// the benchmark scripts name anim/offline's test binary.
+// times, events at the clip's ends, LocalToModel, the sampling kernel on
+// the CPU and through a scheduler, the GPU sampler against the CPU's) are
+// package anim's external tests, which import offline to build blobs;
+// helpers both packages' external tests share are in anim/internal/animtest,
+// and fixtures that offline's internal tests use too (the CMU files'
+// location, the synthetic skeleton and clips) in
+// anim/internal/animtest/fixture, which does not import offline, so that
+// each fixture exists once. The runtime's remaining tests in package
+// offline (the CPU sampler against the source clips, blob loading, the
+// uniform codec) share offline's internal test helpers (the CMU clips as
+// imported and compressed, the benchmark crowd) and stay there, as does
+// the CPU sampling benchmark, which the benchmark scripts name in
+// anim/offline.
 //
 // Local poses have one layout, PoseFloats (rotation, translation, scale:
 // kernels.Transform's), whoever writes them. Offline maths is package
@@ -114,9 +119,24 @@
 // curve between two neighbouring samples that the line cannot follow)
 // the fit takes the smaller miss and Measure reports it. Mocap at 0.01 cm
 // keeps almost every sample anyway, and there the line wins nearly every
-// segment. A clip with CUBICSPLINE keys is imported at 60 Hz at least
-// (a sampled clip follows a cubic within its curvature times the interval
-// squared). The uniform codec interpolates between its frames: lerp for
+// segment. A glTF clip is imported on its keys' grid (a frame rate, or
+// the millisecond for keys exported at rounded times; 30 Hz when none
+// holds them), at 24 Hz at least and 60 Hz with CUBICSPLINE keys, and
+// ParseGLTF then doubles the rate while interpolating the samples misses
+// the file's interpolation between them (a cubic's curvature, a tangent
+// corner at a key, LINEAR keys off the grid) by more than a fraction of
+// the default target (offline.ResampleMax, ResampleP99, in the error
+// metric below): both codecs interpolate between the clip's samples, so
+// what the resampling loses no codec restores. The rejected alternative,
+// samples at the key times themselves (a clip with non-uniform times),
+// would leave the uniform codec, which addresses frames by rate, without
+// a rate to use. Where keys are sparser than the samples the import
+// marks their frames (Track.Keys) and the fitter starts from points
+// there, as at discontinuities: a corner the source makes at a key is
+// then a point of the curve rather than something the fit cuts (the
+// calibration holds the 99th percentile over every sample, and a
+// corner's few samples would sit in its last percent). The uniform codec
+// interpolates between its frames: lerp for
 // translations and scales, nlerp (lerp, then normalise) for rotations. So
 // it follows LINEAR translation and scale keys and mocap exactly, and
 // LINEAR rotation keys (slerp) to within the nlerp's departure from the
@@ -124,12 +144,18 @@
 // at 3 cm from that joint, more on the bones beyond it: 2.56 mm in a
 // reported case); the curve codec's linear segments nlerp too. The
 // uniform codec has no discontinuities: a STEP is a ramp over the frame
-// before it. Neither codec has one at the clip's last frame (the format's
-// last point is the end's value): a STEP key at the clip's last time, a
-// jump, is held by the import (Track) but reached by both codecs over
-// the last frame interval (straight, without overshooting the held value
-// before it). Measure reports such ramps, and Compress fails with a
-// ToleranceError when one exceeds CompressOptions.MaxError.
+// before it, the clip's last frame included (a STEP key at the clip's last
+// time is reached over the last frame interval), and Compress fails with
+// a ToleranceError when a ramp misses the target. The rejected
+// alternative for the clip's end, an extra frame holding the end's value
+// apart from the last interpolated one, would make the last frame the one
+// place where the codec is not frame-addressable, for a jump it still
+// ramps everywhere else. The curve codec stores a discontinuity at the
+// clip's last frame as its last segment's end pair (two points at the
+// segment end: the value held up to the end, then the end's; see package
+// anim/internal/format): sampled at the clip's duration the pose is the
+// end's value, any time before it the held one. Measure reports
+// whatever a codec misses.
 //
 // # Error metric
 //
@@ -141,7 +167,8 @@
 // interval against the source's interpolation; the calibration holds the
 // larger 99th percentile of the two at the target. Model space is the
 // skeleton's world (glTF: the scene, the nodes above the skeleton folded
-// into its roots), and the 3 cm and the displacement are metres there:
+// into its roots, frame by frame where they are animated), and the 3 cm
+// and the displacement are metres there:
 // a bone whose model matrix scales by s (a skeleton authored in
 // centimetres under a node scaled 0.01, as Blender exports it) has its
 // vertices at 3 cm/s in its own units, so the target means the same on
@@ -344,6 +371,51 @@
 // (CompressOptions.Codec). BENCHMARKS.md has the figures, and what was
 // tried and not kept.
 //
+// The CPU decodes curve clips with one of two implementations that write
+// the same cursor words and poses bit for bit
+// (TestCurveSamplerMatchesReference: forward at several rates, on
+// seeks, across clips, on end pairs, discontinuities and four-component
+// rotations, and on scribbled cursors). sampleOne's own code is the
+// reference, the one the GLSL port follows line by line (format.PureGo,
+// set by tests and benchmarks, selects it); sampleCurve
+// (curve_cursor.go), the default, does the same integer and float32
+// operations with less work around them:
+//
+//   - A record's four or five Rice codes are taken from one unaligned
+//     64-bit load of the stream; a record longer than that window, or
+//     with an escape (the check is once per record), is read again by
+//     the reference (two windows, then code by code). The trailing-zero
+//     count takes the window with its top bit set, so it needs no test
+//     for zero (a count that reaches it is rejected anyway).
+//   - The predictor's conditions (hold or line, the points' spacing) are
+//     tested once per record, not per component, and its divisions by 1
+//     and 2 (consecutive points at full or half slope: nearly every
+//     record of densely sampled motion) are a multiply and a shift; Go's
+//     truncating division by a constant 2 is the reference's d*k/den.
+//   - Cursor slots are fixed-size arrays (no bounds checks in the loops),
+//     and fresh points are decoded and a linear segment's coefficients
+//     written in place, without calls (updateCoeffsFast).
+//   - A linear segment evaluates as c0 + u(c1 + 0): with c2 = c3 = +0
+//     (checked on the cursor's words, so a scribbled cursor takes Horner)
+//     and u in [0, 1], that is Horner's value bit for bit.
+//
+// Tried and not kept: a branch-free predictor (four components always,
+// the hold selected per component) was no faster, and neither was taking
+// characters two at a time with their record loops alternating record by
+// record (so that the processor could overlap two chains of dependent
+// codes): the loop is bound by its instructions and branches, not by one
+// chain's latency. The fast path does not change what a pose costs in
+// kind: a record per track and source frame played (at 0.01 cm nearly
+// every sample is a point), read one after another because each starts
+// where the previous one ends, and a seek still reads from its segment's
+// start. Decoding at a frame-addressable codec's cost needs the format
+// to change: a stream per track (an offset per track and segment) so
+// that eight tracks' records decode in SIMD lanes, a seek index (window
+// snapshots every few frames) that bounds a seek's reading, or a
+// frame-addressable layout with this codec's quantiser. Each spends part
+// of the ratio on its offsets or snapshots, and each must reach the GLSL
+// port and keep it bit-exact.
+//
 // For the GLSL port: every read is a bit field of at most 32 bits from
 // uint words (format.ReadBits), Rice codes need findLSB, and predict's integer
 // division must truncate toward zero (divide magnitudes, restore the sign)
@@ -354,9 +426,9 @@
 //
 // # Sampling on the GPU: the kernel
 //
-// RegisterSampleKernel registers the sampler as a sched kernel under
-// SampleKernelID (32, kernels.FirstFree; SampleKernel returns the
-// registration for another ID): CPU function SampleJob.RunRange, GPU
+// RegisterSampleKernel registers the sampler as a sched kernel under an
+// ID the registry hands out, and returns it (SampleKernel returns the
+// registration for an ID of the caller's choosing): CPU function SampleJob.RunRange, GPU
 // binding shaders/anim_sample.spv, a GLSL port of sampleOne line by line
 // that decodes the same blob words (Rice codes with findLSB, the integer
 // predictors with Go's truncating division, per-track steps, smallest-three
@@ -398,9 +470,9 @@
 // poses and cursors are bit-identical to the CPU's: 0 of
 // 1.9 million pose floats differ over 300 characters x 16 frames of the
 // CMU clips, forward and after random seeks, and every cursor word matches
-// (TestSampleGPUMatchesCPU; TestSampleGPUSynthetic covers discontinuities,
-// four-component rotations, clips without animated tracks and concatenated
-// blobs). The stated tolerance, for drivers that round sqrt or division
+// (TestSampleGPUMatchesCPU; TestSampleGPURareFormatPaths covers discontinuities,
+// end pairs sampled at the clip's end, four-component rotations, clips
+// without animated tracks and concatenated blobs). The stated tolerance, for drivers that round sqrt or division
 // within their allowed ULPs, is 1e-5 absolute per component (metres,
 // quaternion components). Sampling then kernels.LocalToModel on the GPU over
 // a GPU-resident pose buffer matches the CPU chain within 4.8e-7 relative

@@ -21,12 +21,6 @@ import (
 // may mix them. See doc.go, "Sampling on the GPU", for the layouts, the
 // cursors and the measured figures.
 
-// SampleKernelID is the ID RegisterSampleKernel registers the sampling
-// kernel under: kernels.FirstFree (32), the first ID package kernels leaves
-// to other packages. (anim does not import package kernels, so that
-// kernels' own tests may import anim; a test pins the equality.)
-const SampleKernelID sched.KernelID = 32
-
 // SampleKernelName is the kernel's name, also its shader's in package shaders.
 const SampleKernelName = "anim_sample"
 
@@ -62,7 +56,8 @@ const SampleLocalSize = 16
 var sampleSPIRV = sync.OnceValues(func() ([]byte, error) { return shaders.SPIRV(SampleKernelName) })
 
 // SampleKernel returns the sampling kernel's registration, for a registry
-// that wants it under another ID than SampleKernelID:
+// that wants it under an ID of its own choosing (RegisterSampleKernel
+// takes one the registry hands out):
 //
 //	Streaming, work item = character, grain SampleGrain
 //	in 0   blob     uint32 words (4 B)          Whole    Blob.Words(); TaskData.Data = the *Blob
@@ -101,17 +96,22 @@ func SampleKernel() (sched.Kernel, error) {
 	}, nil
 }
 
-// RegisterSampleKernel registers the sampling kernel in reg under
-// SampleKernelID.
-func RegisterSampleKernel(reg *sched.Registry) error {
+// RegisterSampleKernel registers the sampling kernel in reg under an ID
+// the registry hands out (sched.Registry.RegisterBlock, owner "anim") and
+// returns it: tasks name the kernel by that ID. The sampler has no fixed
+// ID, so it never collides with another library's kernels, whichever
+// registers first. A second call on the same registry registers nothing
+// and returns the same ID.
+func RegisterSampleKernel(reg *sched.Registry) (sched.KernelID, error) {
 	k, err := SampleKernel()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := reg.Register(SampleKernelID, k); err != nil {
-		return fmt.Errorf("anim: RegisterSampleKernel: %w", err)
+	id, err := reg.RegisterBlock("anim", []sched.Kernel{k})
+	if err != nil {
+		return 0, fmt.Errorf("anim: RegisterSampleKernel: %w", err)
 	}
-	return nil
+	return id, nil
 }
 
 // TaskData returns the data of a sampling-kernel task that does the job on

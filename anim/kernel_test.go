@@ -38,7 +38,8 @@ func TestSampleKernelThroughScheduler(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := sched.NewRegistry()
-	if err := anim.RegisterSampleKernel(reg); err != nil {
+	sampleID, err := anim.RegisterSampleKernel(reg)
+	if err != nil {
 		t.Fatal(err)
 	}
 	s, err := sched.New(sched.Config{Kernels: reg, Workers: 3})
@@ -68,7 +69,7 @@ func TestSampleKernelThroughScheduler(t *testing.T) {
 					t.Fatalf("%d characters: TaskData: %v", n, err)
 				}
 				td.Grain = grain
-				id, err := s.Add(&sched.Task{Kernel: anim.SampleKernelID, Data: td})
+				id, err := s.Add(&sched.Task{Kernel: sampleID, Data: td})
 				if err == nil {
 					err = s.Wait(id)
 				}

@@ -138,6 +138,12 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 		sampleUniform(words, clip, h, f, pose, &kindOff)
 		return
 	}
+	if !format.PureGo {
+		// The same work written for speed (curve_cursor.go); the code
+		// below is the reference, the one the GLSL port follows.
+		sampleCurve(words, clip, h, f, cur, pose, &kindOff)
+		return
+	}
 	seg := uint32(f) / L
 	if seg >= nseg {
 		seg = nseg - 1
@@ -167,10 +173,10 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 		next = format.NoNeed
 		for s := range nslot {
 			cs := slots[s*CursorSlotWords : s*CursorSlotWords+CursorSlotWords]
-			for cs[format.SlT2] == F && cs[format.SlT3] != segEnd && pos < segStop {
+			for cs[format.SlT2] == F && format.MorePoints(cs[format.SlParams], cs[format.SlT2], cs[format.SlT3], segEnd) && pos < segStop {
 				pos = readRecord(stream, pos, tracks[s*format.TrackDescWords]>>16, cs)
 			}
-			if cs[format.SlT3] != segEnd && cs[format.SlT2] < next {
+			if format.MorePoints(cs[format.SlParams], cs[format.SlT2], cs[format.SlT3], segEnd) && cs[format.SlT2] < next {
 				next = cs[format.SlT2]
 			}
 		}
@@ -192,9 +198,11 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 		cs := slots[s*CursorSlotWords : s*CursorSlotWords+CursorSlotWords]
 		d := tracks[s*format.TrackDescWords : s*format.TrackDescWords+format.TrackDescWords]
 		kind := d[0] >> 16
-		if t2 := cs[format.SlT2]; local >= float32(t2) && t2 < segEnd {
+		if t2 := cs[format.SlT2]; local >= float32(t2) && (t2 < segEnd || endPairAhead(cs, segEnd)) {
 			// Past the last record: step onto the final interval (the
-			// end point repeats, no record).
+			// end point repeats, no record); at the segment end of a
+			// track that ends with a pair, onto the pair's second point
+			// (an interval of length zero: its value).
 			last := cs[format.SlRing+((cs[format.SlHead]+3)&3)*format.RingWords:]
 			var idx [4]int32
 			for c := range 4 {
@@ -265,11 +273,15 @@ func readParams(br *format.BitBuf, kind uint32) uint32 {
 	pm := br.Bits(2)
 	kt := br.Bits(4)
 	lin := br.Bits(1)
+	var end uint32
+	if disc == 1 {
+		end = br.Bits(1)
+	}
 	var kc [4]uint32
 	for c := range format.NcompOf(kind, mode) {
 		kc[c] = br.Bits(5)
 	}
-	return format.PackParams(mode, disc, pm, kt, lin, kc)
+	return format.PackParams(mode, disc, pm, kt, lin, end, kc)
 }
 
 // readPoint reads a point (time delta and index residuals) of a track
@@ -409,7 +421,7 @@ func seekSegment(stream, tracks, slots []uint32, pos, segEnd uint32) (uint32, ui
 		}
 		t2, i2 := readPoint(&br, params, kind, 0, 0, &i1, &i1)
 		t3, i3 := t2, i2
-		if t2 != segEnd {
+		if t2 != segEnd || params&format.ParamEndPair != 0 {
 			t3, i3 = readPoint(&br, params, kind, 0, t2, &i1, &i2)
 		}
 		cs[format.SlParams] = params
@@ -418,11 +430,19 @@ func seekSegment(stream, tracks, slots []uint32, pos, segEnd uint32) (uint32, ui
 		shiftIn(cs, 0, &i1)
 		shiftIn(cs, t2, &i2)
 		shiftIn(cs, t3, &i3)
-		if t3 != segEnd && t2 < next {
+		if format.MorePoints(params, t2, t3, segEnd) && t2 < next {
 			next = t2
 		}
 	}
 	return br.Pos(), next
+}
+
+// endPairAhead reports whether a track's window has read its end pair
+// (both points at segEnd) but still evaluates the interval before it:
+// its p1 is before the segment end.
+func endPairAhead(cs []uint32, segEnd uint32) bool {
+	return cs[format.SlParams]&format.ParamEndPair != 0 && cs[format.SlT3] == segEnd &&
+		cs[format.SlRing+((cs[format.SlHead]+1)&3)*format.RingWords] < segEnd
 }
 
 // updateCoeffs decodes the window's fresh points to values (each rotation

@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// anim_sample.comp: anim.SampleKernelID, the GLSL port of anim's sampler
+// anim_sample.comp: the kernel anim.RegisterSampleKernel registers, the GLSL port of anim's sampler
 // (anim/sample.go: sampleOne and the functions it calls;
 // anim/uniform_sample.go: sampleUniform for uniform clips). It decodes the
 // same blob words and keeps the same cursor words as the Go code, with the
@@ -65,6 +65,7 @@ const uint SL_HEAD = 0u, SL_FRESH = 1u, SL_T2 = 2u, SL_T3 = 3u, SL_T1 = 4u, SL_I
 
 const uint TRACK_ROT = 1u;
 const uint MODE_ALL = 4u;
+const uint END_PAIR = 0x80000000u; // format.ParamEndPair
 const uint RICE_ESCAPE = 24u;
 const uint FLAG_IN_PLACE = 1u;
 
@@ -129,7 +130,12 @@ uint readParams(inout uint pos, uint kind) {
     uint kt = bitsAt(pos + 6u, 4u);
     uint lin = bitsAt(pos + 10u, 1u);
     pos += 11u;
-    uint p = mode | disc << 3u | kt << 4u | pm << 28u | lin << 30u;
+    uint endPair = 0u; // only with disc: anim's readParams
+    if (disc == 1u) {
+        endPair = bitsAt(pos, 1u);
+        pos += 1u;
+    }
+    uint p = mode | disc << 3u | kt << 4u | pm << 28u | lin << 30u | endPair << 31u;
     uint nc = ncompOf(kind, mode);
     for (uint c = 0u; c < nc; c++) {
         p |= bitsAt(pos, 5u) << (8u + 5u * c);
@@ -151,6 +157,12 @@ uint readPoint(inout uint pos, uint params, uint kind, uint t2, uint t3, ivec4 i
 }
 
 uint ringAt(uint cs, uint k) { return cs + SL_RING + (k & 3u) * RING_WORDS; }
+
+// morePoints: format.MorePoints (the track has a point after its window's
+// p3: p3 is before the segment end, or is the first of an end pair).
+bool morePoints(uint params, uint t2, uint t3, uint segEnd) {
+    return t3 != segEnd || ((params & END_PAIR) != 0u && t2 != segEnd);
+}
 
 // shiftIn appends point (t, idx) to a slot's window ring (cs: the slot's
 // first word in cur).
@@ -210,7 +222,7 @@ uint seekSegment(uint pos, uint segEnd, uint nslot, uint cb, out uint next) {
         uint t2 = readPoint(pos, params, kind, 0u, 0u, i1, i1, i2);
         uint t3 = t2;
         i3 = i2;
-        if (t2 != segEnd) {
+        if (t2 != segEnd || (params & END_PAIR) != 0u) {
             t3 = readPoint(pos, params, kind, 0u, t2, i1, i2, i3);
         }
         cur[cs + SL_PARAMS] = params;
@@ -222,7 +234,7 @@ uint seekSegment(uint pos, uint segEnd, uint nslot, uint cb, out uint next) {
         shiftIn(cs, 0u, i1);
         shiftIn(cs, t2, i2);
         shiftIn(cs, t3, i3);
-        if (t3 != segEnd && t2 < next) {
+        if (morePoints(params, t2, t3, segEnd) && t2 < next) {
             next = t2;
         }
     }
@@ -589,11 +601,11 @@ void main() {
         for (uint s = 0u; s < nslot; s++) {
             uint cs = cb + CUR_HEADER + s * SLOT_WORDS;
             uint kind = W(gTracks + 4u * s) >> 16u;
-            for (uint g = 0u; g < 64u && cur[cs + SL_T2] == F && cur[cs + SL_T3] != segEnd && pos < segStop; g++) {
+            for (uint g = 0u; g < 64u && cur[cs + SL_T2] == F && morePoints(cur[cs + SL_PARAMS], cur[cs + SL_T2], cur[cs + SL_T3], segEnd) && pos < segStop; g++) {
                 readRecord(pos, kind, cs);
             }
             uint t2 = cur[cs + SL_T2];
-            if (cur[cs + SL_T3] != segEnd && t2 < next) {
+            if (morePoints(cur[cs + SL_PARAMS], t2, cur[cs + SL_T3], segEnd) && t2 < next) {
                 next = t2;
             }
         }
@@ -617,8 +629,12 @@ void main() {
         uint d0 = W(d);
         uint kind = d0 >> 16u;
         uint t2 = cur[cs + SL_T2];
-        if (local >= float(t2) && t2 < segEnd) {
-            // Past the last record: step onto the final interval.
+        // endPairAhead (anim): the end pair is read, p1 is before it.
+        bool endPairAhead = (cur[cs + SL_PARAMS] & END_PAIR) != 0u && cur[cs + SL_T3] == segEnd &&
+                            cur[ringAt(cs, cur[cs + SL_HEAD] + 1u)] < segEnd;
+        if (local >= float(t2) && (t2 < segEnd || endPairAhead)) {
+            // Past the last record: step onto the final interval (at the
+            // end of a track with an end pair, onto its second point).
             uint last = ringAt(cs, cur[cs + SL_HEAD] + 3u);
             shiftIn(cs, cur[cs + SL_T3], ivec4(int(cur[last + 1u]), int(cur[last + 2u]), int(cur[last + 3u]), int(cur[last + 4u])));
         }

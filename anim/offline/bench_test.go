@@ -62,7 +62,9 @@ func (bc *benchCrowd) setTime(t float32) {
 // also reports cpu-ns/bone, the thread's CPU time (wall time on a loaded
 // machine includes other processes' turns on the core). The uniform-...
 // configurations are the same clips compressed with CodecUniform, so the
-// two codecs compare in one process.
+// two codecs compare in one process; reference-cm=0.01 samples the
+// default clips with the curve sampler's reference code (format.PureGo),
+// the one the GLSL port follows, beside its fast path (cm=0.01).
 func BenchmarkSample(b *testing.B) {
 	type config struct {
 		name  string
@@ -72,7 +74,7 @@ func BenchmarkSample(b *testing.B) {
 	}
 	configs := []config{{"cm=0.01", "0.01", 0, anim.CodecCurve}, {"cm=0.1", "0.1", 0, anim.CodecCurve}, {"cm=1", "1", 0, anim.CodecCurve}, {"cm=0.1/src=30Hz", "0.1", 30, anim.CodecCurve},
 		{"uniform-cm=0.01", "0.01", 0, anim.CodecUniform}, {"uniform-cm=0.1", "0.1", 0, anim.CodecUniform},
-		{"uniform-purego-cm=0.01", "0.01", 0, anim.CodecUniform}}
+		{"uniform-purego-cm=0.01", "0.01", 0, anim.CodecUniform}, {"reference-cm=0.01", "0.01", 0, anim.CodecCurve}}
 	const n = 64
 	for _, cf := range configs {
 		var bl *anim.Blob
@@ -89,7 +91,7 @@ func BenchmarkSample(b *testing.B) {
 					name = fmt.Sprintf("%s/seek/goroutines=%d", cf.name, par)
 				}
 				b.Run(name, func(b *testing.B) {
-					if strings.Contains(cf.name, "purego") {
+					if strings.Contains(cf.name, "purego") || strings.HasPrefix(cf.name, "reference") {
 						format.PureGo = true
 						defer func() { format.PureGo = false }()
 					}

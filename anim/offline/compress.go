@@ -178,6 +178,7 @@ type segData struct {
 	lin  uint32 // 1: linear between points (see format.CurveCoeffs)
 	pts  []spoint
 	disc uint32    // 1 when two points share a frame (time deltas may be 0)
+	end  uint32    // 1 when the last two points are at the segment end (format.ParamEndPair)
 	pm   uint32    // predictor
 	kt   uint32    // Rice parameter of time deltas
 	kc   [4]uint32 // Rice parameters of index residuals
@@ -644,7 +645,7 @@ func (p *pass) decodedRotation(b int, srcModel, decModel [][]Quat) []Quat {
 		return dl
 	}
 	tr := &c.Tracks[ti]
-	tgt := Track{Frames: tr.Frames, Values: make([][4]float64, len(tr.Values))}
+	tgt := Track{Frames: tr.Frames, Keys: tr.Keys, Values: make([][4]float64, len(tr.Values))}
 	pa := p.sk.Parents[b]
 	for s, f := range tr.Frames {
 		q := Quat(tr.Values[s])
@@ -1058,26 +1059,6 @@ var stepFractions = []float64{0.9, 0.75, 0.6, 0.45, 0.3, 0.18, 0.08}
 // skipped where the linear one is within tol and keeps two thirds of the
 // samples or more).
 func compressTrack(tr *Track, between func(s int, u float64) [4]float64, bone int, kind TrackKind, weight float64, axis [][4]float32, frames, segFrames, nseg int, tol float64) (*slotTrack, bool) {
-	if n := len(tr.Frames); n >= 2 && tr.Frames[n-1] == tr.Frames[n-2] {
-		// A discontinuity at the last frame: the sampler ends on one
-		// value, the end's (the right-hand one), so the fit reaches it
-		// over the last interval, where the source holds the value
-		// before (Measure reports the difference). The indices of the
-		// other samples, which between takes, are unchanged.
-		tr = &Track{Frames: tr.Frames[:n-1], Values: append(tr.Values[:n-2:n-2], tr.Values[n-1])}
-		// Over that interval the fit follows the straight ramp (lerp,
-		// slerp) from the value before to the end's: a Hermite curve
-		// that came closer to the held value there would overshoot it
-		// in the interval before.
-		last, src := len(tr.Values)-2, between
-		a, b := tr.Values[last], tr.Values[last+1]
-		between = func(s int, u float64) [4]float64 {
-			if s == last {
-				return lerpValue(kind, a, b, u)
-			}
-			return src(s, u)
-		}
-	}
 	maxAbs := 0.0
 	for _, v := range tr.Values {
 		for c := range 4 {
@@ -1218,13 +1199,17 @@ func trackRange(tr *Track) (lo, hi Vec3) {
 }
 
 // segmentTrack extracts frames [a, b] of a track: the right-hand value at
-// a, the left-hand value at b, and both samples of interior
-// discontinuities, each with its value after quantisation on the grid,
+// a, the left-hand value at b (both values when b is the track's last
+// frame: a discontinuity at the clip's end is the last segment's end
+// pair), and both samples of interior discontinuities, each with its value after quantisation on the grid,
 // and the reference between neighbouring samples (between, as in
 // compressTrack).
 func segmentTrack(tr *Track, between func(s int, u float64) [4]float64, kind TrackKind, weight float64, axis [][4]float32, step float32, a, b int) *fitTrack {
 	lo := tr.sampleIndex(a)
 	hi := sort.Search(len(tr.Frames), func(i int) bool { return int(tr.Frames[i]) >= b })
+	if last := len(tr.Frames) - 1; int(tr.Frames[last]) == b {
+		hi = last
+	}
 	ft := &fitTrack{kind: kind, weight: weight, step: step, src: tr.Values[lo : hi+1]}
 	if kind == TrackRotation {
 		ft.mode = format.RotationMode(ft.src)
@@ -1243,6 +1228,11 @@ func segmentTrack(tr *Track, between func(s int, u float64) [4]float64, kind Tra
 		}
 		for k := range BetweenPoints {
 			ft.mid[i][k] = between(lo+i, float64(k+1)/(BetweenPoints+1))
+		}
+	}
+	for _, k := range tr.Keys {
+		if int(k) > a && int(k) < b {
+			ft.seeds = append(ft.seeds, tr.leftIndex(int(k))-lo)
 		}
 	}
 	ft.idx = make([][4]int32, len(ft.src))
@@ -1264,11 +1254,14 @@ func segmentTrack(tr *Track, between func(s int, u float64) [4]float64, kind Tra
 func (sl *slotTrack) choose(s int) {
 	sd := &sl.segs[s]
 	p := sd.pts
-	sd.disc = 0
+	sd.disc, sd.end = 0, 0
 	for k := 1; k < len(p); k++ {
 		if p[k].t == p[k-1].t {
 			sd.disc = 1
 		}
+	}
+	if n := len(p); n >= 3 && p[n-1].t == p[n-2].t {
+		sd.end = 1
 	}
 	us := make([]uint32, 0, len(p))
 	for k := 1; k < len(p); k++ {
@@ -1295,7 +1288,7 @@ func (sl *slotTrack) choose(s int) {
 		}
 	}
 	// parameters + first point raw + the coded later points
-	sd.bits = 3 + 1 + 2 + 4 + 1 + 5*nc + sl.absBits*nc + tbits + best
+	sd.bits = 3 + 1 + 2 + 4 + 1 + int(sd.disc) + 5*nc + sl.absBits*nc + tbits + best
 }
 
 // pred is the prediction of component c of point k (k >= 1) of segment s.
@@ -1308,9 +1301,10 @@ func (sl *slotTrack) pred(s, k, c int, pm uint32) int32 {
 }
 
 // writeHeader writes the track's segment header: parameters (mode 3 bits,
-// disc 1, predictor 2, time Rice 4, linear 1, 5 per component), the first point raw
-// (absBits per component), the second point, and the third unless the
-// second ends the segment.
+// disc 1, predictor 2, time Rice 4, linear 1, end pair 1 when disc, 5 per
+// component), the first point raw (absBits per component), the second
+// point, and the third unless the second ends the segment without an end
+// pair.
 func (sl *slotTrack) writeHeader(w *format.BitWriter, s int, end uint32) {
 	sd := &sl.segs[s]
 	nc := format.NcompOf(uint32(sl.kind), sd.mode)
@@ -1319,6 +1313,9 @@ func (sl *slotTrack) writeHeader(w *format.BitWriter, s int, end uint32) {
 	w.Write(sd.pm, 2)
 	w.Write(sd.kt, 4)
 	w.Write(sd.lin, 1)
+	if sd.disc == 1 {
+		w.Write(sd.end, 1)
+	}
 	for c := range nc {
 		w.Write(sd.kc[c], 5)
 	}
@@ -1326,7 +1323,7 @@ func (sl *slotTrack) writeHeader(w *format.BitWriter, s int, end uint32) {
 		w.Write(uint32(sd.pts[0].idx[c]), sl.absBits)
 	}
 	sl.writePoint(w, s, 1)
-	if sd.pts[1].t != end {
+	if sd.pts[1].t != end || sd.end == 1 {
 		sl.writePoint(w, s, 2)
 	}
 }

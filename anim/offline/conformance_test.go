@@ -421,11 +421,18 @@ func conformance(t *testing.T, name string, data []byte, dir string) []confResul
 		nodeOf[b] = joints[k]
 		isJoint[joints[k]] = true
 	}
-	// The animations that drive a joint, in order: the importer's clips.
+	// The animations that drive a joint or a node above one (whose
+	// motion the joints below follow), in order: the importer's clips.
+	drives := map[int]bool{}
+	for j := range isJoint {
+		for n := j; n >= 0; n = ref.parent[n] {
+			drives[n] = true
+		}
+	}
 	var anims []int
 	for ai := range ref.Animations {
 		for _, c := range ref.channels(t, ai) {
-			if isJoint[c.node] {
+			if drives[c.node] {
 				anims = append(anims, ai)
 				break
 			}
@@ -650,66 +657,27 @@ func TestConformanceKhronos(t *testing.T) {
 }
 
 // TestConformanceGenerated: the generated set (gltf_gen_test.go's
-// confScenes: scale above and inside the skeleton, non-uniform scale,
-// STEP / LINEAR / CUBICSPLINE at the first and last keys, sparse
-// accessors, irregular key times), both codecs at the default tolerance,
+// confScenes: scale above and inside the skeleton, an animated node
+// above it, non-uniform scale, STEP / LINEAR / CUBICSPLINE at the first
+// and last keys, sparse accessors, irregular key times on a frame grid
+// and on a millisecond one), both codecs at the default tolerance,
 // against the reference in world space at the keys, between them and at
-// the ends. Where anim documents a limit (the uniform codec's STEP
-// ramps; a STEP key that jumps at the clip's last time, the known open
-// defect), Compress must say so with a *ToleranceError. The shapes that
-// reproduce open defects are TestConformanceKnownDefects'.
+// the ends. Where anim documents a limit (the uniform codec has no
+// discontinuities: it ramps over the frame before a STEP, the clip's
+// last included), Compress must say so with a *ToleranceError.
 func TestConformanceGenerated(t *testing.T) {
 	var all []confResult
 	for _, s := range confScenes() {
 		rs := conformance(t, s.name, s.gltf(t), "")
 		all = append(all, rs...)
-		var check []confResult
 		for _, r := range rs {
-			if _, ok := s.known[r.codec]; !ok {
-				check = append(check, r)
-			}
 			if why, ok := s.toleranceError[r.codec]; ok {
 				t.Logf("%s %v: %v (expected: %s)", s.name, r.codec, r.compressErr, why)
 			}
 		}
-		checkConformance(t, check, s.toleranceError)
+		checkConformance(t, rs, s.toleranceError)
 	}
-	t.Logf("world-space error at 3 cm, mm (see TestConformanceKnownDefects for the shapes that reproduce open defects):\n%s", confTable(all))
-}
-
-// TestConformanceKnownDefects: the generated shapes and codecs that
-// reproduce open defects (confScene.known), one subtest each, skipped
-// while the defect reproduces; one that passes fails, so that its skip is
-// removed:
-//
-//   - animated-above/curve, animated-above/uniform
-//   - cubicspline/uniform
-//   - cubicspline-corner/curve, cubicspline-corner/uniform
-//   - irregular-off-grid/curve, irregular-off-grid/uniform
-func TestConformanceKnownDefects(t *testing.T) {
-	for _, s := range confScenes() {
-		if len(s.known) == 0 {
-			continue
-		}
-		rs := conformance(t, s.name, s.gltf(t), "")
-		for _, r := range rs {
-			why, ok := s.known[r.codec]
-			if !ok {
-				continue
-			}
-			t.Run(s.name+"/"+r.codec.String(), func(t *testing.T) {
-				t.Logf("world-space error at 3 cm, mm:\n%s", confTable([]confResult{r}))
-				fails := confFailures([]confResult{r}, s.toleranceError)
-				if len(fails) == 0 {
-					t.Fatalf("the known defect no longer reproduces (%s): drop it from confScene.known", why)
-				}
-				for _, f := range fails {
-					t.Log(f)
-				}
-				t.Skip("known: " + why)
-			})
-		}
-	}
+	t.Logf("world-space error at 3 cm, mm:\n%s", confTable(all))
 }
 
 // TestConformanceNonUniformScaleAboveRefused: a non-joint node with a
@@ -737,4 +705,22 @@ func TestConformanceNonUniformScaleAboveRefused(t *testing.T) {
 		}
 		t.Logf("%s: %v", c.s.name, err)
 	}
+}
+
+// TestConformanceNonUniformScaleAnimatedAboveRefused: a non-joint node
+// above the skeleton whose animated scale is non-uniform cannot be folded
+// into the bones either: the import refuses the file naming the channel's
+// sampler output and the node.
+func TestConformanceNonUniformScaleAnimatedAboveRefused(t *testing.T) {
+	times := confTimes(0, 1.0/30, 31)
+	s := &confScene{name: "non-uniform-animated-above", nodes: append([]confNode{{name: "Armature", parent: -1}}, confChain(0, 1, [][3]float64{{0, 1, 0}, {0, 0.3, 0}})...)}
+	s.chans = []confChan{
+		{node: 2, path: "rotation", interp: "LINEAR", times: times, values: confRot(times, [3]float64{1, 0, 0}, 30, 1, 0)},
+		{node: 0, path: "scale", interp: "LINEAR", times: times, values: confVec(times, func(t float64) [3]float64 { return [3]float64{1, 1 + 0.5*t, 1} })},
+	}
+	_, err := ParseGLTF(s.name, s.gltf(t), GLTFOptions{})
+	if err == nil || !strings.Contains(err.Error(), "samplers[1].output") || !strings.Contains(err.Error(), "node 0") || !strings.Contains(err.Error(), "non-uniformly") {
+		t.Fatalf("%v, want an error naming the sampler's output, node 0 and its non-uniform scale", err)
+	}
+	t.Log(err)
 }

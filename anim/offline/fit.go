@@ -2,6 +2,7 @@ package offline
 
 import (
 	"math"
+	"sort"
 
 	"github.com/vkjobs/vkjobs/anim/internal/format"
 )
@@ -29,6 +30,9 @@ type fitTrack struct {
 	// lin makes the fitted curve linear between points (tangents equal
 	// to the chord: lerp, and nlerp for rotations) instead of Hermite.
 	lin bool
+	// seeds are samples the fit starts from besides the ends and the
+	// discontinuities: the source's keys (Track.Keys).
+	seeds []int
 }
 
 // fpoint is a curve point during fitting: its sample and its stored value.
@@ -149,17 +153,18 @@ func (ft *fitTrack) fit(tol float64) (pts []fpoint, excess float64, ok bool) {
 	if ft.quantErr() > tol {
 		return nil, 0, false
 	}
-	pts = []fpoint{ft.point(0)}
+	start := append([]int{0}, ft.seeds...)
 	for s := 1; s < n-1; s++ {
 		if ft.frames[s] == ft.frames[s+1] {
-			if pts[len(pts)-1].s != s {
-				pts = append(pts, ft.point(s))
-			}
-			pts = append(pts, ft.point(s+1))
+			start = append(start, s, s+1)
 		}
 	}
-	if pts[len(pts)-1].s != n-1 {
-		pts = append(pts, ft.point(n-1))
+	start = append(start, n-1)
+	sort.Ints(start)
+	for i, s := range start {
+		if i == 0 || s != start[i-1] {
+			pts = append(pts, ft.point(s))
+		}
 	}
 	errs := make([]float64, len(pts)-1)
 	for i := range errs {

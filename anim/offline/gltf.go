@@ -18,7 +18,11 @@ import (
 // GLTFOptions are the import choices for glTF 2.0 files.
 type GLTFOptions struct {
 	// Rate is the resampling rate in Hz; 0 picks the rate of the key grid
-	// (e.g. 24 Hz when every key time is a multiple of 1/24 s), or 30 Hz.
+	// (e.g. 24 Hz when every key time is a multiple of 1/24 s, 1000 Hz
+	// for keys on no frame rate's grid but the millisecond's), or 30 Hz,
+	// then doubles it while interpolating the samples misses the file's
+	// own interpolation (ResampleMax, ResampleP99), up to
+	// MaxResampleRate and the frame limits.
 	Rate float64
 	// Skin selects the skin that defines the skeleton (default 0).
 	Skin int
@@ -59,6 +63,13 @@ type gltfReader struct {
 	shadow  gltfShadow
 	bufs    [][]byte
 	rootAnc []Transform // per bone: the folded non-joint nodes above it, up to its parent joint
+	// Per bone: those nodes, nearest first (rootAnc is their rest
+	// transforms composed), and the joint node's own rest transform
+	// before folding; folded marks every such node. An animation that
+	// animates one of them is folded frame by frame (see animation).
+	ancNodes  [][]int
+	localRest []Transform
+	folded    map[int]bool
 }
 
 func (g *gltfReader) errf(elem, format string, args ...any) error {
@@ -68,13 +79,17 @@ func (g *gltfReader) errf(elem, format string, args ...any) error {
 // ParseGLTF imports the skeleton of one skin (opt.Skin), the mesh it
 // deforms (Import.Mesh, see SkinnedMesh) and every animation of a glTF 2.0
 // file (JSON .gltf or binary .glb), resampled on a uniform
-// grid. Units are metres. Transforms of non-joint nodes above the skeleton
-// root are folded into the root bone, and those of non-joint nodes
-// between two joints into the child (so model space is the scene space
-// glTF skinning uses; such nodes must scale uniformly, and their own
-// channels are skipped). STEP keys become discontinuities (snapped to the
-// next sample when off the grid), one at the clip's last time included
-// (see Track). A file that requires an extension the importer does not
+// grid (GLTFOptions.Rate; by default the keys' grid, raised until the
+// samples follow the file's interpolation: ResampleMax). Units are metres.
+// Transforms of non-joint nodes above the skeleton root are folded into
+// the root bone, and those of non-joint nodes between two joints into the
+// child (so model space is the scene space glTF skinning uses; such nodes
+// must scale uniformly). Where such a node is animated, the bones below
+// it (to the next joint) are folded frame by frame: their tracks are the
+// node's animated transform composed with the joint's, so the skeleton
+// follows the node, and an animation that animates only such nodes is a
+// clip too. STEP keys become discontinuities (snapped to the next sample
+// when off the grid), one at the clip's last time included (see Track). A file that requires an extension the importer does not
 // implement (extensionsRequired; see gltfIgnorableExtensions for those it
 // accepts, none of which changes what it reads) is refused, naming it;
 // so is a rotation key of (near) zero length, and a glTF 1.0 file
@@ -575,6 +590,7 @@ func (g *gltfReader) skeleton(si int, im *Import) (*Skeleton, []int, error) {
 		sk.SkinJoint = make([]int32, nj)
 	}
 	g.rootAnc = make([]Transform, nj)
+	g.ancNodes, g.localRest, g.folded = make([][]int, nj), make([]Transform, nj), map[int]bool{}
 	for b, k := range order {
 		node := skin.Joints[k]
 		boneOf[node] = b
@@ -599,7 +615,11 @@ func (g *gltfReader) skeleton(si int, im *Import) (*Skeleton, []int, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		g.rootAnc[b] = anc
+		g.rootAnc[b], g.localRest[b] = anc, t
+		for p := parent[node]; p >= 0 && isJoint[p] == 0; p = parent[p] {
+			g.ancNodes[b] = append(g.ancNodes[b], p)
+			g.folded[p] = true
+		}
 		t = compose(anc, t)
 		sk.Rest[b] = t
 		if ibm != nil {
@@ -640,7 +660,8 @@ func (g *gltfReader) ancestorTransform(node int, parent, isJoint []int) (Transfo
 const minKeyQuatLength = 1e-3
 
 type gltfChannel struct {
-	bone   int
+	bone   int // -1: a folded non-joint node's channel (node)
+	node   int
 	kind   TrackKind
 	interp string
 	times  []float32
@@ -693,11 +714,11 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 			return nil, g.errf(celem+".sampler", "sampler index %d out of range (%d samplers)", ch.Sampler, len(a.Samplers))
 		}
 		bone := boneOf[node]
-		if bone < 0 {
+		if bone < 0 && !g.folded[node] {
 			skipped++
 			continue
 		}
-		key := [2]int{bone, int(kind)}
+		key := [2]int{node, int(kind)}
 		if seen[key] {
 			return nil, g.errf(celem, "second channel for node %d %s", node, path)
 		}
@@ -747,88 +768,300 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 				}
 			}
 		}
-		chans = append(chans, gltfChannel{bone: bone, kind: kind, interp: interp, times: times, values: vals, comps: want, elem: selem})
+		if bone < 0 && kind == TrackScale {
+			// A folded node must scale uniformly (ancestorTransform),
+			// at its keys and, for CUBICSPLINE, in its tangents.
+			for e := 0; e+2 < len(vals); e += 3 {
+				if x := float64(vals[e]); math.Abs(x-float64(vals[e+1])) > 1e-5*math.Abs(x) || math.Abs(x-float64(vals[e+2])) > 1e-5*math.Abs(x) {
+					return nil, g.errf(selem+".output", "animation %d (%q) channel %d animates the scale of node %d, a non-joint node above a joint, non-uniformly (%v): not supported", ai, a.Name, ci, node, vals[e:e+3])
+				}
+			}
+		}
+		chans = append(chans, gltfChannel{bone: bone, node: node, kind: kind, interp: interp, times: times, values: vals, comps: want, elem: selem})
 	}
 	name := a.Name
 	if name == "" {
 		name = fmt.Sprintf("animation%d", ai)
 	}
 	if len(chans) == 0 {
-		im.notef("%s %q: animates no joint of the skin, skipped", aelem, name)
+		im.notef("%s %q: animates no joint of the skin nor a node above one, skipped", aelem, name)
 		return nil, nil
 	}
 	if skipped > 0 {
-		im.notef("%s %q: skipped %d channels (weights or non-joint nodes)", aelem, name, skipped)
+		im.notef("%s %q: skipped %d channels (weights, or nodes that are neither joints nor above one)", aelem, name, skipped)
 	}
 	dur := 0.0
 	for _, c := range chans {
 		dur = math.Max(dur, float64(c.times[len(c.times)-1]))
 	}
-	if rate == 0 {
+	auto := rate == 0
+	if auto {
 		rate = keyGridRate(chans)
-		im.notef("%s %q: resampled at %g Hz (key grid)", aelem, name, rate)
-	} else {
-		im.notef("%s %q: resampled at %g Hz (chosen)", aelem, name, rate)
 	}
 	if !(rate > 0) || rate > 1e4 {
 		return nil, g.errf(aelem, "resample rate %v", rate)
 	}
-	if dur*rate+1 > MaxFrames || (dur*rate+1)*3*float64(sk.NumBones()) > MaxClipSamples {
-		return nil, g.errf(aelem, "%v s at %g Hz for %d joints exceeds %d frames or %d samples", dur, rate, sk.NumBones(), MaxFrames, MaxClipSamples)
-	}
-	frames := int(math.Round(dur*rate)) + 1
-	clip := &Clip{Name: name, Rate: rate, Frames: frames, Tracks: make([]Track, 3*sk.NumBones())}
-	byKey := map[[2]int]*gltfChannel{}
+	byKey := map[[2]int]*gltfChannel{}  // joint channels by (bone, kind)
+	byNode := map[[2]int]*gltfChannel{} // folded nodes' channels by (node, kind)
 	for i := range chans {
-		byKey[[2]int{chans[i].bone, int(chans[i].kind)}] = &chans[i]
+		if c := &chans[i]; c.bone >= 0 {
+			byKey[[2]int{c.bone, int(c.kind)}] = c
+		} else {
+			byNode[[2]int{c.node, int(c.kind)}] = c
+		}
 	}
-	for b := range sk.NumBones() {
-		for k := TrackKind(0); k < 3; k++ {
-			c := byKey[[2]int{b, int(k)}]
-			var tr Track
-			if c == nil {
-				r := sk.Rest[b]
-				var v [4]float64
-				switch k {
-				case TrackTranslation:
-					v = vec4(r.T)
-				case TrackRotation:
-					v = [4]float64(r.R)
-				case TrackScale:
-					v = vec4(r.S)
-				}
-				tr = constantTrack(frames, v)
-			} else {
+	// A bone with an animated folded node above it (up to its parent
+	// joint) is folded frame by frame: its three tracks are the components
+	// of the nodes' transforms at that frame composed with the joint's.
+	moving := make([]bool, sk.NumBones())
+	for b := range moving {
+		for _, n := range g.ancNodes[b] {
+			for k := range 3 {
+				moving[b] = moving[b] || byNode[[2]int{n, k}] != nil
+			}
+		}
+	}
+	build := func(rate float64) (*Clip, error) {
+		if dur*rate+1 > MaxFrames || (dur*rate+1)*3*float64(sk.NumBones()) > MaxClipSamples {
+			return nil, g.errf(aelem, "%v s at %g Hz for %d joints exceeds %d frames or %d samples", dur, rate, sk.NumBones(), MaxFrames, MaxClipSamples)
+		}
+		frames := int(math.Round(dur*rate)) + 1
+		clip := &Clip{Name: name, Rate: rate, Frames: frames, Tracks: make([]Track, 3*sk.NumBones())}
+		resampled := map[*gltfChannel]Track{}
+		track := func(c *gltfChannel) Track {
+			tr, ok := resampled[c]
+			if !ok {
 				tr = c.resample(frames, rate)
-				if g.rootAnc[b] != IdentityTransform {
-					foldTrack(&tr, k, g.rootAnc[b])
+				resampled[c] = tr
+			}
+			return tr
+		}
+		for b := range sk.NumBones() {
+			if moving[b] {
+				g.foldMoving(clip, b, byKey, byNode, track)
+				continue
+			}
+			for k := TrackKind(0); k < 3; k++ {
+				c := byKey[[2]int{b, int(k)}]
+				var tr Track
+				if c == nil {
+					tr = constantTrack(frames, component(sk.Rest[b], k))
+				} else {
+					tr = track(c)
+					if g.rootAnc[b] != IdentityTransform {
+						foldTrack(&tr, k, g.rootAnc[b])
+					}
 				}
+				if k == TrackRotation {
+					makeContinuous(&tr)
+				}
+				clip.Tracks[b*3+int(k)] = tr
 			}
-			if k == TrackRotation {
-				makeContinuous(&tr)
+		}
+		// Between samples the reference is the glTF's own interpolation
+		// of its keys (folded like the samples).
+		anc := g.rootAnc
+		clip.Between = func(i int, t float64) [4]float64 {
+			b, k := i/3, TrackKind(i%3)
+			if moving[b] {
+				return component(g.foldedAt(b, byKey, byNode, t), k)
 			}
-			clip.Tracks[b*3+int(k)] = tr
+			c := byKey[[2]int{b, int(k)}]
+			if c == nil {
+				return clip.Tracks[i].Values[0]
+			}
+			tr := Track{Values: [][4]float64{c.value(t)}}
+			if anc[b] != IdentityTransform {
+				foldTrack(&tr, k, anc[b])
+			}
+			return tr.Values[0]
 		}
-	}
-	// Between samples the reference is the glTF's own interpolation of
-	// its keys (folded like the samples).
-	anc := g.rootAnc
-	clip.Between = func(i int, t float64) [4]float64 {
-		b, k := i/3, TrackKind(i%3)
-		c := byKey[[2]int{b, int(k)}]
-		if c == nil {
-			return clip.Tracks[i].Values[0]
+		if err := clip.Validate(sk); err != nil {
+			return nil, g.errf(aelem, "%v", err)
 		}
-		tr := Track{Values: [][4]float64{c.value(t)}}
-		if anc[b] != IdentityTransform {
-			foldTrack(&tr, k, anc[b])
+		return clip, nil
+	}
+	clip, err := build(rate)
+	if err != nil {
+		return nil, err
+	}
+	if !auto {
+		im.notef("%s %q: resampled at %g Hz (chosen)", aelem, name, rate)
+		return clip, nil
+	}
+	// The key grid's rate, doubled while interpolating the samples
+	// misses the file's own interpolation between them (keys off the
+	// grid, cubic corners): both codecs interpolate between the clip's
+	// samples, so what is lost here no codec can restore.
+	why := "key grid"
+	for {
+		miss, err := resampleMiss(sk, clip)
+		if err != nil {
+			return nil, g.errf(aelem, "%v", err)
 		}
-		return tr.Values[0]
+		if miss.Between.Max <= ResampleMax && miss.Between.P99 <= ResampleP99 {
+			break
+		}
+		next := 2 * rate
+		if next > MaxResampleRate || dur*next+1 > MaxFrames || (dur*next+1)*3*float64(sk.NumBones()) > MaxClipSamples {
+			im.notef("%s %q: at %g Hz, interpolating the samples misses the file's interpolation by %.3g mm (p99 %.3g mm) at %g m from the joints; a higher rate exceeds the limits",
+				aelem, name, rate, miss.Between.Max*1e3, miss.Between.P99*1e3, resampleDistance)
+			break
+		}
+		if clip, err = build(next); err != nil {
+			return nil, err
+		}
+		rate, why = next, "key grid, doubled until the samples follow the keys' interpolation"
 	}
-	if err := clip.Validate(sk); err != nil {
-		return nil, g.errf(aelem, "%v", err)
-	}
+	im.notef("%s %q: resampled at %g Hz (%s)", aelem, name, rate, why)
 	return clip, nil
+}
+
+// ResampleMax and ResampleP99 bound how far, in metres at virtual
+// vertices resampleDistance from each joint in model space (Measure's
+// metric), interpolating an imported glTF clip's samples (lerp, slerp)
+// may miss the file's own interpolation of its keys, at Measure's
+// BetweenPoints times inside every interval: ParseGLTF doubles the key
+// grid's rate (GLTFOptions.Rate 0) until both hold. They are fractions
+// of Compress's default Tolerance (0.1 mm), so that the codecs, which
+// interpolate between the clip's samples, keep most of it.
+const (
+	ResampleMax = 0.00005
+	ResampleP99 = 0.000025
+	// MaxResampleRate caps the search (the frame limits cap it too).
+	MaxResampleRate = 3840
+)
+
+const resampleDistance = 0.03
+
+// resampleMiss measures interpolating clip's samples against its
+// Between reference, between samples (the samples themselves are the
+// reference's).
+func resampleMiss(sk *Skeleton, clip *Clip) (ErrorStats, error) {
+	lin := *clip
+	lin.Between = nil
+	st, err := measure(sk, clip, func(t float64, pose []float32) (float64, error) { return t, lin.SampleAt(t, pose) }, true, []float64{resampleDistance})
+	if err != nil {
+		return ErrorStats{}, err
+	}
+	return st[0], nil
+}
+
+// component returns a transform's track of kind k as a track value.
+func component(t Transform, k TrackKind) [4]float64 {
+	switch k {
+	case TrackTranslation:
+		return vec4(t.T)
+	case TrackRotation:
+		return [4]float64(t.R)
+	}
+	return vec4(t.S)
+}
+
+// withChannels returns rest with the channels (node or bone, kind) that
+// value returns replaced.
+func withChannels(rest Transform, value func(k TrackKind) ([4]float64, bool)) Transform {
+	t := rest
+	if v, ok := value(TrackTranslation); ok {
+		t.T = Vec3{v[0], v[1], v[2]}
+	}
+	if v, ok := value(TrackRotation); ok {
+		t.R = Quat(v).Normalized()
+	}
+	if v, ok := value(TrackScale); ok {
+		t.S = Vec3{v[0], v[1], v[2]}
+	}
+	return t
+}
+
+// foldedAt returns bone b's transform at time t with its folded nodes'
+// channels applied: the nodes' transforms (rest where not animated)
+// composed, nearest last, with the joint's.
+func (g *gltfReader) foldedAt(b int, byKey, byNode map[[2]int]*gltfChannel, t float64) Transform {
+	at := func(c *gltfChannel) ([4]float64, bool) {
+		if c == nil {
+			return [4]float64{}, false
+		}
+		return c.value(t), true
+	}
+	f := withChannels(g.localRest[b], func(k TrackKind) ([4]float64, bool) { return at(byKey[[2]int{b, int(k)}]) })
+	for _, n := range g.ancNodes[b] {
+		rest, _ := g.nodeTransform(n) // checked by ancestorTransform
+		f = compose(withChannels(rest, func(k TrackKind) ([4]float64, bool) { return at(byNode[[2]int{n, int(k)}]) }), f)
+	}
+	return f
+}
+
+// foldMoving writes bone b's three tracks into clip when a folded node
+// above it is animated: at each frame the folded transform (foldedAt's
+// composition of the resampled channels), and where any of those
+// channels has a discontinuity at a frame, the transforms of its left-
+// and right-hand values there (a pair in each track whose value
+// changes).
+func (g *gltfReader) foldMoving(clip *Clip, b int, byKey, byNode map[[2]int]*gltfChannel, track func(*gltfChannel) Track) {
+	var involved []*Track
+	get := func(c *gltfChannel) *Track {
+		if c == nil {
+			return nil
+		}
+		tr := track(c)
+		involved = append(involved, &tr)
+		return &tr
+	}
+	var own [3]*Track
+	for k := range 3 {
+		own[k] = get(byKey[[2]int{b, k}])
+	}
+	nodes := g.ancNodes[b]
+	anc := make([][3]*Track, len(nodes))
+	rests := make([]Transform, len(nodes))
+	for i, n := range nodes {
+		rests[i], _ = g.nodeTransform(n)
+		for k := range 3 {
+			anc[i][k] = get(byNode[[2]int{n, k}])
+		}
+	}
+	at := func(f int, right bool) Transform {
+		val := func(tr *Track) ([4]float64, bool) {
+			if tr == nil {
+				return [4]float64{}, false
+			}
+			if right {
+				return tr.Values[tr.sampleIndex(f)], true
+			}
+			return tr.Values[tr.leftIndex(f)], true
+		}
+		t := withChannels(g.localRest[b], func(k TrackKind) ([4]float64, bool) { return val(own[k]) })
+		for i := range nodes {
+			t = compose(withChannels(rests[i], func(k TrackKind) ([4]float64, bool) { return val(anc[i][k]) }), t)
+		}
+		return t
+	}
+	var out [3]Track
+	for f := range clip.Frames {
+		r := at(f, true)
+		jump := false
+		for _, tr := range involved {
+			jump = jump || tr.leftIndex(f) != tr.sampleIndex(f)
+		}
+		var l Transform
+		if jump {
+			l = at(f, false)
+		}
+		for k := TrackKind(0); k < 3; k++ {
+			tr := &out[k]
+			if jump && component(l, k) != component(r, k) {
+				tr.Frames = append(tr.Frames, int32(f))
+				tr.Values = append(tr.Values, component(l, k))
+			}
+			tr.Frames = append(tr.Frames, int32(f))
+			tr.Values = append(tr.Values, component(r, k))
+		}
+	}
+	makeContinuous(&out[TrackRotation])
+	for k := range 3 {
+		clip.Tracks[3*b+k] = out[k]
+	}
 }
 
 // foldTrack applies the transform of a bone's folded non-joint ancestors
@@ -873,7 +1106,10 @@ func keyGridRate(chans []gltfChannel) float64 {
 			minDt = math.Min(minDt, float64(c.times[k]-c.times[k-1]))
 		}
 	}
-	cands := []float64{24, 25, 30, 48, 50, 60, 100, 120}
+	// Frame rates, then the millisecond: exporters that write key times
+	// rounded to the millisecond put keys off any frame rate's grid on
+	// it (the smallest rate that holds every key wins).
+	cands := []float64{24, 25, 30, 48, 50, 60, 100, 120, 1000}
 	if format.Finite(minDt) && minDt > 0 {
 		cands = append([]float64{math.Round(1 / minDt)}, cands...)
 	}
@@ -1008,6 +1244,21 @@ func (c *gltfChannel) resample(frames int, rate float64) Track {
 		}
 		tr.Frames = append(tr.Frames, int32(f))
 		tr.Values = append(tr.Values, v)
+	}
+	if c.interp != "STEP" && 4*len(c.times) <= frames {
+		// Sparse keys: where the interpolation bends (Track.Keys).
+		for _, t := range c.times {
+			x := float64(t) * rate
+			lo, hi := math.Floor(x), math.Ceil(x)
+			if r := math.Round(x); math.Abs(x-r) <= gridSlack(x) {
+				lo, hi = r, r
+			}
+			for _, k := range []float64{lo, hi} {
+				if k > 0 && k < float64(frames-1) && (len(tr.Keys) == 0 || int32(k) > tr.Keys[len(tr.Keys)-1]) {
+					tr.Keys = append(tr.Keys, int32(k))
+				}
+			}
+		}
 	}
 	return tr
 }

@@ -381,14 +381,13 @@ func genStepEnd() *genDoc {
 
 // TestStepKeyAtClipEnd: a STEP key at the clip's last time that jumps.
 // The import holds the previous value until the end and ends on the last
-// key's (a discontinuity at the last frame); both codecs end exactly on it
-// and hold every STEP elsewhere within the tolerance (the uniform codec
-// ramps over the frame before each step); Compress sees the one interval
-// neither can hold (the format has no discontinuity at the clip's end)
-// and fails with a *ToleranceError there, and with MaxError +Inf it
-// compresses and reports the error in Stats.Max. Before, the import
-// ramped over the last interval, the curve codec overshot the held value
-// and Compress reported success on its 99th percentile.
+// key's (a discontinuity at the last frame). The curve codec holds every
+// STEP, the last interval included (its end pair), and ends exactly on
+// the last key. The uniform codec ends on it too and holds every STEP
+// elsewhere within the tolerance, ramping over the frame before each
+// step, the last included: Compress fails with a *ToleranceError in the
+// last interval, and with MaxError +Inf it compresses and reports the
+// error in Stats.Max.
 func TestStepKeyAtClipEnd(t *testing.T) {
 	d := genStepEnd()
 	path := d.write(t, t.TempDir(), "stepend")
@@ -417,7 +416,11 @@ func TestStepKeyAtClipEnd(t *testing.T) {
 	for _, codec := range []anim.Codec{anim.CodecCurve, anim.CodecUniform} {
 		_, err := Compress(sk, clip, CompressOptions{Codec: codec})
 		var te *ToleranceError
-		if !errors.As(err, &te) {
+		if codec == anim.CodecCurve {
+			if err != nil {
+				t.Errorf("curve: Compress: %v, want success (the end pair holds the last interval)", err)
+			}
+		} else if !errors.As(err, &te) {
 			t.Errorf("%v: Compress returned %v, want a *ToleranceError for the last interval", codec, err)
 		} else {
 			t.Logf("%v: %v", codec, err)
@@ -440,7 +443,7 @@ func TestStepKeyAtClipEnd(t *testing.T) {
 		for _, tm := range checkTimes(d.chans[0].times) {
 			dec := worldDecoded(sampleAt(t, cv, float32(tm)), sk.NumBones())
 			e, _ := worldVertexError(d.worldRef(tm), dec, 0.03)
-			held := tm < T-frame-1e-9
+			held := tm < T-frame-1e-9 || (codec == anim.CodecCurve && tm < T)
 			if codec == anim.CodecUniform {
 				// It ramps over the frame before every step.
 				k := tm / 1.5
@@ -464,7 +467,7 @@ func TestStepKeyAtClipEnd(t *testing.T) {
 		if worstIn > 0.0004 {
 			t.Errorf("%v: %.3f mm where the STEP keys hold, want within the tolerance", codec, worstIn*1e3)
 		}
-		if cc.Stats.Max < 0.5*rampMax {
+		if codec == anim.CodecUniform && cc.Stats.Max < 0.5*rampMax {
 			t.Errorf("%v: Stats.Max %.1f mm, the last interval is %.1f mm off", codec, cc.Stats.Max*1e3, rampMax*1e3)
 		}
 	}
@@ -596,10 +599,6 @@ type confScene struct {
 	// *ToleranceError on this shape, and why (limits anim's
 	// documentation states).
 	toleranceError map[anim.Codec]string
-	// known: the codecs on which the shape reproduces a known open
-	// defect, and the defect (TestConformanceKnownDefects, skipped while
-	// it reproduces).
-	known map[anim.Codec]string
 }
 
 // gltf encodes the scene as glTF 2.0 JSON.
@@ -943,23 +942,23 @@ func confScenes() []*confScene {
 	// holding the previous key over a frame interval, 21 mm at 3 cm,
 	// while Compress reported success).
 	out = append(out, stepShape("step-float32-times", confTimes(0, 0.5, 5), []float32{0.3, 0.9, 1.2}))
-	// STEP at the clip's last key that jumps: the known open defect (the
-	// format has no discontinuity at the clip's end): Compress returns a
-	// *ToleranceError with both codecs.
+	// STEP at the clip's last key that jumps: the value before it holds
+	// until the clip's end, where the pose is the last key's. The curve
+	// codec stores it as its last segment's end pair; the uniform codec
+	// has no discontinuities (it ramps over the last frame interval) and
+	// Compress says so.
 	{
 		s := &confScene{name: "step-jump-at-end"}
 		s.nodes = confChain(-1, 0, body[:3])
 		ts := confTimes(0, 0.5, 5)
 		s.chans = append(s.chans, confChan{node: 1, path: "rotation", interp: "STEP", times: ts, values: confRot(ts, [3]float64{1, 0, 0}, 40, 0.3, 1)})
-		why := "known open defect: a STEP key at the clip's last time cannot be held to the end (no discontinuity at the end)"
-		s.toleranceError = map[anim.Codec]string{anim.CodecCurve: why, anim.CodecUniform: why}
+		s.toleranceError = map[anim.Codec]string{anim.CodecUniform: "the uniform codec ramps over the frame before a STEP, the clip's last included"}
 		out = append(out, s)
 	}
 	// A non-joint node above the skeleton that is itself animated (it
 	// moves and turns): glTF moves the whole skeleton with it; the
-	// import folds the node's rest transform into the root and skips its
-	// channels (ParseGLTF's documentation), so the skeleton stays where
-	// the node's rest puts it.
+	// import folds the node's transform into the root frame by frame
+	// (ParseGLTF's documentation).
 	{
 		s := &confScene{name: "animated-above"}
 		s.nodes = []confNode{{name: "Armature", parent: -1, t: [3]float64{0, 0, 0}}}
@@ -969,10 +968,21 @@ func confScenes() []*confScene {
 		s.chans = append(s.chans,
 			confChan{node: 0, path: "translation", interp: "LINEAR", times: t30, values: confVec(t30, func(t float64) [3]float64 { return [3]float64{0.5 * t, 0, 0} })},
 			confChan{node: 0, path: "rotation", interp: "LINEAR", times: t30, values: confRot(t30, [3]float64{0, 1, 0}, 45, 0.25, 0)})
-		why := "importer: channels that animate a non-joint node above (or between) the joints are skipped (documented in ParseGLTF), " +
-			"so the skeleton does not follow the node (up to 1 m off in world space here)"
-		s.known = map[anim.Codec]string{anim.CodecCurve: why, anim.CodecUniform: why}
 		out = append(out, s)
+		// The node alone animated (the joints at rest), with a uniform
+		// scale and a STEP, and a second animated node between two
+		// joints: the animation is a clip of its own.
+		o := &confScene{name: "animated-above-only"}
+		o.nodes = []confNode{{name: "Armature", parent: -1, t: [3]float64{0, 0, 1}}}
+		o.nodes = append(o.nodes, confChain(0, 1, body[:2])...)
+		o.nodes = append(o.nodes, confNode{name: "Elbow", parent: 2, t: [3]float64{0, 0.1, 0}},
+			confNode{name: "hand", parent: 3, joint: true, t: body[2]})
+		o.chans = append(o.chans,
+			confChan{node: 0, path: "translation", interp: "LINEAR", times: t30, values: confVec(t30, func(t float64) [3]float64 { return [3]float64{0.5 * t, 0.1 * t * t, 0} })},
+			confChan{node: 0, path: "scale", interp: "LINEAR", times: t30, values: confVec(t30, func(t float64) [3]float64 { x := 1 + 0.2*math.Sin(2*t); return [3]float64{x, x, x} })},
+			confChan{node: 3, path: "rotation", interp: "STEP", times: []float32{0, 0.5, 1}, values: confRot([]float32{0, 0.5, 1}, [3]float64{0, 0, 1}, 40, 0.7, 0.4)})
+		o.toleranceError = map[anim.Codec]string{anim.CodecUniform: "the uniform codec ramps over the frame before a STEP"}
+		out = append(out, o)
 	}
 	// LINEAR at the first and last keys: channels that start after 0 and
 	// end before the clip's end (held outside), a rotation whose keys
@@ -1020,32 +1030,16 @@ func confScenes() []*confScene {
 				func(t float64) [3]float64 { return [3]float64{a * 0.6 * math.Cos(2*t), -a * 0.6 * math.Cos(3*t), 0} }, -1)})
 		return s
 	}
-	{
-		// Smooth: the curve codec's Hermite segments follow it between
-		// the 60 Hz samples; the uniform codec's lerp / nlerp between
-		// frames does not (0.12 mm p99 at 3 cm).
-		s := cubic("cubicspline", false, 1)
-		s.known = map[anim.Codec]string{anim.CodecUniform: "importer + uniform codec: CUBICSPLINE keys are resampled at 60 Hz whatever the " +
-			"curvature; the uniform codec interpolates linearly between frames and misses a smooth cubic (0.8 rad at 2.5 rad/s) by 0.12 mm " +
-			"p99 at 3 cm between samples (Compress fails with a *ToleranceError at the default options)"}
-		out = append(out, s)
-	}
+	// Smooth: the import raises the rate until interpolating between
+	// the samples follows the cubic (the uniform codec lerps / nlerps
+	// between frames).
+	out = append(out, cubic("cubicspline", false, 1))
 	// Gentler (a third of the motion): both codecs.
 	out = append(out, cubic("cubicspline-gentle", false, 1.0/3))
-	{
-		// A corner (the out-tangent of a key -0.5 × its in-tangent)
-		// bends the cubic after the key more than the 60 Hz samples the
-		// import takes can follow: both codecs interpolate between
-		// samples, about 0.6 mm off at 3 cm. Compress says so
-		// (*ToleranceError), but no default import of the file meets
-		// the target.
-		s := cubic("cubicspline-corner", true, 1)
-		why := "importer: CUBICSPLINE keys are resampled at 60 Hz whatever the curvature between keys; a key whose out-tangent differs " +
-			"from its in-tangent (-0.5 ×) bends the cubic more than interpolation between 60 Hz samples follows (about 0.5 mm at 3 cm " +
-			"between samples; Compress fails with a *ToleranceError at the default options)"
-		s.known = map[anim.Codec]string{anim.CodecCurve: why, anim.CodecUniform: why}
-		out = append(out, s)
-	}
+	// A corner (the out-tangent of a key -0.5 × its in-tangent) bends
+	// the cubic after the key more than 60 Hz samples follow: the import
+	// raises the rate until they do.
+	out = append(out, cubic("cubicspline-corner", true, 1))
 	// Sparse accessors: outputs as a repeated first element plus sparse
 	// substitution, and an input with no bufferView (zeros) plus sparse.
 	{
@@ -1076,14 +1070,9 @@ func confScenes() []*confScene {
 		grid = append(grid, float32(k)/60)
 	}
 	out = append(out, irregular("irregular-times", grid))
-	{
-		// The same on no grid: the import falls back to 30 Hz and cuts
-		// the LINEAR corners at the keys off it.
-		s := irregular("irregular-off-grid", []float32{0, 0.037, 0.12, 0.13, 0.31, 0.55, 0.561, 0.9, 1.33, 1.4, 1.77, 2.03})
-		why := "importer: key times on no common grid are resampled at 30 Hz (keyGridRate's fallback), so LINEAR keys off the grid " +
-			"are cut (about 4 mm at 3 cm at the key at 0.55 s; Compress fails with a *ToleranceError at the default options)"
-		s.known = map[anim.Codec]string{anim.CodecCurve: why, anim.CodecUniform: why}
-		out = append(out, s)
-	}
+	// The same on no grid: from 30 Hz (keyGridRate's fallback) the
+	// import raises the rate until the LINEAR corners at the keys off
+	// the grid are cut by less than the target.
+	out = append(out, irregular("irregular-off-grid", []float32{0, 0.037, 0.12, 0.13, 0.31, 0.55, 0.561, 0.9, 1.33, 1.4, 1.77, 2.03}))
 	return out
 }

@@ -3,38 +3,22 @@ package offline
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"math/rand"
-	"os"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/internal/animtest/fixture"
 )
 
-// assimpModels is Debian's assimp-testmodels directory, or the one named
-// by VKJOBS_ASSIMP_MODELS (the GPU bundle of scripts/gpu-bundle carries
-// the files these tests read).
-var assimpModels = func() string {
-	if d := os.Getenv("VKJOBS_ASSIMP_MODELS"); d != "" {
-		return d
-	}
-	return "/usr/share/assimp/models"
-}()
-
-var assimpBVH = assimpModels + "/BVH"
-
-// needAssimp fails the test when Debian's assimp-testmodels is missing.
-func needAssimp(tb testing.TB, path string) {
-	tb.Helper()
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		tb.Fatalf("%s is missing: install assimp-testmodels (apt-get install assimp-testmodels)", path)
-	} else if err != nil {
-		tb.Fatal(err)
-	}
-}
+// The CMU motion capture's location, as package fixture finds it.
+var (
+	assimpModels = fixture.AssimpModels
+	assimpBVH    = fixture.BVH
+	needAssimp   = fixture.NeedFile // fails the test when a file is missing
+)
 
 var cmu struct {
 	once sync.Once
@@ -44,15 +28,17 @@ var cmu struct {
 	err  error
 }
 
-// cmuData imports and compresses the two CMU clips once per test binary.
+// cmuData imports the two CMU clips (fixture.CMUClips), detects their foot
+// contacts and compresses them once per test binary.
 func cmuData(tb testing.TB) ([]*Import, []*CompressedClip, []byte) {
 	tb.Helper()
-	needAssimp(tb, assimpBVH+"/01_01.bvh")
-	needAssimp(tb, assimpBVH+"/01_03.bvh")
+	for _, p := range fixture.CMUClips {
+		needAssimp(tb, p)
+	}
 	cmu.once.Do(func() {
 		var b Builder
-		for _, f := range []string{"01_01", "01_03"} {
-			im, err := LoadFile(assimpBVH+"/"+f+".bvh", ImportOptions{})
+		for _, p := range fixture.CMUClips {
+			im, err := LoadFile(p, ImportOptions{})
 			if err != nil {
 				cmu.err = err
 				return
@@ -136,82 +122,26 @@ func cmuBlobCodec(tb testing.TB, cm string, hz float64, codec anim.Codec) *anim.
 	return bl
 }
 
-// synthSkeleton is a 4-bone chain: root, spine (0.5 m up), arm (0.3 m
-// along x), hand (0.2 m along x).
+// synthSkeleton is fixture.SynthSkeleton, a 4-bone chain.
 func synthSkeleton() *Skeleton {
-	return &Skeleton{
-		Name:    "synth",
-		Names:   []string{"root", "spine", "arm", "hand"},
-		Parents: []int32{-1, 0, 1, 2},
-		Rest: []Transform{
-			{T: Vec3{0, 1, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
-			{T: Vec3{0, 0.5, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
-			{T: Vec3{0.3, 0, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
-			{T: Vec3{0.2, 0, 0}, R: IdentityQuat, S: Vec3{1, 1, 1}},
-		},
-	}
+	sk := fixture.SynthSkeleton()
+	return &Skeleton{Name: "synth", Names: sk.Names, Parents: sk.Parents, Rest: sk.Rest}
 }
 
-// synthClip animates synthSkeleton for frames samples at rate Hz: the
-// root walks and bobs, the spine and arm swing, the hand holds still; with
-// jump set, the root's x translation jumps by 0.5 m at frame jump (a
-// discontinuity) and the arm's rotation flips by 90° there.
+// synthClip is fixture.SynthTracks' clip of frames samples at rate Hz on
+// synthSkeleton (a discontinuity at frame jump when jump > 0).
 func synthClip(frames int, rate float64, jump int) *Clip {
-	c := &Clip{Name: "synth", Rate: rate, Frames: frames, Tracks: make([]Track, 12)}
-	sk := synthSkeleton()
-	for b := range 4 {
-		for k := range 3 {
-			tr := Track{}
-			for f := range frames {
-				t := float64(f) / rate
-				v := [4]float64{}
-				switch TrackKind(k) {
-				case TrackTranslation:
-					v = vec4(sk.Rest[b].T)
-					if b == 0 {
-						v[0] = 0.8 * t
-						v[1] = 1 + 0.05*math.Sin(2*math.Pi*2*t)
-						if jump > 0 && f >= jump {
-							v[0] += 0.5
-						}
-					}
-				case TrackRotation:
-					q := IdentityQuat
-					switch b {
-					case 1:
-						q = axisAngle(2, 0.3*math.Sin(2*math.Pi*t))
-					case 2:
-						q = axisAngle(1, 1.2*math.Sin(2*math.Pi*0.7*t)).Mul(axisAngle(0, 0.4*t))
-						if jump > 0 && f >= jump {
-							q = axisAngle(2, math.Pi/2).Mul(q)
-						}
-					}
-					v = [4]float64(q)
-				case TrackScale:
-					v = [4]float64{1, 1, 1, 0}
-				}
-				if jump > 0 && f == jump && ((b == 0 && k == 0) || (b == 2 && k == 1)) {
-					// left-hand limit first: the value the motion had
-					// reached just before the jump
-					left := v
-					if k == 0 {
-						left[0] -= 0.5
-					} else {
-						left = [4]float64(axisAngle(2, -math.Pi/2).Mul(Quat(v)))
-					}
-					tr.Frames = append(tr.Frames, int32(f))
-					tr.Values = append(tr.Values, left)
-				}
-				tr.Frames = append(tr.Frames, int32(f))
-				tr.Values = append(tr.Values, v)
-			}
-			if TrackKind(k) == TrackRotation {
-				makeContinuous(&tr)
-			}
-			c.Tracks[b*3+k] = tr
-		}
-	}
-	return c
+	return &Clip{Name: "synth", Rate: rate, Frames: frames, Tracks: fixture.SynthTracks(frames, rate, jump, newTrack)}
+}
+
+// spinClip is fixture.SpinTracks' clip: synthClip(frames, 30, jump) with
+// the hand spinning too fast for any rotation component to be dropped.
+func spinClip(frames, jump int) *Clip {
+	return &Clip{Name: "synth", Rate: 30, Frames: frames, Tracks: fixture.SpinTracks(frames, jump, newTrack)}
+}
+
+func newTrack(frames []int32, values [][4]float64) Track {
+	return Track{Frames: frames, Values: values}
 }
 
 // synthBlob compresses a synthetic clip into a blob.

@@ -88,14 +88,24 @@ func within(v []float64) bool {
 // the first value is the limit from the left and the second the value from
 // that frame on. At the last frame (a glTF STEP key at the clip's last
 // time) the first value holds up to the clip's end and the second is the
-// end's. Neither codec stores that one exactly: both reach the end's
-// value over the last frame interval (see anim's documentation), and
-// Measure reports the difference.
+// end's: the curve codec stores both (its last segment's end pair); the
+// uniform codec, which has no discontinuities, reaches the end's value
+// over the last frame interval (see anim's documentation), and Measure
+// reports the difference.
 // Values hold xyz (translation, scale) or xyzw (rotation, unit length,
 // hemisphere-continuous: consecutive samples have a non-negative dot).
 type Track struct {
 	Frames []int32
 	Values [][4]float64
+	// Keys, when not nil, are frames (increasing, inside the clip) where
+	// the source has a key that bends the track and that lies on (or,
+	// off the grid, either side of) that frame: glTF LINEAR and
+	// CUBICSPLINE keys sparser than the samples. The curve fitter starts
+	// from points there, as it does at discontinuities, so that a corner
+	// the source's interpolation makes at a key is a point of the curve,
+	// not something the fit cuts. A hint: nil changes only where the
+	// fit starts.
+	Keys []int32
 }
 
 // Clip is the offline (import-side) form of an animation: every bone
@@ -249,6 +259,11 @@ func (c *Clip) Validate(s *Skeleton) error {
 		}
 		if next != int32(c.Frames) {
 			return fmt.Errorf("clip %q bone %d %v: covers %d of %d frames", c.Name, bone, kind, next, c.Frames)
+		}
+		for j, k := range t.Keys {
+			if k < 0 || int(k) >= c.Frames || (j > 0 && k <= t.Keys[j-1]) {
+				return fmt.Errorf("clip %q bone %d %v: key frame %d (%d of %d) is not increasing inside the clip's %d frames", c.Name, bone, kind, k, j, len(t.Keys), c.Frames)
+			}
 		}
 	}
 	nb := c.NumBones()

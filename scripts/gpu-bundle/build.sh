@@ -63,7 +63,7 @@ for pkg in "${PKGS[@]}"; do
 	echo "$rel $name" >>"$P/tests.txt"
 done
 # Tests read testdata/ relative to their package directory, some another
-# package's (anim/offline reads ../../cmd/crowd/testdata): every testdata folder of
+# package's (anim reads ../cmd/crowd/testdata): every testdata folder of
 # the module goes in its place (about 1 MB).
 find . -type d -name testdata -not -path '*/.*' -not -path './out/*' -prune | sort | while read -r td; do
 	mkdir -p "$P/pkg/$(dirname "${td#./}")"

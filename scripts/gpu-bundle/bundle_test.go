@@ -184,7 +184,7 @@ func TestBundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pkg := range []string{"gpu", "gpu/gfx", "kernels", "anim/offline", "affinity/placement", "stress", "cmd/crowd", "cmd/kbench"} {
+	for _, pkg := range []string{"gpu", "gpu/gfx", "kernels", "anim", "affinity/placement", "stress", "cmd/crowd", "cmd/kbench"} {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(pkg) + ` `).Match(tests) {
 			t.Errorf("tests.txt lacks %s, a package with GPU tests:\n%s", pkg, tests)
 		}

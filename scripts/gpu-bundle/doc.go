@@ -15,7 +15,7 @@
 // new package with GPU tests is carried without editing the script. Each
 // runs in its package's folder of a tree laid out like the repository,
 // as go test would run it, with every testdata folder of the module in its
-// place (tests read their own, and some another package's: anim/offline reads
+// place (tests read their own, and some another package's: anim's read
 // cmd/crowd's glTF models). The crowd and kbench are carried as
 // programs. All of it is one gzip tarball (the binaries halve), because the
 // uncompressed binaries alone would exceed the size limit.

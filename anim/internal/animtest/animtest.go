@@ -1,15 +1,20 @@
-// Package animtest holds the test helpers that the tests of package anim
-// (the runtime) and package anim/offline share: they build skeletons,
-// clips and blobs through offline's public API. It is imported only by
-// tests.
+// Package animtest holds the test helpers that the external tests of
+// package anim (the runtime) and package anim/offline share: they build
+// skeletons, clips and blobs through offline's public API. It is imported
+// only by tests. Fixtures that offline's internal tests need too are
+// package fixture's (anim/internal/animtest/fixture), which does not
+// import offline; animtest wraps them in offline's types.
 package animtest
 
 import (
+	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/internal/animtest/fixture"
 	"github.com/vkjobs/vkjobs/anim/offline"
 )
 
@@ -61,14 +66,16 @@ func Chain(nb, frames int, rate float64) (*offline.Skeleton, *offline.Clip) {
 	return sk, c
 }
 
-// Blob builds a one-clip blob of cc on sk and loads it, failing the test
-// on an error.
-func Blob(t testing.TB, sk *offline.Skeleton, cc *offline.CompressedClip) (*anim.Blob, anim.ClipView) {
+// Blob builds a blob of cc and more clips, all on sk, and loads it,
+// failing the test on an error; it returns the blob and its first clip.
+func Blob(t testing.TB, sk *offline.Skeleton, cc *offline.CompressedClip, more ...*offline.CompressedClip) (*anim.Blob, anim.ClipView) {
 	t.Helper()
 	var b offline.Builder
 	s := b.AddSkeleton(sk)
-	if err := b.AddClip(s, cc); err != nil {
-		t.Fatalf("AddClip: %v", err)
+	for _, c := range append([]*offline.CompressedClip{cc}, more...) {
+		if err := b.AddClip(s, c); err != nil {
+			t.Fatalf("AddClip: %v", err)
+		}
 	}
 	data, err := b.Bytes()
 	if err != nil {
@@ -79,6 +86,88 @@ func Blob(t testing.TB, sk *offline.Skeleton, cc *offline.CompressedClip) (*anim
 		t.Fatalf("Load: %v", err)
 	}
 	return blob, blob.Clip(0)
+}
+
+// SynthSkeleton is fixture.SynthSkeleton, a 4-bone chain.
+func SynthSkeleton() *offline.Skeleton {
+	sk := fixture.SynthSkeleton()
+	return &offline.Skeleton{Name: "synth", Names: sk.Names, Parents: sk.Parents, Rest: sk.Rest}
+}
+
+// SynthClip is fixture.SynthTracks' clip of frames samples at rate Hz on
+// SynthSkeleton (a discontinuity at frame jump when jump > 0).
+func SynthClip(frames int, rate float64, jump int) *offline.Clip {
+	return &offline.Clip{Name: "synth", Rate: rate, Frames: frames, Tracks: fixture.SynthTracks(frames, rate, jump, track)}
+}
+
+// SpinClip is fixture.SpinTracks' clip: SynthClip(frames, 30, jump) with
+// the hand spinning too fast for any rotation component to be dropped.
+func SpinClip(frames, jump int) *offline.Clip {
+	return &offline.Clip{Name: "synth", Rate: 30, Frames: frames, Tracks: fixture.SpinTracks(frames, jump, track)}
+}
+
+func track(frames []int32, values [][4]float64) offline.Track {
+	return offline.Track{Frames: frames, Values: values}
+}
+
+var cmu struct {
+	once  sync.Once
+	ims   []*offline.Import
+	err   error
+	blobs sync.Map // fmt.Sprintf("%+v", CompressOptions) -> []byte
+}
+
+// CMUImports imports the CMU clips (fixture.CMUClips) once per test
+// binary; the caller must not modify them.
+func CMUImports(tb testing.TB) []*offline.Import {
+	tb.Helper()
+	for _, p := range fixture.CMUClips {
+		fixture.NeedFile(tb, p)
+	}
+	cmu.once.Do(func() {
+		for _, p := range fixture.CMUClips {
+			im, err := offline.LoadFile(p, offline.ImportOptions{})
+			if err != nil {
+				cmu.err = err
+				return
+			}
+			cmu.ims = append(cmu.ims, im)
+		}
+	})
+	if cmu.err != nil {
+		tb.Fatal(cmu.err)
+	}
+	return cmu.ims
+}
+
+// CMU is a blob of the CMU clips compressed with opt, each on its own
+// skeleton (31 bones), built once per options per test binary.
+func CMU(tb testing.TB, opt offline.CompressOptions) *anim.Blob {
+	tb.Helper()
+	key := fmt.Sprintf("%+v", opt)
+	data, ok := cmu.blobs.Load(key)
+	if !ok {
+		var b offline.Builder
+		for _, im := range CMUImports(tb) {
+			cc, err := offline.Compress(im.Skeleton, im.Clips[0], opt)
+			if err != nil {
+				tb.Fatalf("compressing %s with %+v: %v", im.Clips[0].Name, opt, err)
+			}
+			if err := b.AddClip(b.AddSkeleton(im.Skeleton), cc); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		d, err := b.Bytes()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		data, _ = cmu.blobs.LoadOrStore(key, d)
+	}
+	blob, err := anim.Load(data.([]byte))
+	if err != nil {
+		tb.Fatalf("Load: %v", err)
+	}
+	return blob
 }
 
 // Sample samples one character of cv at each time, forward, through

@@ -40,7 +40,7 @@
 // start), so a blob moves without patching.
 //
 //	blob header, 12 words (offsets from the blob start)
-//	  0 magic "ANIM"  1 version (2)  2 blob size in bytes
+//	  0 magic "ANIM"  1 version (3)  2 blob size in bytes
 //	  3 CRC-32C of bytes [16, size)
 //	  4 skeleton count  5 skeleton directory  6 clip count  7 clip directory
 //	  8..11 zero
@@ -71,11 +71,21 @@
 //
 //	segment, per animated track in track order (bits, LSB first):
 //	  mode 3 | disc 1 | predictor 2 | time Rice k 4 | linear 1 |
-//	  Rice k 5 per component
+//	  end pair 1 (only when disc is 1) | Rice k 5 per component
 //	  first point: each component signed, (track width) bits
-//	  second point, third point (unless the second is at the segment end)
+//	  second point, third point (unless the second is at the segment end
+//	  and there is no end pair)
 //	then records, in need order: a point = Rice(time delta - 1 + disc),
 //	  then per component Rice(zigzag(index - prediction))
+//	end pair: the track's last two points are both at the segment end,
+//	  the value held up to the end, then the end's own value (only in a
+//	  clip's last segment: a discontinuity at the clip's last frame, such
+//	  as a glTF STEP key at its last time). The second is read, as any
+//	  point, when playback reaches the point two before it; sampling at
+//	  the segment end (the clip's end) evaluates the zero-length interval
+//	  between the two, the second's value, and any time before it the
+//	  interval that ends on the first (whose outgoing tangent is then
+//	  one-sided). Version 2 blobs (no end pair bit) are refused.
 //	Rice(u, k): q = u>>k zero bits, a one, k low bits; q >= 24: 24 zeros,
 //	  then u in 32 bits
 //

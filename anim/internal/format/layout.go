@@ -29,7 +29,7 @@ import "hash/crc32"
 //	string table of n strings: n+1 uint32 offsets into the bytes that follow
 const (
 	BlobMagic      = 0x4D494E41 // "ANIM"
-	BlobVersion    = 2
+	BlobVersion    = 3
 	SkelTag        = 0x4C454B53 // "SKEL"
 	ClipTag        = 0x50494C43 // "CLIP"
 	BlobHeaderSize = 48

@@ -1,5 +1,7 @@
 package format
 
 // PureGo, set by tests and benchmarks only, makes package anim take its
-// pure-Go paths where it has assembly, so the two compare in one process.
+// reference paths: the pure-Go code where it has assembly (the uniform
+// codec) and the reference curve decoder, the one the GLSL port follows,
+// instead of its fast path; so each pair compares in one process.
 var PureGo bool

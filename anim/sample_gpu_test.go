@@ -1,4 +1,6 @@
-package offline
+//go:build cgo
+
+package anim_test
 
 import (
 	"fmt"
@@ -6,20 +8,26 @@ import (
 	"math/rand"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/internal/animtest"
 	"github.com/vkjobs/vkjobs/anim/internal/format"
+	"github.com/vkjobs/vkjobs/anim/offline"
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/bind"
 	"github.com/vkjobs/vkjobs/gpu/gputest"
 	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 )
+
+// The GPU tests (this file and uniform_gpu_test.go) build only with cgo,
+// which package gpu's Vulkan binding needs: without the constraint a
+// cgo-less build of anim's tests (make test vets the runtime for arm64
+// with CGO_ENABLED=0, proving that it needs no cgo) would fail on that
+// binding instead of leaving the GPU tests out.
 
 // Agreement of the GPU sampler with the CPU's: every pose component within
 // gpuPoseTol (absolute: metres for translations, unit-quaternion components
@@ -30,14 +38,25 @@ const gpuPoseTol = 1e-5
 
 var shared gputest.Shared
 
+// sampleID is the sampling kernel's ID in the registries sampleRegistry
+// builds. The registry hands it out; every such registry is built the
+// same way, so each hands out the same ID, and sampleRegistry checks it.
+var sampleID sched.KernelID
+
 // sampleRegistry registers package kernels' kernels and the sampling kernel.
 func sampleRegistry(tb testing.TB) *sched.Registry {
 	reg := sched.NewRegistry()
 	if err := kernels.Register(reg); err != nil {
 		tb.Fatal(err)
 	}
-	if err := anim.RegisterSampleKernel(reg); err != nil {
+	id, err := anim.RegisterSampleKernel(reg)
+	if err != nil {
 		tb.Fatal(err)
+	}
+	if sampleID == 0 {
+		sampleID = id
+	} else if id != sampleID {
+		tb.Fatalf("sampling kernel registered under %d, and under %d in an earlier registry", id, sampleID)
 	}
 	return reg
 }
@@ -60,20 +79,21 @@ func TestMain(m *testing.M) { os.Exit(gputest.Main(m, &shared)) }
 // dispatchTimer is an Observer that sums the GPU dispatch time of the
 // sampling kernel's tasks (the executor's timestamps).
 type dispatchTimer struct {
+	reg  *sched.Registry // to tell the sampling kernel's IDs (and its variants') by name
 	mu   sync.Mutex
 	cond *sync.Cond
 	n    int
 	ns   int64
 }
 
-func newDispatchTimer() *dispatchTimer {
-	o := &dispatchTimer{}
+func newDispatchTimer(reg *sched.Registry) *dispatchTimer {
+	o := &dispatchTimer{reg: reg}
 	o.cond = sync.NewCond(&o.mu)
 	return o
 }
 
 func (o *dispatchTimer) TaskRan(ev *sched.RunEvent) {
-	if ev.Where != sched.GPU || ev.Kernel < anim.SampleKernelID || ev.Kernel >= anim.SampleKernelID+8 {
+	if k := o.reg.Lookup(ev.Kernel); ev.Where != sched.GPU || k == nil || k.Name != anim.SampleKernelName {
 		return
 	}
 	o.mu.Lock()
@@ -114,7 +134,7 @@ func newGPUEnv(tb testing.TB) *gpuEnv { return newGPUEnvWith(tb, sampleRegistry(
 func newGPUEnvWith(tb testing.TB, reg *sched.Registry) *gpuEnv {
 	tb.Helper()
 	dev, log := openGPU(tb)
-	obs := newDispatchTimer()
+	obs := newDispatchTimer(reg)
 	s, exec, m := gputest.Sched(tb, dev, log, sched.Config{Kernels: reg, Observer: obs}, gpu.ExecutorOptions{})
 	return &gpuEnv{dev: dev, exec: exec, s: s, main: m, obs: obs}
 }
@@ -148,123 +168,10 @@ func newBuffer(tb testing.TB, dev *gpu.Device, size int, p []byte) *gpu.Buffer {
 	return b
 }
 
-func bytesOf[T any](s []T) []byte {
-	var z T
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(z)))
-}
-
-// crowd is n characters on the CMU clips, each at its own time, with a
-// CPU job and the GPU's own cursors and poses.
-type crowd struct {
-	bl       *anim.Blob
-	cpu      anim.SampleJob // CPU reference, run through sampleKernelCPU
-	gpuCur   []uint32
-	gpuPoses []float32
-	start    []float32
-	durs     []float32
-	rng      *rand.Rand
-}
-
-func newCrowd(tb testing.TB, bl *anim.Blob, n, bones int, seed int64) *crowd {
-	c := &crowd{bl: bl, rng: rand.New(rand.NewSource(seed))}
-	stride := 0
-	for i := range bl.NumClips() {
-		stride = max(stride, bl.Clip(i).CursorWords())
-	}
-	c.cpu = anim.SampleJob{Blob: bl, Inputs: make([]anim.SampleInput, n), Cursors: make([]uint32, n*stride),
-		CursorStride: stride, Poses: make([]float32, n*bones*anim.PoseFloats), Bones: bones}
-	c.gpuCur = make([]uint32, n*stride)
-	c.gpuPoses = make([]float32, n*bones*anim.PoseFloats)
-	for i := range n {
-		cv := bl.Clip(c.rng.Intn(bl.NumClips()))
-		c.cpu.Inputs[i].Clip = cv.Offset()
-		c.durs = append(c.durs, cv.Duration())
-		c.start = append(c.start, c.rng.Float32()*cv.Duration())
-	}
-	return c
-}
-
-// play puts every character at its start plus t, looping.
-func (c *crowd) play(t float32) {
-	for i := range c.cpu.Inputs {
-		x := c.start[i] + t
-		for x >= c.durs[i] && c.durs[i] > 0 {
-			x -= c.durs[i]
-		}
-		c.cpu.Inputs[i].Time = x
-	}
-}
-
-// seek puts every character at a random time (some outside the clip).
-func (c *crowd) seek() {
-	for i := range c.cpu.Inputs {
-		c.cpu.Inputs[i].Time = c.rng.Float32()*(c.durs[i]+1) - 0.5
-	}
-}
-
-// advance moves the crowd on to frame: a random seek when mode is
-// "seek", else forward playback at 60 Hz.
-func (c *crowd) advance(mode string, frame int) {
-	if mode == "seek" {
-		c.seek()
-	} else {
-		c.play(float32(frame) / 60)
-	}
-}
-
-// runCPU samples the crowd with the kernel's CPU function (kernels.Transform layout).
-func (c *crowd) runCPU(tb testing.TB) {
-	tb.Helper()
-	runKernelCPU(tb, c.cpu, 0)
-}
-
-// runKernelCPU samples job j with the kernel's CPU function, all its
-// characters, in place (into j's cursors and poses); flags as TaskData's.
-func runKernelCPU(tb testing.TB, j anim.SampleJob, flags uint32) {
-	tb.Helper()
-	d, err := j.TaskData(flags)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	d.Begin, d.End = 0, d.Elements
-	if err := sampleKernelCPU(nil, &d); err != nil {
-		tb.Fatal(err)
-	}
-}
-
 // gpuTask is the GPU's task: the CPU job's inputs, its own cursors and poses.
 func (c *crowd) gpuTask(tb testing.TB) sched.Task {
 	tb.Helper()
-	return sched.Task{Kernel: anim.SampleKernelID, Affinity: sched.GPU, Data: taskDataWith(tb, c.cpu, c.gpuCur, c.gpuPoses, 0)}
-}
-
-// taskDataWith is the task data of job j with its cursors and poses
-// replaced by cur and poses (the GPU's own, beside the CPU reference's).
-func taskDataWith(tb testing.TB, j anim.SampleJob, cur []uint32, poses []float32, flags uint32) sched.TaskData {
-	tb.Helper()
-	j.Cursors, j.Poses = cur, poses
-	d, err := j.TaskData(flags)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return d
-}
-
-// spinClip is synthClip(frames, 30, jump) with the hand spinning 1.5 turns
-// a second about (1,1,1): rotations so fast that no component can be
-// dropped, or whose dropped component changes from segment to segment.
-func spinClip(frames, jump int) *Clip {
-	spin := synthClip(frames, 30, jump)
-	var hand Track
-	for f := range spin.Frames {
-		a := 2 * math.Pi * 1.5 * float64(f) / spin.Rate // 1.5 turns a second
-		s := math.Sin(a/2) / math.Sqrt(3)
-		hand.Frames = append(hand.Frames, int32(f))
-		hand.Values = append(hand.Values, [4]float64{s, s, s, math.Cos(a / 2)})
-	}
-	makeContinuous(&hand)
-	spin.Tracks[3*3+int(TrackRotation)] = hand
-	return spin
+	return sched.Task{Kernel: sampleID, Affinity: sched.GPU, Data: taskDataWith(tb, c.cpu, c.gpuCur, c.gpuPoses, 0)}
 }
 
 // poseDiff compares two kernels.Transform-layout pose arrays and returns
@@ -290,200 +197,6 @@ func poseDiff(tb testing.TB, what string, got, want []float32, bones int) (maxd 
 	return maxd, differ
 }
 
-// Registration: the ID, the declaration checked against the SPIR-V by
-// kernels.Check, and the pose layout that kernels.LocalToModel reads.
-func TestSampleKernelRegistration(t *testing.T) {
-	if anim.SampleKernelID != kernels.FirstFree {
-		t.Errorf("SampleKernelID %d, want kernels.FirstFree %d", anim.SampleKernelID, kernels.FirstFree)
-	}
-	k, err := anim.SampleKernel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kernels.Check(&k); err != nil {
-		t.Fatal(err)
-	}
-	reg := sched.NewRegistry()
-	if err := kernels.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	if err := anim.RegisterSampleKernel(reg); err != nil {
-		t.Fatal(err)
-	}
-	if err := anim.RegisterSampleKernel(reg); err == nil {
-		t.Error("registering twice succeeded")
-	}
-	if got := reg.Lookup(anim.SampleKernelID); got == nil || got.Name != anim.SampleKernelName {
-		t.Fatalf("lookup: %+v", got)
-	}
-	var x kernels.Transform
-	if unsafe.Sizeof(x) != 4*anim.PoseFloats || unsafe.Offsetof(x.Rot) != 0 || unsafe.Offsetof(x.Trans) != 16 || unsafe.Offsetof(x.Scale) != 32 {
-		t.Fatalf("kernels.Transform layout changed: size %d, rot %d, trans %d, scale %d",
-			unsafe.Sizeof(x), unsafe.Offsetof(x.Rot), unsafe.Offsetof(x.Trans), unsafe.Offsetof(x.Scale))
-	}
-	if unsafe.Sizeof(anim.SampleInput{}) != 8 {
-		t.Fatal("SampleInput is not 8 bytes")
-	}
-	// What kernels' own TestSPIRVShippedShaders checks of its shaders.
-	m, err := kernels.ParseSPIRV(bind.Of(&k).SPIRV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Version != 0x00010000 || len(m.EntryPoints) != 1 || m.EntryPoints[0] != (kernels.SPIRVEntryPoint{Model: kernels.ModelGLCompute, Name: "main"}) ||
-		m.LocalSizeXSpecID != 0 || m.PushConstantBytes != bind.PushConstantSize {
-		t.Errorf("SPIR-V: version %#x, entry points %v, local size spec id %d, push constants %d bytes",
-			m.Version, m.EntryPoints, m.LocalSizeXSpecID, m.PushConstantBytes)
-	}
-	var bindings []uint32
-	for _, r := range m.Resources {
-		if r.Kind != kernels.ResourceStorage || r.Set != 0 {
-			t.Errorf("resource %+v", r)
-		}
-		bindings = append(bindings, r.Binding)
-	}
-	if !slices.Equal(bindings, []uint32{0, 1, 2, 4, 5}) {
-		t.Errorf("bindings %v, want 0 1 2 4 5", bindings)
-	}
-}
-
-// The CPU implementation equals SampleJob (converted to kernels.Transform,
-// over split ranges, with the cursors in place
-// or copied from a separate input, and allocates nothing.
-func TestSampleKernelCPU(t *testing.T) {
-	bl := cmuBlob(t)
-	const n, bones = 37, 33
-	c := newCrowd(t, bl, n, bones, 1)
-	c.play(0.3)
-	want := c.cpu
-	want.Cursors = slices.Clone(c.cpu.Cursors)
-	want.Poses = slices.Clone(c.cpu.Poses)
-	if err := want.Run(); err != nil {
-		t.Fatal(err)
-	}
-	for _, flags := range []uint32{0, anim.SampleInPlace} {
-		for _, separate := range []bool{false, true} {
-			j := c.cpu
-			j.Cursors = make([]uint32, len(c.cpu.Cursors))
-			j.Poses = make([]float32, len(c.cpu.Poses))
-			d, err := j.TaskData(flags)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := j.Cursors
-			if separate {
-				out = make([]uint32, len(j.Cursors))
-				for k := range out {
-					out[k] = 0xdeadbeef
-				}
-				d.Out[1].Bytes = bytesOf(out)
-			}
-			for _, r := range [][2]uint32{{0, 5}, {5, 5}, {5, 30}, {30, n}} {
-				d.Begin, d.End = r[0], r[1]
-				if err := sampleKernelCPU(nil, &d); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if !slices.Equal(out, want.Cursors) {
-				t.Errorf("flags %d separate %v: cursors differ from SampleJob's", flags, separate)
-			}
-			for k := 0; k < len(j.Poses); k += anim.PoseFloats {
-				p, w := j.Poses[k:k+anim.PoseFloats], want.Poses[k:k+anim.PoseFloats]
-				if !slices.Equal(p, w) {
-					t.Fatalf("flags %d separate %v: float %d: %v, want %v", flags, separate, k, p, w)
-				}
-			}
-		}
-	}
-	d, err := c.cpu.TaskData(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Begin, d.End = 0, n
-	frame := 0
-	if a := testing.AllocsPerRun(50, func() {
-		frame++
-		c.play(float32(frame) / 60)
-		if err := sampleKernelCPU(nil, &d); err != nil {
-			t.Fatal(err)
-		}
-	}); a != 0 {
-		t.Errorf("%v allocations per call", a)
-	}
-}
-
-// Bad task data is an error, never a panic.
-func TestSampleKernelCPUErrors(t *testing.T) {
-	bl := cmuBlob(t)
-	c := newCrowd(t, bl, 4, 31, 2)
-	_, otherData := synthBlob(t, synthClip(60, 30, 0), CompressOptions{})
-	other, err := anim.Load(otherData)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name, want string
-		mut        func(d *sched.TaskData)
-	}{
-		{"no blob", "Data must be", func(d *sched.TaskData) { d.Data = nil }},
-		{"other blob", "Data must be", func(d *sched.TaskData) { d.Data = other }},
-		{"blob copy", "Data must be", func(d *sched.TaskData) { d.In[0].Bytes = slices.Clone(d.In[0].Bytes) }},
-		{"no bones", "Params[0]", func(d *sched.TaskData) { d.Params[0] = 0 }},
-		{"flags", "flags", func(d *sched.TaskData) { d.Params[2] = 8 }},
-		{"pose stride", "stride", func(d *sched.TaskData) { d.Out[0].Stride -= 48 }},
-		{"cursor stride", "stride", func(d *sched.TaskData) { d.Params[1]++ }},
-		{"device-only cursors", "no host memory", func(d *sched.TaskData) { d.In[2].Bytes, d.In[2].Buffer = nil, 7 }},
-		{"not a clip", "not a clip", func(d *sched.TaskData) { sched.View[anim.SampleInput](d.In[1])[2].Clip += 4 }},
-	}
-	for _, tc := range cases {
-		d, err := c.cpu.TaskData(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.In[1] = sched.StreamOf(slices.Clone(c.cpu.Inputs))
-		tc.mut(&d)
-		d.Begin, d.End = 0, d.Elements
-		if err := sampleKernelCPU(nil, &d); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
-		}
-	}
-	j := c.cpu
-	j.Bones = 0
-	if _, err := j.TaskData(0); err == nil {
-		t.Error("TaskData of an invalid job succeeded")
-	}
-}
-
-// A cursor whose header matches its clip and segment but whose slots hold
-// anything must not crash the CPU sampler (it did: a negative format.RecipTable
-// index, an unmasked ring head, a divisor that overflowed to zero).
-func TestSampleScribbledSlots(t *testing.T) {
-	bl := cmuBlob(t)
-	c := bl.Clip(1)
-	rng := rand.New(rand.NewSource(7))
-	j := anim.SampleJob{Blob: bl, Inputs: []anim.SampleInput{{Clip: c.Offset()}}, Cursors: make([]uint32, c.CursorWords()),
-		CursorStride: c.CursorWords(), Poses: make([]float32, 31*anim.PoseFloats), Bones: 31}
-	for range 1500 {
-		tm := rng.Float32() * c.Duration()
-		j.Inputs[0].Time = tm
-		if err := j.Run(); err != nil {
-			t.Fatal(err)
-		}
-		for i := anim.CursorHeaderWords; i < len(j.Cursors); i++ {
-			if rng.Intn(3) == 0 {
-				j.Cursors[i] = rng.Uint32()
-				if rng.Intn(2) == 0 {
-					j.Cursors[i] &= 0xff
-				}
-			}
-		}
-		j.Inputs[0].Time = tm + rng.Float32()*0.1
-		if err := j.Run(); err != nil {
-			t.Fatal(err)
-		}
-		clear(j.Cursors)
-	}
-}
-
 // The GPU sampler equals the CPU's within gpuPoseTol for many characters,
 // each at its own time on one of the CMU clips, over consecutive frames of
 // forward playback (cursors kept from frame to frame) and after random
@@ -491,7 +204,7 @@ func TestSampleScribbledSlots(t *testing.T) {
 // equal the CPU's word for word) and with the blob and the cursors
 // resident on the GPU (SampleInPlace: they never leave it).
 func TestSampleGPUMatchesCPU(t *testing.T) {
-	bl := cmuBlob(t)
+	bl := animtest.CMU(t, offline.CompressOptions{})
 	e := newGPUEnv(t)
 	const n, bones = 300, 33
 	for _, resident := range []bool{false, true} {
@@ -551,22 +264,27 @@ func TestSampleGPUMatchesCPU(t *testing.T) {
 // The rarer paths of the format on the GPU: a clip with a discontinuity
 // (two points at one time), a rotation that turns so fast that no
 // component can be dropped (all four stored), a one-frame clip without
-// animated tracks, in blobs concatenated byte-wise after the CMU blob
+// animated tracks, a clip whose discontinuities are at its last frame
+// (end pairs, some characters sampling it exactly at its duration), in blobs concatenated byte-wise after the CMU blob
 // (clip offsets past the first blob) and a pose stride above the clips'
 // bones. Forward and seeking, the GPU equals the CPU.
-func TestSampleGPUSynthetic(t *testing.T) {
-	_, _, cmuBytes := cmuData(t)
-	sk := synthSkeleton()
-	var ccs []*CompressedClip
-	for _, c := range []*Clip{spinClip(240, 100), synthClip(1, 30, 0)} {
-		cc, err := Compress(sk, c, CompressOptions{SegmentSeconds: 2})
+func TestSampleGPURareFormatPaths(t *testing.T) {
+	cmu := animtest.CMU(t, offline.CompressOptions{})
+	sk := animtest.SynthSkeleton()
+	var ccs []*offline.CompressedClip
+	for _, c := range []*offline.Clip{animtest.SpinClip(240, 100), animtest.SynthClip(1, 30, 0), animtest.SynthClip(61, 30, 60)} {
+		cc, err := offline.Compress(sk, c, offline.CompressOptions{SegmentSeconds: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ccs = append(ccs, cc)
 	}
-	bl := mustLoad(t, slices.Concat(cmuBytes, blobOf(t, sk, ccs...)))
-	if bl.NumClips() != 4 {
+	synth, _ := animtest.Blob(t, sk, ccs[0], ccs[1:]...)
+	bl, err := anim.Load(slices.Concat(cmu.Bytes(), synth.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bl.NumClips() != 5 {
 		t.Fatalf("%d clips", bl.NumClips())
 	}
 	e := newGPUEnv(t)
@@ -574,7 +292,7 @@ func TestSampleGPUSynthetic(t *testing.T) {
 	c := newCrowd(t, bl, n, bones, 6)
 	for i := range n { // half the crowd on the synthetic clips
 		if i%2 == 0 {
-			cv := bl.Clip(2 + i/2%2)
+			cv := bl.Clip(2 + i/2%3)
 			c.cpu.Inputs[i].Clip, c.durs[i] = cv.Offset(), cv.Duration()
 			c.start[i] = c.rng.Float32() * cv.Duration()
 		}
@@ -587,6 +305,9 @@ func TestSampleGPUSynthetic(t *testing.T) {
 		} else {
 			c.play(float32(frame) / 30)
 		}
+		for i := 4; i < n; i += 12 { // on the end-pair clip (i/2%3 == 2): at its end
+			c.cpu.Inputs[i].Time = c.durs[i]
+		}
 		c.runCPU(t)
 		e.run(t, c.gpuTask(t))
 		poseDiff(t, fmt.Sprintf("frame %d", frame), c.gpuPoses, c.cpu.Poses, bones)
@@ -598,11 +319,17 @@ func TestSampleGPUSynthetic(t *testing.T) {
 			for s := range cv.AnimatedTracks() {
 				params := c.cpu.Cursors[i*stride+anim.CursorHeaderWords+s*anim.CursorSlotWords+format.SlParams]
 				kind := bl.Words()[int(in.Clip)/4+int(bl.Words()[int(in.Clip)/4+format.ChTracks])/4+s*format.TrackDescWords] >> 16
-				if kind == uint32(TrackRotation) && params&7 == format.ModeAll {
+				if kind == uint32(offline.TrackRotation) && params&7 == format.ModeAll {
 					seen["all four rotation components"]++
 				}
 				if params>>3&1 != 0 {
 					seen["discontinuity"]++
+				}
+				if params&format.ParamEndPair != 0 {
+					seen["end pair"]++
+					if in.Time == cv.Duration() {
+						seen["end pair at the clip's end"]++
+					}
 				}
 			}
 			if cv.AnimatedTracks() == 0 {
@@ -610,7 +337,7 @@ func TestSampleGPUSynthetic(t *testing.T) {
 			}
 		}
 	}
-	for _, what := range []string{"all four rotation components", "discontinuity", "no animated tracks"} {
+	for _, what := range []string{"all four rotation components", "discontinuity", "no animated tracks", "end pair", "end pair at the clip's end"} {
 		if seen[what] == 0 {
 			t.Errorf("no character sampled a segment with %s", what)
 		}
@@ -623,7 +350,7 @@ func TestSampleGPUSynthetic(t *testing.T) {
 // crash, hang or validation message; valid characters in the same
 // dispatch are unaffected.
 func TestSampleGPUBadData(t *testing.T) {
-	bl := cmuBlob(t)
+	bl := animtest.CMU(t, offline.CompressOptions{})
 	e := newGPUEnv(t)
 	const n, bones = 64, 31
 	c := newCrowd(t, bl, n, bones, 4)
@@ -665,7 +392,7 @@ func TestSampleGPUBadData(t *testing.T) {
 	in[2].Clip = uint32(len(bl.Bytes())) + 64
 	in[3].Clip = 0xfffffffc
 	d.In[1] = sched.StreamOf(in)
-	e.run(t, sched.Task{Kernel: anim.SampleKernelID, Affinity: sched.GPU, Data: d})
+	e.run(t, sched.Task{Kernel: sampleID, Affinity: sched.GPU, Data: d})
 	id := []float32{0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 0}
 	for i := range 4 {
 		for b := range bones {
@@ -677,7 +404,7 @@ func TestSampleGPUBadData(t *testing.T) {
 	}
 	d.Params[0] = 30 // clips have 31 bones
 	d.Out[0].Stride = 30 * 48
-	e.run(t, sched.Task{Kernel: anim.SampleKernelID, Affinity: sched.GPU, Data: d})
+	e.run(t, sched.Task{Kernel: sampleID, Affinity: sched.GPU, Data: d})
 	for k := 0; k < n*30*anim.PoseFloats; k += anim.PoseFloats {
 		if !slices.Equal(c.gpuPoses[k:k+anim.PoseFloats], id) {
 			t.Fatalf("pose stride 30: float %d: %v, want the identity", k, c.gpuPoses[k:k+anim.PoseFloats])
@@ -690,7 +417,7 @@ func TestSampleGPUBadData(t *testing.T) {
 // CPU chain's (sampleKernelCPU, then LocalToModel's CPU kernel) within
 // LocalToModel's own tolerance, |gpu-cpu| <= 1e-4*max(1,|cpu|).
 func TestSampleGPUToLocalToModel(t *testing.T) {
-	bl := cmuBlob(t)
+	bl := animtest.CMU(t, offline.CompressOptions{})
 	e := newGPUEnv(t)
 	const n, bones = 200, 31
 	c := newCrowd(t, bl, n, bones, 5)
@@ -784,14 +511,17 @@ func BenchmarkSampleGPU(b *testing.B) {
 	}
 	locals := []uint32{8, 16, 32, 64}
 	reg := sampleRegistry(b)
+	variants := make([]sched.Kernel, len(locals))
 	for i, ls := range locals {
 		kk := k
 		bb := *bind.Of(&k)
 		bb.LocalSize = ls
 		kk.GPU = &bb
-		if err := reg.Register(anim.SampleKernelID+1+sched.KernelID(i), kk); err != nil {
-			b.Fatal(err)
-		}
+		variants[i] = kk
+	}
+	firstVariant, err := reg.RegisterBlock("anim.local-size-variants", variants)
+	if err != nil {
+		b.Fatal(err)
 	}
 	e := newGPUEnvWith(b, reg)
 	const bones = 31
@@ -799,7 +529,7 @@ func BenchmarkSampleGPU(b *testing.B) {
 		var bl *anim.Blob
 		blob := func(b *testing.B) *anim.Blob {
 			if bl == nil {
-				bl = cmuBlobCodec(b, "0.01", 0, codec)
+				bl = animtest.CMU(b, offline.CompressOptions{Tolerance: 0.01 / 100, Codec: codec}) // 0.01 cm
 			}
 			return bl
 		}
@@ -835,7 +565,7 @@ func BenchmarkSampleGPU(b *testing.B) {
 							curBuf := newBuffer(b, e.dev, 4*n*stride, nil)
 							poseBuf := newBuffer(b, e.dev, n*bones*48, nil)
 							task := c.gpuTask(b)
-							task.Kernel = anim.SampleKernelID + 1 + sched.KernelID(i)
+							task.Kernel = firstVariant + sched.KernelID(i)
 							task.Data.In[0] = blobBuf.Stream(4, uint32(len(bl.Words())), 0)
 							task.Data.Out[0] = poseBuf.Stream(bones*48, uint32(n), 0)
 							switch curs {
@@ -876,15 +606,3 @@ func BenchmarkSampleGPU(b *testing.B) {
 		}
 	}
 }
-
-// sampleKernelCPU runs the sampling kernel's CPU implementation (the one
-// the scheduler runs on a CPU worker), as anim.SampleKernel registers it.
-func sampleKernelCPU(c *sched.Ctx, d *sched.TaskData) error {
-	k, err := sampleKernel()
-	if err != nil {
-		return err
-	}
-	return k.CPU(c, d)
-}
-
-var sampleKernel = sync.OnceValues(anim.SampleKernel)

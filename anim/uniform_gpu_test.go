@@ -1,4 +1,6 @@
-package offline
+//go:build cgo
+
+package anim_test
 
 import (
 	"fmt"
@@ -9,28 +11,41 @@ import (
 	"testing"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/internal/animtest"
+	"github.com/vkjobs/vkjobs/anim/internal/animtest/fixture"
 	"github.com/vkjobs/vkjobs/anim/internal/format"
+	"github.com/vkjobs/vkjobs/anim/offline"
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
 // uniformPrefix returns the first n frames of c as a dense clip (every
 // track sampled at every frame; discontinuities keep their right-hand
-// value), so that tests compress a short clip quickly.
-func uniformPrefix(c *Clip, n int) *Clip {
+// value, as Clip.Pose gives them), so that tests compress a short clip
+// quickly.
+func uniformPrefix(c *offline.Clip, n int) *offline.Clip {
 	n = min(n, c.Frames)
-	p := &Clip{Name: c.Name + fmt.Sprintf("[:%d]", n), Rate: c.Rate, Frames: n, Tracks: make([]Track, len(c.Tracks))}
-	for i := range c.Tracks {
-		src := &c.Tracks[i]
-		t := Track{Frames: make([]int32, n), Values: make([][4]float64, n)}
-		for f := range n {
-			t.Frames[f] = int32(f)
-			t.Values[f] = src.Values[src.sampleIndex(f)]
+	nb := c.NumBones()
+	p := &offline.Clip{Name: c.Name + fmt.Sprintf("[:%d]", n), Rate: c.Rate, Frames: n, Tracks: make([]offline.Track, 3*nb)}
+	for i := range p.Tracks {
+		p.Tracks[i] = offline.Track{Frames: make([]int32, n), Values: make([][4]float64, n)}
+	}
+	pose := make([]offline.Transform, nb)
+	for f := range n {
+		c.Pose(f, pose)
+		for b, tr := range pose {
+			for k, v := range [3][4]float64{
+				offline.TrackTranslation: {tr.T[0], tr.T[1], tr.T[2], 0},
+				offline.TrackRotation:    [4]float64(tr.R),
+				offline.TrackScale:       {tr.S[0], tr.S[1], tr.S[2], 0},
+			} {
+				p.Tracks[3*b+k].Frames[f] = int32(f)
+				p.Tracks[3*b+k].Values[f] = v
+			}
 		}
-		if TrackKind(i%3) == TrackRotation {
-			makeContinuous(&t)
-		}
-		p.Tracks[i] = t
+	}
+	for b := range nb {
+		fixture.Continuous(p.Tracks[3*b+int(offline.TrackRotation)].Values)
 	}
 	return p
 }
@@ -42,8 +57,8 @@ var uniMix struct {
 }
 
 // uniformMixBlob is one blob of curve and uniform clips, built once per
-// test binary in well under a second (it does not wait for cmuData's full
-// compressions): per CMU clip its first 160 frames (1.3 s) as a curve
+// test binary in well under a second (it compresses short clips only):
+// per CMU clip its first 160 frames (1.3 s) as a curve
 // clip (1 s segments) and as two uniform clips: 01_01 at 0.0001 cm (up
 // to 19 bits per component) and at 1 cm with 2-frame segments (low bit
 // rates, segment-constant tracks, a boundary every other frame), 01_03 at
@@ -54,9 +69,8 @@ var uniMix struct {
 // TestSampleGPUUniformConstantClip's.)
 func uniformMixBlob(tb testing.TB) *anim.Blob {
 	tb.Helper()
-	needAssimp(tb, assimpBVH+"/01_01.bvh")
-	needAssimp(tb, assimpBVH+"/01_03.bvh")
-	uniMix.once.Do(func() { uniMix.data, uniMix.err = buildUniformMix() })
+	ims := animtest.CMUImports(tb)
+	uniMix.once.Do(func() { uniMix.data, uniMix.err = buildUniformMix(ims) })
 	if uniMix.err != nil {
 		tb.Fatal(uniMix.err)
 	}
@@ -67,14 +81,14 @@ func uniformMixBlob(tb testing.TB) *anim.Blob {
 	return bl
 }
 
-func buildUniformMix() ([]byte, error) {
-	var b Builder
-	uni := func(tol float64, L int) CompressOptions {
-		return CompressOptions{Codec: anim.CodecUniform, Tolerance: tol, UniformSegmentFrames: L, Passes: 1}
+func buildUniformMix(ims []*offline.Import) ([]byte, error) {
+	var b offline.Builder
+	uni := func(tol float64, L int) offline.CompressOptions {
+		return offline.CompressOptions{Codec: anim.CodecUniform, Tolerance: tol, UniformSegmentFrames: L, Passes: 1}
 	}
-	add := func(sk *Skeleton, si int, c *Clip, opts ...CompressOptions) error {
+	add := func(sk *offline.Skeleton, si int, c *offline.Clip, opts ...offline.CompressOptions) error {
 		for _, o := range opts {
-			cc, err := Compress(sk, c, o)
+			cc, err := offline.Compress(sk, c, o)
 			if err != nil {
 				return err
 			}
@@ -84,21 +98,17 @@ func buildUniformMix() ([]byte, error) {
 		}
 		return nil
 	}
-	for i, f := range []string{"01_01", "01_03"} {
-		im, err := LoadFile(assimpBVH+"/"+f+".bvh", ImportOptions{})
-		if err != nil {
-			return nil, err
-		}
+	for i, im := range ims { // 01_01, 01_03
 		short := uniformPrefix(im.Clips[0], 160)
-		opts := [][]CompressOptions{{uni(1e-6, 0), uni(1e-2, 2)}, {uni(1e-4, 0), uni(1e-4, 256)}}[i]
-		if err := add(im.Skeleton, b.AddSkeleton(im.Skeleton), short, append(opts, CompressOptions{Passes: 1})...); err != nil {
+		opts := [][]offline.CompressOptions{{uni(1e-6, 0), uni(1e-2, 2)}, {uni(1e-4, 0), uni(1e-4, 256)}}[i]
+		if err := add(im.Skeleton, b.AddSkeleton(im.Skeleton), short, append(opts, offline.CompressOptions{Passes: 1})...); err != nil {
 			return nil, err
 		}
 	}
-	spin := spinClip(120, 50)
-	sk := synthSkeleton()
+	spin := animtest.SpinClip(120, 50)
+	sk := animtest.SynthSkeleton()
 	si := b.AddSkeleton(sk)
-	if err := add(sk, si, spin, uni(1e-4, 0), CompressOptions{SegmentSeconds: 2, Passes: 1}); err != nil {
+	if err := add(sk, si, spin, uni(1e-4, 0), offline.CompressOptions{SegmentSeconds: 2, Passes: 1}); err != nil {
 		return nil, err
 	}
 	return b.Bytes()
@@ -137,7 +147,7 @@ func uniformCoverage(bl *anim.Blob) map[string]int {
 				case bits <= 6:
 					seen["3..6-bit track"]++
 				}
-				if tracks[k*format.TrackDescWords]>>16 == uint32(TrackRotation) {
+				if tracks[k*format.TrackDescWords]>>16 == uint32(offline.TrackRotation) {
 					seen[fmt.Sprintf("rotation dropping component %d", rb>>4&3)]++
 				}
 			}
@@ -271,7 +281,7 @@ func TestSampleGPUUniformMatchesCPU(t *testing.T) {
 						gd.Out[1] = sched.Stream{Bytes: bytesOf(out), Stride: uint32(4 * stride), Count: n}
 					}
 					clear(gpuPoses)
-					e.run(t, sched.Task{Kernel: anim.SampleKernelID, Affinity: sched.GPU, Data: gd})
+					e.run(t, sched.Task{Kernel: sampleID, Affinity: sched.GPU, Data: gd})
 					for i, in := range cpu.Inputs {
 						// Count uniform characters between two frames of
 						// different segments (float64 suffices here).
@@ -374,7 +384,7 @@ func TestSampleGPUUniformBadData(t *testing.T) {
 		}
 		gd := taskDataWith(t, cpu, gpuCur, gpuPoses, 0)
 		gd.In[0] = sched.Stream{Bytes: bytesOf(words), Stride: 4, Count: uint32(len(words))}
-		e.run(t, sched.Task{Kernel: anim.SampleKernelID, Affinity: sched.GPU, Data: gd})
+		e.run(t, sched.Task{Kernel: sampleID, Affinity: sched.GPU, Data: gd})
 		for i := 0; i < n; i += 2 {
 			o := i * bones * anim.PoseFloats
 			poseDiff(t, fmt.Sprintf("round %d, curve character %d", round, i), gpuPoses[o:o+bones*anim.PoseFloats], cpu.Poses[o:o+bones*anim.PoseFloats], bones)
@@ -397,19 +407,19 @@ func TestSampleGPUUniformBadData(t *testing.T) {
 // identity beyond its bones) at any time, the cursors copied through, as
 // the CPU does.
 func TestSampleGPUUniformConstantClip(t *testing.T) {
-	sk := synthSkeleton()
-	var ccs []*CompressedClip
+	sk := animtest.SynthSkeleton()
+	var ccs []*offline.CompressedClip
 	for _, c := range []struct {
-		clip *Clip
-		opt  CompressOptions
-	}{{synthClip(1, 30, 0), CompressOptions{Codec: anim.CodecUniform}}, {synthClip(60, 30, 20), CompressOptions{Passes: 1}}} {
-		cc, err := Compress(sk, c.clip, c.opt)
+		clip *offline.Clip
+		opt  offline.CompressOptions
+	}{{animtest.SynthClip(1, 30, 0), offline.CompressOptions{Codec: anim.CodecUniform}}, {animtest.SynthClip(60, 30, 20), offline.CompressOptions{Passes: 1}}} {
+		cc, err := offline.Compress(sk, c.clip, c.opt)
 		if err != nil {
 			t.Fatalf("%v: %v", c.opt.Codec, err)
 		}
 		ccs = append(ccs, cc)
 	}
-	bl := mustLoad(t, blobOf(t, sk, ccs...))
+	bl, _ := animtest.Blob(t, sk, ccs[0], ccs[1:]...)
 	if c := bl.Clip(0); !isUniformClip(c) || c.AnimatedTracks() != 0 {
 		t.Fatalf("clip 0: codec %v, %d animated tracks", c.Codec(), c.AnimatedTracks())
 	}
@@ -433,7 +443,7 @@ func TestSampleGPUUniformConstantClip(t *testing.T) {
 		runKernelCPU(t, cpu, flags)
 		gpuPoses := make([]float32, len(cpu.Poses))
 		gd := taskDataWith(t, cpu, gpuCur, gpuPoses, flags)
-		e.run(t, sched.Task{Kernel: anim.SampleKernelID, Affinity: sched.GPU, Data: gd})
+		e.run(t, sched.Task{Kernel: sampleID, Affinity: sched.GPU, Data: gd})
 		poseDiff(t, fmt.Sprintf("flags %d", flags), gpuPoses, cpu.Poses, bones)
 		if !slices.Equal(gpuCur, cpu.Cursors) {
 			t.Fatalf("flags %d: GPU cursors differ from the CPU's", flags)
