@@ -6,8 +6,9 @@
 // # The registry
 //
 // Register(reg) registers every kernel of the package under its ID
-// (SkinLBS ... Saxpy, IDs 1 to FirstFree-1; other packages start at
-// FirstFree). Before registering anything it builds each kernel with
+// (SkinLBS ... Saxpy): fixed IDs, below sched.FirstHandedID; other
+// libraries take the IDs the registry hands out (RegisterNext,
+// RegisterBlock), which never meet these. Before registering anything it builds each kernel with
 // Definition and checks it with Check; if any check fails or any ID is taken,
 // it registers nothing. A registered kernel is a sched.Kernel: a name (also
 // its shader's name in package shaders), a Kind (Streaming, Reduce or

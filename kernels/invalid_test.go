@@ -179,15 +179,15 @@ func TestRegisterRefuses(t *testing.T) {
 		}
 	}
 
-	for _, id := range []sched.KernelID{sched.KernelNone, lastID, FirstFree, 1000} {
+	for _, id := range []sched.KernelID{sched.KernelNone, lastID, sched.FirstHandedID, 1000} {
 		_, err := Definition(id)
 		wantErr(t, "Definition of a foreign ID", err, "is not one of this package's")
 		if !errors.Is(err, sched.ErrUnknownKernel) {
 			t.Fatalf("Definition(%d) error does not wrap sched.ErrUnknownKernel", id)
 		}
 	}
-	if n := len(IDs()); n != int(lastID-1) || IDs()[n-1] >= FirstFree {
-		t.Fatalf("IDs %v overflow FirstFree %d", IDs(), FirstFree)
+	if n := len(IDs()); n != int(lastID-1) || IDs()[n-1] >= sched.FirstHandedID {
+		t.Fatalf("IDs %v reach the handed-out range (from %d)", IDs(), sched.FirstHandedID)
 	}
 }
 

@@ -8,9 +8,12 @@ import (
 	"github.com/vkjobs/vkjobs/shaders"
 )
 
-// Kernel IDs of this package. IDs 1 to FirstFree-1 belong to package
-// kernels; other packages registering into the same sched.Registry use
-// FirstFree and up. Stream layouts and parameters are listed in doc.go.
+// Kernel IDs of this package: fixed IDs (below sched.FirstHandedID, which
+// the registry never hands out), so that tasks, tables and programs name
+// the kernels as constants. Other libraries sharing the registry take IDs
+// it hands out (sched.Registry.RegisterNext, RegisterBlock) and never meet
+// these, in whatever order they register. Stream layouts and parameters
+// are listed in doc.go.
 const (
 	SkinLBS          sched.KernelID = iota + 1 // linear blend skinning, storage palette
 	SkinLBSUniform                             // linear blend skinning, uniform palette (<= 1024 bones)
@@ -29,12 +32,9 @@ const (
 	lastID
 )
 
-// FirstFree is the first kernel ID that package kernels does not use.
-const FirstFree sched.KernelID = 32
-
-// The package's IDs stay below FirstFree: this constant overflows (a
-// compile error) otherwise.
-const _ = FirstFree - lastID
+// The package's IDs stay fixed, below the handed-out range: this
+// constant overflows (a compile error) otherwise.
+const _ = sched.FirstHandedID - lastID
 
 // IDs returns every kernel ID of this package, in order.
 func IDs() []sched.KernelID {

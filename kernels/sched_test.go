@@ -515,3 +515,47 @@ func TestSkinOddSizes(t *testing.T) {
 	}
 	t.Logf("joint past the palette: %v", err)
 }
+
+// TestRegisterBesideHandedIDs: this package's fixed IDs and a library
+// that takes its IDs from the registry (RegisterNext, RegisterBlock) share
+// one registry in either order: both register, and each finds its own
+// kernels under its IDs.
+func TestRegisterBesideHandedIDs(t *testing.T) {
+	f := func(*sched.Ctx, *sched.TaskData) error { return nil }
+	other := func(reg *sched.Registry) (sched.KernelID, sched.KernelID) {
+		one, err := reg.RegisterNext(sched.Kernel{Name: "other.one", CPU: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, err := reg.RegisterBlock("other", []sched.Kernel{{Name: "other.a", CPU: f}, {Name: "other.b", CPU: f}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return one, block
+	}
+	for _, kernelsFirst := range []bool{true, false} {
+		reg := sched.NewRegistry()
+		var one, block sched.KernelID
+		if kernelsFirst {
+			if err := Register(reg); err != nil {
+				t.Fatal(err)
+			}
+			one, block = other(reg)
+		} else {
+			one, block = other(reg)
+			if err := Register(reg); err != nil {
+				t.Fatalf("Register after another library took its IDs: %v", err)
+			}
+		}
+		for _, id := range IDs() {
+			if k := reg.Lookup(id); k == nil || k.Name != defs[id].kernel.Name {
+				t.Fatalf("kernels first %v: Lookup(%d) = %v, want %q", kernelsFirst, id, k, defs[id].kernel.Name)
+			}
+		}
+		for id, name := range map[sched.KernelID]string{one: "other.one", block: "other.a", block + 1: "other.b"} {
+			if k := reg.Lookup(id); k == nil || k.Name != name {
+				t.Fatalf("kernels first %v: Lookup(%d) = %v, want %q", kernelsFirst, id, k, name)
+			}
+		}
+	}
+}

@@ -234,7 +234,6 @@ func TestUsageErrors(t *testing.T) {
 	reg := NewRegistry()
 	c, _ := NewContext(64)
 	s2, m2 := newSched(t, 0)
-	_ = s2
 	checks := map[string]error{}
 	_, checks["nil context"] = r.MergeSort(m, []*RenderContext{c, nil}, reg)
 	_, checks["nil registry"] = r.MergeSort(m, []*RenderContext{c}, nil)
@@ -249,8 +248,11 @@ func TestUsageErrors(t *testing.T) {
 	checks["reserved type"] = c.Append(TypeDraw, nil)
 	_, checks["nil scheduler"] = New(nil, Config{})
 	_, checks["negative config"] = New(s, Config{Ranges: -1})
-	must(t, s.Kernels().Register(100, sched.Kernel{Name: "other", CPU: func(*sched.Ctx, *sched.TaskData) error { return nil }}))
-	_, checks["kernel ID taken"] = New(s, Config{KernelBase: 99})
+	// Another library took the owner name "render" in s2's registry with
+	// kernels of its own: New must refuse to share them.
+	_, err := s2.Kernels().RegisterBlock("render", []sched.Kernel{{Name: "other", CPU: func(*sched.Ctx, *sched.TaskData) error { return nil }}})
+	must(t, err)
+	_, checks["kernel block taken"] = New(s2, Config{})
 	sorted, err := r.MergeSort(m, []*RenderContext{c}, reg)
 	must(t, err)
 	c.Reset()

@@ -12,10 +12,6 @@ import (
 
 // Config configures a Renderer. The zero value gives defaults.
 type Config struct {
-	// KernelBase is the first of the NumKernels consecutive kernel IDs the
-	// renderer registers in the scheduler's registry (default
-	// DefaultKernelBase). Renderers of one scheduler share them.
-	KernelBase sched.KernelID
 	// MergeGrain is the fewest packets per sort task (default 4096);
 	// smaller frames are sorted on the calling thread.
 	MergeGrain int
@@ -37,13 +33,12 @@ type Config struct {
 	SplitLayers bool
 }
 
-// DefaultKernelBase is Config.KernelBase's default.
-const DefaultKernelBase sched.KernelID = 0x0400
-
-// NumKernels is how many kernel IDs a Renderer uses from KernelBase.
+// NumKernels is how many kernel IDs a Renderer uses: a block the
+// scheduler's registry hands out (sched.Registry.RegisterBlock, owner
+// "render"), shared by the Renderers of one registry.
 const NumKernels = 4
 
-// Kernel names, registered at KernelBase+0.., in this order.
+// Kernel names, registered in the block in this order.
 var kernelNames = [NumKernels]string{"render.parse", "render.scatter", "render.state-scan", "render.record"}
 
 // Stats counts what MergeSort saw. Every packet of every context ends up in
@@ -124,19 +119,16 @@ type Renderer struct {
 }
 
 // New returns a Renderer that runs its steps on s, registering its kernels
-// in s's registry unless a Renderer already did.
+// in s's registry unless a Renderer already did. The registry hands out
+// their IDs (a block owned by "render"), so they never collide with
+// another library's kernels, and Renderers created at once on one
+// registry get the same block.
 func New(s *sched.Scheduler, cfg Config) (*Renderer, error) {
 	if s == nil {
 		return nil, errors.New("render: New: nil scheduler")
 	}
 	if cfg.MergeGrain < 0 || cfg.MergeTasks < 0 || cfg.Ranges < 0 || cfg.MinRange < 0 {
 		return nil, fmt.Errorf("render: New: negative value in %+v", cfg)
-	}
-	if cfg.KernelBase == 0 {
-		cfg.KernelBase = DefaultKernelBase
-	}
-	if int(cfg.KernelBase)+NumKernels-1 > int(^sched.KernelID(0)) {
-		return nil, fmt.Errorf("render: New: KernelBase %d leaves no room for %d kernels", cfg.KernelBase, NumKernels)
 	}
 	if cfg.MergeGrain == 0 {
 		cfg.MergeGrain = 4096
@@ -152,22 +144,16 @@ func New(s *sched.Scheduler, cfg Config) (*Renderer, error) {
 	}
 	r := &Renderer{s: s, cfg: cfg}
 	funcs := [NumKernels]sched.KernelFunc{parseKernel, scatterKernel, stateScanKernel, recordKernel}
-	reg := s.Kernels()
-	for i := range NumKernels {
-		id := cfg.KernelBase + sched.KernelID(i)
-		r.k[i] = id
-		if k := reg.Lookup(id); k != nil && k.Name != kernelNames[i] {
-			return nil, fmt.Errorf("render: New: kernel ID %d is taken by %q (set Config.KernelBase)", id, k.Name)
-		}
+	var ks [NumKernels]sched.Kernel
+	for i := range ks {
+		ks[i] = sched.Kernel{Name: kernelNames[i], Kind: sched.Simple, CPU: funcs[i]}
 	}
-	for i, id := range r.k {
-		if reg.Lookup(id) != nil {
-			continue // registered by an earlier Renderer
-		}
-		err := reg.Register(id, sched.Kernel{Name: kernelNames[i], Kind: sched.Simple, CPU: funcs[i]})
-		if err != nil && reg.Lookup(id).Name != kernelNames[i] { // lost a race to another New: fine
-			return nil, fmt.Errorf("render: New: %w", err)
-		}
+	first, err := s.Kernels().RegisterBlock("render", ks[:])
+	if err != nil {
+		return nil, fmt.Errorf("render: New: %w", err)
+	}
+	for i := range r.k {
+		r.k[i] = first + sched.KernelID(i)
 	}
 	return r, nil
 }
@@ -197,7 +183,7 @@ func (r *Renderer) fork(c *sched.Ctx, k sched.KernelID, n int, parallel bool, in
 	if err := c.Run(root); err != nil && addErr == nil {
 		addErr = err
 	}
-	if err := r.wait(c, root); err != nil && addErr == nil {
+	if err := c.Wait(root); err != nil && addErr == nil {
 		addErr = err
 	}
 	if addErr != nil {
@@ -218,18 +204,6 @@ func runInline(c *sched.Ctx, n int, f func(*sched.Ctx, int)) (err error) {
 		f(c, i)
 	}
 	return nil
-}
-
-// wait waits for a task on c. sched's ID check can misreport a task that
-// finishes during the call as never issued (it reads the slot's generation
-// before its open count and kernel); a task that is finished by then is
-// simply done, so wait returns its recorded error instead.
-func (r *Renderer) wait(c *sched.Ctx, id sched.TaskID) error {
-	err := c.Wait(id)
-	if err != nil && errors.Is(err, sched.ErrNotIssued) && r.s.IsFinished(id) {
-		return r.s.Err(id)
-	}
-	return err
 }
 
 func parseKernel(c *sched.Ctx, d *sched.TaskData) error {

@@ -17,14 +17,15 @@
 // becomes runnable, Place predicts, for each device that can run it (CPU
 // workers; the GPU if the kernel has a GPU binding and an executor is
 // attached; the SPU executor if given in Options.SPU and the task
-// fits its local store), the task's finish: the predicted
+// fits its local store; with Options.OneCore, one core: the task unsplit
+// on one CPU worker), the task's finish: the predicted
 // work already queued there (tracked placements not yet completed) plus
 // the predicted service time, and returns the earliest.
 //
 // The model is per (kernel, device): service time = latency + per-item
 // time x effective items, transfers included, where effective items are
 // the items one CPU thread gets (n / min(threads, pieces of a grain)) on
-// the CPU and n elsewhere. It is learned from completed Auto tasks only:
+// the CPU workers and n elsewhere (one core included). It is learned from completed Auto tasks only:
 // the Placer tracks each placement and the scheduler's RunEvents for it
 // (CPU pieces, matched by kernel, item range and parent task; executor
 // jobs by kernel and range; an invocation that started before the
@@ -33,10 +34,21 @@
 // with earlier tracked work, from when the task's work began) to the end
 // of the last piece. For the GPU executor that is the end of the dispatch
 // (its timestamp on the host clock), which leaves out the read-back and
-// the fence's signal (~50-100 us on lavapipe) but, unlike the time of the
+// the fence's signal but, unlike the time of the
 // executor's report, not the load of the machine. The first run of a
 // kernel on each device (shader compilation, memory growth) is not learned
 // from.
+//
+// One core is a way to use the CPU workers rather than a device: Place
+// raises the task's Grain to its size, so the scheduler runs it as one
+// piece on one worker (or on the thread waiting for it), and the model
+// learns it as device "cpu1" (its events are the CPU workers'; its queued
+// work is theirs). Fanning a task out costs the pieces' hand-offs and,
+// on a machine loaded by other processes, the wait for the slowest piece;
+// small tasks, or a busy machine, can run faster on one core, and the
+// model measures which. It is an option because it costs each kernel a
+// few exploration tasks per size class, and a scheduler whose threads
+// have the machine to themselves rarely gains from it.
 //
 // Each size class (item counts from 2^(c-1) to 2^c - 1) keeps a robust
 // estimate: the median of its first three samples, then an exponentially
@@ -55,14 +67,50 @@
 // predicted 4x slower (from two other classes, when it is first tried in
 // the class) is tried once, and one predicted 8x slower is not tried (nor
 // tried further once its own samples in the class say so): exploring it
-// would cost more than it could ever save. Re-probing:
-// every ReprobeEvery-th (100th) decision of a size class goes to the
-// runner-up if its predicted finish is within 2x of the best (or, when the
-// class co-executes, to the best single device), so that a device that got
-// faster is noticed; a runner-up predicted r times slower, r > 2, every
-// ReprobeEvery*(r-1)-th, which bounds the probes' cost at about 1% however
-// slow it is and still notices when a load that slowed it far is gone; a probe's run moves its device's estimate at once,
-// with weight 1/2, without waiting for the median of three. Clear
+// would cost more than it could ever save.
+//
+// Slice probes: a whole exploration task on a device far slower than the
+// best costs as many tasks of the best as it is slower (a software GPU
+// can be hundreds of times slower), so an executor device (GPU, SPU) is
+// first explored with a slice of a streaming task: 1/64 of its items run
+// there and the rest on the CPU workers, as co-execution runs a split.
+// The slice's time bounds the whole task's there from both sides (time
+// grows with items, and the latency does not): when the slice alone
+// takes longer than the best device's predicted whole task (twice that
+// with SharedCores, where the slice competes with the rest of its task
+// for the same cores), the device cannot win the class and is not
+// explored there; when the slice's time scaled up to the whole task's
+// items (an upper bound: the latency is paid once, not per slice) beats
+// the best, whole tasks are explored there; otherwise the next probe
+// takes a slice 4x larger (1/16, 1/4, then whole tasks), and the slices'
+// sizes give the device's line its latency and per-item time, which
+// rules the device out too when it predicts the whole task skipFactor
+// (8) times slower than the best. So exploring a hopeless device costs about one slice,
+// a fraction of the best device's task plus the device's latency,
+// instead of several of its whole tasks. While a class is probed by
+// slices the model does not choose the device for a whole task from its
+// line (fitted at other sizes, where latency may have hidden the time per
+// item), and the longest slice measured is a floor under the device's
+// predictions for the class. One slice per device and class
+// is in flight at a time; the device's first run is a slice too. The
+// rest of a sliced task is not learned from (it shares the cores with
+// the probe), and a class that slices ruled out counts as explored (its
+// tries reach Explore, which Save keeps). Tasks that cannot be split
+// (Simple kernels, fewer than 8 items) and Placers with NoCoExec or
+// NoSliceProbe explore whole tasks.
+//
+// Re-probing: every device other than the best is re-measured on its own
+// schedule, so that one that got faster is noticed: after ReprobeEvery
+// (100) decisions of the size class without a probe of it when its
+// predicted finish is within 2x of the best (or, when the class
+// co-executes, the best single device), after ReprobeEvery*(r-1) when it
+// is predicted r > 2 times slower, which bounds each device's probes at
+// about 1% of the time however slow it is and still notices when a load
+// that slowed it far is gone. A schedule per device, not one for the
+// runner-up, keeps a device that is close to the best (one core beside
+// the workers) from hiding a third one that became fast. A probe's run
+// moves its device's estimate at once, with weight 1/2, without waiting
+// for the median of three. Clear
 // calls (the runner-up predicted 4x later or more) are tracked only one
 // time in TrackEvery (8): the others cost a lock, a few multiplications
 // and no clock read, about 0.1 us. Place allocates nothing once a kernel
@@ -80,24 +128,11 @@
 // which also compares queued work as one pool; without it the Placer
 // learns an efficiency above 1 and stops splitting.
 //
-// Measured here (2 vCPUs shared with other jobs, load average 4-6,
-// lavapipe, validation off; go test -bench . ./affinity/placement/): Place costs
-// 0.1-0.2 us and allocates nothing; a kernel with nothing tracked costs
-// the observer 2 ns per invocation. Run interleaved with the fixed
-// policies, Auto's median time is within 2% of the better device for the
-// chain kernel at 64, 4096 and 65536 items (CPU, GPU, GPU; the devices
-// differ 3-4x) and for saxpy at 64K and 1M items (CPU, 8-17x), and 4-8%
-// behind for 2 us saxpy tasks, where placement itself is the difference.
-// A mixed frame (small and large chain and saxpy tasks under one join)
-// took 29 ms on CPU workers, 14 ms on the GPU and 4.7 ms with Auto, which
-// uses both. In the placement test Auto picks the device that direct
-// measurement shows faster in all 96 decisions of a typical run (at least
-// 95% required). The SPU executor runs saxpy 2.4x slower than the CPU
-// workers (its copies cannot hide behind a memory-bound kernel: 0.75 ms
-// of 1.35 ms stalled) and compute-bound skinning at about their speed
-// with one unit. Co-execution on lavapipe was slower than the better
-// device alone in every case (1M skinning: 1.5-2x the CPU workers'
-// median; 256K-item chain: 1.2-1.7x the GPU's), and Auto learned an
-// efficiency above 1 and stopped splitting; the design targets a GPU that
-// does not share the CPU's cores.
+// How close Auto comes to the best fixed choice is measured by kbench
+// -auto (regret against an oracle) and -adapt (a load that comes and
+// goes); docs/auto-placement.md describes both and BENCHMARKS.md holds
+// the figures. On a software GPU that computes on the CPU's cores
+// (lavapipe), co-execution slows both parts down, and a Placer without
+// SharedCores learns an efficiency above 1 and stops splitting; the
+// co-execution design targets a GPU that does not share the CPU's cores.
 package placement

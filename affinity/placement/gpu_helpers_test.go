@@ -8,7 +8,6 @@ import (
 
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/gpu/gputest"
-	"github.com/vkjobs/vkjobs/kernels"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -21,8 +20,10 @@ var chainSPV []byte
 // f(s) = s*a + b. A SIMD device runs many items at once while the Go twin
 // runs one at a time, so on lavapipe the "GPU" wins large tasks of it and
 // loses small ones (its ~100 us submission latency): a kernel with a real
-// crossover for the placement tests.
-const kChain = kernels.FirstFree + 8
+// crossover for the placement tests. Its ID is a fixed one of the tests'
+// own: the last below the handed-out range (package kernels' are the
+// first fixed IDs).
+const kChain = sched.FirstHandedID - 1
 
 func chainCPU(_ *sched.Ctx, d *sched.TaskData) error {
 	v, o := sched.View[float32](d.In[0]), sched.View[float32](d.Out[0])

@@ -7,15 +7,31 @@ import (
 	"github.com/vkjobs/vkjobs/sched"
 )
 
-// Devices of the model, in the order of the per-device arrays.
+// Devices of the model, in the order of the per-device arrays. devCPU1 is
+// not a device of its own but a way to use the CPU workers: the task runs
+// unsplit, on one worker (Options.OneCore).
 const (
 	devCPU = iota
 	devGPU
 	devSPU
+	devCPU1
 	numDevices
 )
 
-var devNames = [numDevices]string{"cpu", "gpu", "spu"}
+var devNames = [numDevices]string{"cpu", "gpu", "spu", "cpu1"}
+
+// hwDev is the device whose events report dv's work: one-core tasks run
+// on the CPU workers.
+func hwDev(dv int) int {
+	if dv == devCPU1 {
+		return devCPU
+	}
+	return dv
+}
+
+// isExecutor reports whether dv runs on an executor (a part of a task can
+// be split off to it: slice probes, co-execution).
+func isExecutor(dv int) bool { return dv == devGPU || dv == devSPU }
 
 func devAffinity(d int) sched.Affinity {
 	switch d {
@@ -81,7 +97,24 @@ type costFit struct {
 	classes  [numClasses]classEst
 	tries    [numClasses]uint32 // placements per size class (in flight included)
 	once     [numClasses]bool   // explore the class once only (see Place)
+	// Slice probing of an executor device (see Place), per size class of
+	// the whole tasks: the phase, the size of the next slice and whether
+	// one is in flight.
+	phase     [numClasses]uint8
+	slice     [numClasses]uint32
+	sliceBusy [numClasses]bool
+	// floor is the longest slice of the class's tasks measured: a lower
+	// bound on a whole task's time, which predictions of a class without
+	// samples of its own respect (0: none).
+	floor [numClasses]float64
 }
+
+// Phases of exploring an executor device by slices, per size class.
+const (
+	phaseSlices uint8 = iota // probing with growing slices of the class's tasks
+	phaseWhole               // the slices say it may win: explore whole tasks
+	phaseOut                 // a slice took longer than the best device's whole task
+)
 
 // add learns one measured service time y (ns) of a task of x effective
 // items in size class c. A probe's run (a re-measurement of a device the
@@ -182,7 +215,7 @@ func (f *costFit) predict(c int, x float64) float64 {
 	if ce := &f.classes[c]; ce.n > 0 {
 		return max(ce.est+f.b*(x-ce.x), ce.est/2)
 	}
-	return f.a + f.b*x
+	return max(f.a+f.b*x, f.floor[c])
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -25,19 +25,36 @@ type Options struct {
 	// of older runs decays exponentially. A faster run lowers the estimate
 	// by half the difference at once.
 	Decay float64
-	// ReprobeEvery sends every ReprobeEvery-th model decision of a (kernel,
-	// size class) to the runner-up device (or to co-execution) when its
-	// predicted finish is within 2x of the best, so that a device that got
-	// faster is noticed; a runner-up predicted r > 2 times slower is
-	// re-probed every ReprobeEvery*(r-1) decisions (probes cost about
-	// 1/ReprobeEvery of the time either way). Default 100; negative
-	// disables.
+	// ReprobeEvery: each device other than the best (or co-execution) is
+	// re-probed after ReprobeEvery model decisions of a (kernel, size
+	// class) without a probe of it when its predicted finish is within 2x
+	// of the best, so that a device that got faster is noticed; a device
+	// predicted r > 2 times slower after ReprobeEvery*(r-1) decisions
+	// (its probes cost about 1/ReprobeEvery of the time either way).
+	// Default 100; negative disables.
 	ReprobeEvery int
 	// CoExecMin is the smallest task, in work items, that may be split
 	// between the GPU and the CPU workers (default 65536).
 	CoExecMin uint32
-	// NoCoExec disables co-execution.
+	// NoCoExec disables co-execution, and with it slice probes: no task is
+	// split between devices.
 	NoCoExec bool
+	// NoSliceProbe explores executor devices with whole tasks only. By
+	// default a streaming task's first explorations of an executor device
+	// in a size class run a slice of it there (1/64 of the items, then
+	// 1/16, then 1/4) and the rest on the CPU workers: a slice that takes
+	// longer than the best device's whole task rules the device out for
+	// the class at a fraction of a whole task's cost (see the package
+	// documentation).
+	NoSliceProbe bool
+	// OneCore makes "one core" a candidate for streaming Auto tasks larger
+	// than a grain: the task runs unsplit on one CPU worker (Place raises
+	// its Grain to its size) and is modelled as a device of its own,
+	// "cpu1". Fanning a task out over the workers costs the pieces'
+	// hand-offs, and on a machine loaded by other processes the task
+	// waits for its slowest piece; one core has neither. Off by default:
+	// it costs each such kernel a few exploration tasks per size class.
+	OneCore bool
 	// CoExecGain is how much sooner (fraction) co-execution must be
 	// predicted to finish than the best single device (default 0.1).
 	CoExecGain float64
@@ -111,9 +128,9 @@ type kernelModel struct {
 	name      string
 	checked   bool // name compared with the registration (mu)
 	dev       [numDevices]costFit
-	decisions [numClasses]uint32 // model decisions per class, for re-probing
-	unprobed  [numClasses]uint32 // model decisions per class since its last probe
-	coEff     float64            // measured / predicted co-execution finish (EWMA)
+	decisions [numClasses]uint32             // model decisions per class, for re-probing
+	unprobed  [numClasses][numDevices]uint32 // model decisions per class since the device's last probe
+	coEff     float64                        // measured / predicted co-execution finish (EWMA)
 	coN       uint32
 	inflight  atomic.Int32
 }
@@ -127,14 +144,18 @@ type entry struct {
 	dev        uint8
 	class      uint8
 	backlogged bool // the device had tracked work when this was placed
-	coexec     bool
+	coexec     bool // a part of a split task (co-execution or slice probe)
 	probe      bool
+	noLearn    bool  // the CPU part of a slice probe: slowed by the probe beside it
+	sliceOf    uint8 // slice probe: the size class of the whole task + 1; 0 otherwise
 	failed     bool
 	begin, end uint32
 	remaining  uint32
 	root       sched.TaskID // parent of the CPU pieces, once seen
 	x          float64      // effective items
 	pred       float64      // predicted service ns
+	bound      float64      // slice probe: the best device's predicted time for the whole task
+	whole      uint32       // slice probe: the whole task's items
 	left       float64      // part of pred still counted in outstanding
 	placedAt   int64
 	firstStart int64
@@ -149,9 +170,10 @@ const (
 	reasonProbe
 	reasonCoExec
 	reasonCoProbe
+	reasonSlice
 )
 
-var reasonNames = [...]string{"model", "explore", "probe", "coexec", "coexec-probe"}
+var reasonNames = [...]string{"model", "explore", "probe", "coexec", "coexec-probe", "explore-slice"}
 
 type decRec struct {
 	seq        uint64
@@ -175,6 +197,19 @@ type decRec struct {
 // not explored (from two other classes), or no further (from its own
 // samples in the class).
 const skipFactor = 8
+
+// Slice probes: the first slice is 1/sliceFirst of the task's items, each
+// next one sliceGrowth times larger, and a task of fewer than sliceMin
+// items is explored whole. A slice that takes sliceOut times longer than
+// the best device's predicted time for the whole task (twice that with
+// SharedCores, where the slice competes with the rest of the task for the
+// same cores) rules the device out for the class.
+const (
+	sliceFirst  = 64
+	sliceGrowth = 4
+	sliceMin    = 8
+	sliceOut    = 1.0
+)
 
 // placerClock is the Placer's clock for tracking placements (StaleAfter);
 // a variable so that tests can step it instead of racing real time.
@@ -223,7 +258,9 @@ func New(opts Options) *Placer {
 		head:  1,
 		tail:  1,
 	}
-	p.avail = [numDevices]bool{true, true, true}
+	for dv := range p.avail {
+		p.avail[dv] = true
+	}
 	p.cpuPar = float64(min(runtime.GOMAXPROCS(0), runtime.NumCPU()))
 	if opts.CPUThreads > 0 {
 		p.cpuPar = float64(opts.CPUThreads)
@@ -295,44 +332,44 @@ func (p *Placer) install(km *kernelModel) {
 // items: on CPU workers the scheduler splits it into pieces of at least a
 // grain over the threads, so its time follows the piece size.
 func (p *Placer) effItems(dv int, n, grain uint32) float64 {
-	if dv != devCPU || n == 0 {
+	if dv != devCPU || n == 0 { // one core: all n items on one thread
 		return float64(n)
 	}
 	pieces := float64((uint64(n) + uint64(grain) - 1) / uint64(grain))
 	return float64(n) / max(1, min(p.cpuPar, pieces))
 }
 
-// backlog is the predicted work queued ahead of a new task on dv.
+// backlog is the predicted work queued ahead of a new task on dv. Whole
+// and one-core tasks share the CPU workers; with SharedCores the GPU's
+// work shares them too.
 func (p *Placer) backlog(dv int) float64 {
-	if p.opts.SharedCores && dv != devSPU {
-		return p.outstanding[devCPU] + p.outstanding[devGPU]
+	cpu := p.outstanding[devCPU] + p.outstanding[devCPU1]
+	switch {
+	case dv == devSPU:
+		return p.outstanding[devSPU]
+	case p.opts.SharedCores:
+		return cpu + p.outstanding[devGPU]
+	case dv == devGPU:
+		return p.outstanding[devGPU]
 	}
-	return p.outstanding[dv]
+	return cpu
 }
 
 // Place implements sched.Placer: it returns the device with the earliest
 // predicted finish (backlog plus predicted service time) for the task, or
 // a device still being explored for its size class, or (GPU, split) to
 // co-execute: items [Begin, Begin+split) on the GPU and the rest on CPU
-// workers, split so that both parts are predicted to finish together.
-// Tasks of kernels without a GPU binding, or with no executor attached,
-// go to CPU workers untracked. Called by the scheduler, concurrently.
+// workers, split so that both parts are predicted to finish together, or
+// to probe the GPU (or SPU) with a slice of the task. For one core
+// (Options.OneCore) it returns AnyWorker and raises d.Grain to the task's
+// size, so that the scheduler runs it unsplit. Tasks of kernels with no
+// candidate but the CPU workers go there untracked. Called by the
+// scheduler, concurrently.
 func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (sched.Affinity, uint32) {
 	if k == nil || d == nil || d.End < d.Begin {
 		return sched.AnyWorker, 0
 	}
-	p.mu.Lock()
-	var cand [numDevices]bool
-	cand[devCPU] = true
-	cand[devGPU] = p.avail[devGPU] && k.GPU != nil
-	cand[devSPU] = p.opts.SPU != nil && p.avail[devSPU] && k.Kind != sched.Simple && p.opts.SPU.Fits(k, d)
-	if !cand[devGPU] && !cand[devSPU] {
-		p.mu.Unlock()
-		return sched.AnyWorker, 0
-	}
-	km := p.modelLocked(id, k.Name)
 	n := d.End - d.Begin
-	class := sizeClass(n)
 	grain := d.Grain
 	if grain == 0 {
 		grain = k.Grain
@@ -340,7 +377,21 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 	if grain == 0 {
 		grain = sched.DefaultGrain
 	}
+	p.mu.Lock()
+	var cand [numDevices]bool
+	cand[devCPU] = true
+	cand[devGPU] = p.avail[devGPU] && k.GPU != nil
+	cand[devSPU] = p.opts.SPU != nil && p.avail[devSPU] && k.Kind != sched.Simple && p.opts.SPU.Fits(k, d)
+	// One core differs from the workers only for a task they would split.
+	cand[devCPU1] = p.opts.OneCore && p.avail[devCPU1] && k.Kind != sched.Simple && n > grain && p.cpuPar > 1
+	if !cand[devGPU] && !cand[devSPU] && !cand[devCPU1] {
+		p.mu.Unlock()
+		return sched.AnyWorker, 0
+	}
+	km := p.modelLocked(id, k.Name)
+	class := sizeClass(n)
 
+	sliceable := !p.opts.NoCoExec && !p.opts.NoSliceProbe && k.Kind != sched.Simple && n >= sliceMin
 	var svc, fin [numDevices]float64
 	best := -1
 	for dv := range numDevices {
@@ -348,15 +399,24 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 		if !cand[dv] {
 			continue
 		}
-		svc[dv] = km.dev[dv].predict(class, p.effItems(dv, n, grain))
+		f := &km.dev[dv]
+		svc[dv] = f.predict(class, p.effItems(dv, n, grain))
+		if sliceable && isExecutor(dv) && f.phase[class] == phaseSlices && f.classes[class].n == 0 {
+			// Being probed by slices: its line, from other sizes, is no
+			// reason to run a whole task there before the slices say so.
+			continue
+		}
 		fin[dv] = p.backlog(dv) + svc[dv]
 		if best < 0 || fin[dv] < fin[best] {
 			best = dv
 		}
 	}
 	reason := reasonModel
-	// Exploration: the least-tried device still short of its quota.
-	explore := -1
+	// Exploration: the least-tried device still short of its quota; an
+	// executor device that can be probed with a slice of the task is
+	// probed so first (sliceDev), once the best device has a prediction
+	// to compare the slice with.
+	explore, sliceDev := -1, -1
 	for dv := range numDevices {
 		if !cand[dv] {
 			continue
@@ -382,16 +442,34 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 			// Its own samples in the class already say it is hopeless.
 			need = min(need, f.tries[class])
 		}
-		if f.tries[class] < need && (explore < 0 || f.tries[class] < km.dev[explore].tries[class]) {
+		if f.tries[class] >= need {
+			continue
+		}
+		if sliceable && isExecutor(dv) && f.phase[class] != phaseWhole && f.classes[class].n == 0 {
+			if f.phase[class] == phaseSlices && !f.sliceBusy[class] && dv != best && finite(svc[best]) && sliceDev < 0 {
+				sliceDev = dv
+			}
+			continue
+		}
+		if explore < 0 || f.tries[class] < km.dev[explore].tries[class] {
 			explore = dv
 		}
 	}
 	split := uint32(0)
 	predFinish := fin[best]
-	if explore >= 0 {
+	switch {
+	case explore >= 0:
 		best, reason = explore, reasonExplore
 		predFinish = fin[best]
-	} else {
+	case sliceDev >= 0:
+		f := &km.dev[sliceDev]
+		if f.slice[class] == 0 || !f.warm {
+			// The first slice; the device's first run ever (shader
+			// compilation, not learned from) is one too.
+			f.slice[class] = max(n/sliceFirst, 1)
+		}
+		split, reason = min(f.slice[class], n-1), reasonSlice
+	default:
 		km.decisions[class]++
 		probe := p.opts.ReprobeEvery > 0 && km.decisions[class]%uint32(p.opts.ReprobeEvery) == 0
 		if s, co := p.coSplit(km, k, n, grain, class, cand); s > 0 {
@@ -403,10 +481,19 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 				probe = false
 			}
 		}
-		ru := -1
+		// The device to re-probe: of the others, the one with the
+		// earliest predicted finish among those due (each on its own
+		// schedule, see probeDue).
+		ru, due := -1, -1
 		for dv := range numDevices {
-			if cand[dv] && dv != best && (ru < 0 || fin[dv] < fin[ru]) {
+			if !cand[dv] || dv == best {
+				continue
+			}
+			if ru < 0 || fin[dv] < fin[ru] {
 				ru = dv
+			}
+			if p.probeDue(km.unprobed[class][dv], fin[dv]/fin[best]) && (due < 0 || fin[dv] < fin[due]) {
+				due = dv
 			}
 		}
 		switch {
@@ -414,13 +501,16 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 			// Re-measure the best single device, which co-execution
 			// otherwise keeps from being sampled at this size.
 			split, reason, predFinish = 0, reasonProbe, fin[best]
-		case split == 0 && ru >= 0 && p.probeDue(km.unprobed[class], fin[ru]/fin[best]):
-			best, reason, predFinish = ru, reasonProbe, fin[ru]
+		case split == 0 && due >= 0:
+			best, reason, predFinish = due, reasonProbe, fin[due]
 		}
-		if reason == reasonProbe {
-			km.unprobed[class] = 0
-		} else {
-			km.unprobed[class]++
+		for dv := range numDevices {
+			switch {
+			case dv == best && reason == reasonProbe:
+				km.unprobed[class][dv] = 0
+			case cand[dv] && dv != best:
+				km.unprobed[class][dv]++
+			}
 		}
 		// A clear call (the runner-up predicted at least 4x later) is
 		// tracked, and learned from, only every TrackEvery-th time: the
@@ -429,7 +519,7 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 			km.decisions[class]%uint32(p.opts.TrackEvery) != 1 {
 			p.placed++
 			p.mu.Unlock()
-			return devAffinity(best), 0
+			return p.route(best, d, n), 0
 		}
 	}
 	now := placerClock()
@@ -440,35 +530,61 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 	dr := &p.decs[p.decSeq%uint64(len(p.decs))]
 	*dr = decRec{seq: p.decSeq, kernel: id, reason: reason, begin: d.Begin, items: n, split: split,
 		pred: svc, cand: cand, predFinish: predFinish, placedAt: now}
-	where := sched.AnyWorker
-	if split > 0 {
+	var where sched.Affinity
+	switch {
+	case reason == reasonSlice:
+		// The slice on the probed device, learned in its own size class
+		// and judged against the best device's whole task; the rest on
+		// the CPU workers, not learned from (it runs beside the probe).
+		dr.where, dr.parts = uint8(sliceDev), 2
+		f := &km.dev[sliceDev]
+		f.sliceBusy[class] = true
+		sx, rx := p.effItems(sliceDev, split, grain), p.effItems(devCPU, n-split, grain)
+		sc, rc := sizeClass(split), sizeClass(n-split)
+		p.track(km, sliceDev, sc, d.Begin, d.Begin+split, sx, f.predict(sc, sx), true, true, now)
+		e := &p.ring[(p.tail-1)&uint64(len(p.ring)-1)]
+		e.sliceOf, e.bound, e.whole = uint8(class+1), svc[best], n
+		p.track(km, devCPU, rc, d.Begin+split, d.End, rx, km.dev[devCPU].predict(rc, rx), true, false, now)
+		p.ring[(p.tail-1)&uint64(len(p.ring)-1)].noLearn = true
+		where = devAffinity(sliceDev)
+	case split > 0:
 		dr.where = devGPU
 		dr.parts = 2
 		gx := p.effItems(devGPU, split, grain)
 		cx := p.effItems(devCPU, n-split, grain)
 		gc, cc := sizeClass(split), sizeClass(n-split)
-		p.track(km, devGPU, gc, d.Begin, d.Begin+split, gx, km.dev[devGPU].predict(gc, gx), true, now)
-		p.track(km, devCPU, cc, d.Begin+split, d.End, cx, km.dev[devCPU].predict(cc, cx), true, now)
+		p.track(km, devGPU, gc, d.Begin, d.Begin+split, gx, km.dev[devGPU].predict(gc, gx), true, true, now)
+		p.track(km, devCPU, cc, d.Begin+split, d.End, cx, km.dev[devCPU].predict(cc, cx), true, true, now)
 		where = sched.GPU
-	} else {
+	default:
 		dr.where = uint8(best)
 		dr.parts = 1
-		p.track(km, best, class, d.Begin, d.End, p.effItems(best, n, grain), svc[best], false, now)
+		p.track(km, best, class, d.Begin, d.End, p.effItems(best, n, grain), svc[best], false, true, now)
 		p.ring[(p.tail-1)&uint64(len(p.ring)-1)].probe = reason == reasonProbe
-		where = devAffinity(best)
+		where = p.route(best, d, n)
 	}
 	p.placed++
 	p.mu.Unlock()
 	return where, split
 }
 
-// probeDue reports whether the runner-up, predicted r times slower than
-// the best, is re-measured after since model decisions without a probe:
+// route returns the affinity for a whole task placed on dv; for one core
+// it raises the task's grain to its size, which the scheduler then does
+// not split.
+func (p *Placer) route(dv int, d *sched.TaskData, n uint32) sched.Affinity {
+	if dv == devCPU1 {
+		d.Grain = n
+	}
+	return devAffinity(dv)
+}
+
+// probeDue reports whether a device predicted r times slower than the
+// best is re-measured after since model decisions without a probe of it:
 // after ReprobeEvery decisions when r <= 2, after ReprobeEvery*(r-1) when
-// it is slower, so that probing costs at most about 1/ReprobeEvery of the
-// time however slow the runner-up is predicted, and a device that was
-// slowed down far (another process loading it) is still re-measured when
-// that load is gone.
+// it is slower, so that probing it costs at most about 1/ReprobeEvery of
+// the time however slow it is predicted, and a device that was slowed
+// down far (another process loading it) is still re-measured when that
+// load is gone.
 func (p *Placer) probeDue(since uint32, r float64) bool {
 	if p.opts.ReprobeEvery <= 0 || !finite(r) {
 		return false
@@ -507,7 +623,7 @@ func (p *Placer) coSplit(km *kernelModel, k *sched.Kernel, n, grain uint32, clas
 }
 
 // track starts tracking a placed part (p.mu held).
-func (p *Placer) track(km *kernelModel, dv, class int, begin, end uint32, x, pred float64, coexec bool, now int64) {
+func (p *Placer) track(km *kernelModel, dv, class int, begin, end uint32, x, pred float64, coexec, countTry bool, now int64) {
 	if !finite(pred) {
 		pred = 0 // unexplored device: no prediction to queue
 	}
@@ -522,7 +638,9 @@ func (p *Placer) track(km *kernelModel, dv, class int, begin, end uint32, x, pre
 		x: x, pred: pred, left: pred, placedAt: now}
 	p.outstanding[dv] += pred
 	p.active[dv]++
-	km.dev[dv].tries[class]++
+	if countTry {
+		km.dev[dv].tries[class]++
+	}
 	km.inflight.Add(1)
 }
 
@@ -545,13 +663,17 @@ func (p *Placer) release(e *entry) {
 	}
 }
 
-// drop forgets an entry without learning from it.
+// drop forgets an entry without learning from it. A dropped slice probe
+// frees its class for the next one.
 func (p *Placer) drop(e *entry) {
 	if e.seq == 0 {
 		return
 	}
 	if dr := p.decRec(e.dec); dr != nil {
 		dr.failed = true
+	}
+	if km := p.model(e.kernel); km != nil && e.sliceOf > 0 {
+		km.dev[e.dev].sliceBusy[e.sliceOf-1] = false
 	}
 	p.release(e)
 }
@@ -620,7 +742,7 @@ func (p *Placer) TaskRan(ev *sched.RunEvent) {
 		part := e.pred * float64(n) / float64(span)
 		part = min(part, e.left)
 		e.left -= part
-		p.outstanding[dv] = max(0, p.outstanding[dv]-part)
+		p.outstanding[e.dev] = max(0, p.outstanding[e.dev]-part)
 		e.remaining -= n
 		return
 	}
@@ -637,7 +759,7 @@ func (p *Placer) match(dv int, ev *sched.RunEvent) *entry {
 		// An invocation that started before the placement is another
 		// task's (an untracked task of the same kernel and range, whose
 		// executor reported it late).
-		if e.seq != seq || e.kernel != ev.Kernel || int(e.dev) != dv || ev.Start < e.placedAt {
+		if e.seq != seq || e.kernel != ev.Kernel || hwDev(int(e.dev)) != dv || ev.Start < e.placedAt {
 			continue
 		}
 		if dv != devCPU || ev.Thread < 0 {
@@ -683,7 +805,7 @@ func (p *Placer) complete(km *kernelModel, e *entry) {
 		// executor after Done and reading timestamps), so an earlier job's
 		// report may come after this one was placed: its end of dispatch
 		// (RunEvent.Stop), not its report, bounds this one's start.
-		if dv == devCPU {
+		if hwDev(dv) == devCPU {
 			start = max(start, e.firstStart)
 		} else {
 			start = max(start, min(p.lastFinish[dv], e.lastStop))
@@ -691,7 +813,8 @@ func (p *Placer) complete(km *kernelModel, e *entry) {
 	}
 	svc := float64(max(e.lastStop-start, 1))
 	p.lastFinish[dv] = max(p.lastFinish[dv], e.evStop)
-	if !e.failed {
+	learned := false
+	if !e.failed && !e.noLearn {
 		// Co-executed parts are learned too, in the size classes of the
 		// parts: where the devices slow each other down (shared cores),
 		// that is what a part costs.
@@ -703,7 +826,11 @@ func (p *Placer) complete(km *kernelModel, e *entry) {
 			f.warm = true
 		} else {
 			f.add(int(e.class), e.x, svc, p.decay, e.probe)
+			learned = true
 		}
+	}
+	if e.sliceOf > 0 {
+		p.sliceDone(km, e, svc, learned)
 	}
 	if dr := p.decRec(e.dec); dr != nil {
 		dr.finish = max(dr.finish, e.lastStop)
@@ -716,7 +843,7 @@ func (p *Placer) complete(km *kernelModel, e *entry) {
 		}
 		if e.coexec && dr.parts == 0 {
 			dr.measured = float64(dr.finish - dr.placedAt)
-			if !dr.failed && dr.predFinish > 0 {
+			if !dr.failed && dr.predFinish > 0 && dr.reason != reasonSlice {
 				r := min(max(dr.measured/dr.predFinish, 0.25), 8)
 				km.coEff = 0.75*km.coEff + 0.25*r
 				km.coN++
@@ -724,6 +851,61 @@ func (p *Placer) complete(km *kernelModel, e *entry) {
 		}
 	}
 	p.release(e)
+}
+
+// sliceDone judges a completed slice probe of e's device for the size
+// class of the whole task (p.mu held). The slice's time is a lower bound
+// on the whole task's there (time grows with items): when it exceeds the
+// best device's predicted time for the whole task, the device cannot win
+// the class and is not explored there. Otherwise the next probe takes a
+// slice sliceGrowth times larger, and once that would be half the task or
+// more, or once the device's line (from two or more size classes of
+// samples) predicts the whole task no worse than skipFactor times the
+// best, whole tasks are explored as for any device. A warm-up run (not
+// learned from) repeats the slice; a failed one rules the device out.
+func (p *Placer) sliceDone(km *kernelModel, e *entry, y float64, learned bool) {
+	dv, c := int(e.dev), int(e.sliceOf-1)
+	f := &km.dev[dv]
+	f.sliceBusy[c] = false
+	if f.phase[c] != phaseSlices {
+		return // decided meanwhile (another slice in flight when it was)
+	}
+	out := sliceOut
+	if p.opts.SharedCores {
+		out *= 2
+	}
+	// Ruled out, the class counts as explored (its tries reach the
+	// quota): so it is saved, and a loaded model does not probe it again.
+	ruleOut := func() {
+		f.phase[c] = phaseOut
+		f.tries[c] = max(f.tries[c], uint32(p.opts.Explore))
+	}
+	s := float64(e.end - e.begin)
+	if learned {
+		f.floor[c] = max(f.floor[c], y)
+	}
+	switch {
+	case e.failed:
+		ruleOut()
+	case !learned:
+	case !finite(e.bound):
+		f.phase[c] = phaseWhole // nothing to compare with: explore it whole
+	case y > out*e.bound:
+		ruleOut()
+	case y*float64(e.whole)/s < e.bound:
+		// Scaled up to the whole task (latency included in every slice:
+		// an upper bound), it still wins.
+		f.phase[c] = phaseWhole
+	case f.nclasses >= 2 && f.predict(c, float64(e.whole)) > skipFactor*e.bound:
+		ruleOut() // its line, now from two sizes or more, says hopeless
+	default:
+		next := uint64(e.end-e.begin) * sliceGrowth
+		if 2*next >= uint64(e.whole) {
+			f.phase[c] = phaseWhole
+		} else {
+			f.slice[c] = uint32(next)
+		}
+	}
 }
 
 // Observers returns an observer that calls each of obs in order (nil

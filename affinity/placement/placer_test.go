@@ -24,8 +24,17 @@ type world struct {
 	k        sched.Kernel
 	id       sched.KernelID
 	cpu, gpu func(n uint32) time.Duration
+	cpu1     func(n uint32) time.Duration // a task run unsplit (one core); nil: cpu
 	root     sched.TaskID
 	pieces   int // CPU tasks report this many pieces (1: unsplit)
+	// coSlow > 0 makes both parts of a split task take coSlow times
+	// longer: devices that share cores slow each other down.
+	coSlow float64
+	// gpuBusy sums the simulated GPU time of the tasks and slices run;
+	// oneCore says whether the last task ran unsplit at the Placer's
+	// request.
+	gpuBusy time.Duration
+	oneCore bool
 }
 
 func newWorld(opts Options) *world {
@@ -51,11 +60,22 @@ func (w *world) run(n uint32) (sched.Affinity, uint32) {
 	var d sched.TaskData
 	d.Elements, d.Begin, d.End = n, 0, n
 	where, split := w.p.Place(w.id, &w.k, &d)
-	now := sched.Nanotime()
+	now := placerClock()
 	w.root++
+	oneCore := d.Grain >= n // the Placer asked for one core: the scheduler does not split it
+	w.oneCore = oneCore
+	slow := func(d time.Duration) time.Duration {
+		if split > 0 && w.coSlow > 0 {
+			return time.Duration(w.coSlow * float64(d))
+		}
+		return d
+	}
 	cpuPart := func(b, e uint32) {
-		dur := w.cpu(e - b)
-		if w.pieces <= 1 || e-b < uint32(w.pieces) {
+		dur := slow(w.cpu(e - b))
+		if oneCore && w.cpu1 != nil {
+			dur = w.cpu1(e - b)
+		}
+		if oneCore || w.pieces <= 1 || e-b < uint32(w.pieces) {
 			ev := sched.RunEvent{Thread: 0, Where: sched.AnyWorker, Task: w.root, Kernel: w.id, Begin: b, End: e, Start: now, Stop: now + int64(dur)}
 			w.p.TaskRan(&ev)
 			return
@@ -73,7 +93,9 @@ func (w *world) run(n uint32) (sched.Affinity, uint32) {
 		}
 	}
 	gpuPart := func(b, e uint32) {
-		ev := sched.RunEvent{Thread: -1, Where: sched.GPU, Task: w.root, Kernel: w.id, Begin: b, End: e, Start: now, Stop: now + int64(w.gpu(e-b))}
+		dur := slow(w.gpu(e - b))
+		w.gpuBusy += dur
+		ev := sched.RunEvent{Thread: -1, Where: sched.GPU, Task: w.root, Kernel: w.id, Begin: b, End: e, Start: now, Stop: now + int64(dur)}
 		w.p.TaskRan(&ev)
 	}
 	switch {
@@ -155,9 +177,10 @@ func dump(p *Placer) string {
 	return b.String()
 }
 
-// warm explores every size class of sizes.
+// warm explores every size class of sizes (the GPU by slices first:
+// a warm-up and up to three slices).
 func (w *world) warm(sizes ...uint32) {
-	for range 2*w.p.opts.Explore + 2 {
+	for range 2*w.p.opts.Explore + 6 {
 		for _, n := range sizes {
 			w.run(n)
 		}
@@ -259,22 +282,21 @@ func TestPlacerCoExec(t *testing.T) {
 	if _, split := w.run(300); split != 0 {
 		t.Fatal("300 items split")
 	}
-	// When the parts slow each other down (shared cores), the measured
-	// efficiency stops co-execution.
-	cpu, gpu := w.cpu, w.gpu
-	w.cpu = func(n uint32) time.Duration { return 3 * cpu(n) }
-	w.gpu = func(n uint32) time.Duration { return 3 * gpu(n) }
+	// When the parts slow each other down (shared cores: each part of a
+	// split task takes 3x as long as alone), the measured efficiency
+	// stops co-execution.
+	w.coSlow = 3
 	for range 10 {
 		w.run(1 << 20)
 	}
-	w.cpu, w.gpu = cpu, gpu
 	if _, split := w.run(1 << 20); split != 0 {
 		km, _ := w.p.Snapshot().Model(w.id)
-		t.Fatalf("still co-executing with efficiency %.2f", km.CoExecEfficiency)
+		t.Fatalf("still co-executing with efficiency %.2f\n%s", km.CoExecEfficiency, dump(w.p))
 	}
 	// SharedCores never co-executes.
 	w2 := newWorld(Options{SharedCores: true})
 	w2.cpu, w2.gpu = w.cpu, w.gpu
+	w2.coSlow = 3
 	w2.warm(1<<20, 300)
 	if _, split := w2.run(1 << 20); split != 0 {
 		t.Fatal("co-execution with SharedCores")

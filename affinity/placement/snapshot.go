@@ -20,7 +20,8 @@ import (
 type Snapshot struct {
 	// CPUThreads is the CPU parallelism the model assumes.
 	CPUThreads float64
-	// Available lists the devices the Placer may choose ("cpu", "gpu", "spu").
+	// Available lists the devices the Placer may choose ("cpu", "gpu",
+	// "spu", and "cpu1" for one core with Options.OneCore).
 	Available []string
 	// Outstanding is the predicted work queued per device, by name.
 	Outstanding map[string]time.Duration
@@ -49,7 +50,7 @@ type KernelModel struct {
 // min(threads, pieces); elsewhere n), transfers and start-up latency
 // included, fitted through the estimates of the size classes seen.
 type DeviceModel struct {
-	Device  string        // "cpu", "gpu", "spu"
+	Device  string        // "cpu", "gpu", "spu", "cpu1" (one core: unsplit on one worker)
 	Latency time.Duration // fixed cost per task
 	PerItem float64       // nanoseconds per effective item
 	Samples uint64        // completed tasks learned from
@@ -84,10 +85,13 @@ type Decision struct {
 	// Placed is when it was placed, on the clock of sched.RunEvent
 	// (sched.Nanotime).
 	Placed int64
-	Where  sched.Affinity // AnyWorker, GPU or SPU; GPU with Split > 0 for co-execution
-	Split  uint32         // items [0, Split) on the GPU, the rest on CPU workers
-	// Reason is "explore", "model", "probe" (runner-up re-measured),
-	// "coexec" or "coexec-probe".
+	Where  sched.Affinity // AnyWorker, GPU or SPU; GPU or SPU with Split > 0 for a split task
+	Split  uint32         // items [0, Split) on Where, the rest on CPU workers
+	// OneCore: on the CPU workers, unsplit (Options.OneCore).
+	OneCore bool
+	// Reason is "explore", "explore-slice" (a slice of the task probes
+	// Where), "model", "probe" (another device re-measured), "coexec" or
+	// "coexec-probe".
 	Reason string
 	// Predicted holds each device's predicted service time by name (absent:
 	// not a candidate; -1: no samples yet).
@@ -107,8 +111,12 @@ type Decision struct {
 func (d Decision) Trace() trace.Decision {
 	dev := "cpu"
 	switch {
+	case d.OneCore:
+		dev = "cpu1"
 	case d.Where == sched.GPU && d.Split > 0:
 		dev = "gpu+cpu"
+	case d.Where == sched.SPU && d.Split > 0:
+		dev = "spu+cpu"
 	case d.Where == sched.GPU:
 		dev = "gpu"
 	case d.Where == sched.SPU:
@@ -124,7 +132,7 @@ func (p *Placer) Snapshot() Snapshot {
 	defer p.mu.Unlock()
 	s := Snapshot{CPUThreads: p.cpuPar, Placed: p.placed, Outstanding: map[string]time.Duration{}}
 	for dv := range numDevices {
-		if p.avail[dv] && (dv != devSPU || p.opts.SPU != nil) {
+		if p.avail[dv] && (dv != devSPU || p.opts.SPU != nil) && (dv != devCPU1 || p.opts.OneCore) {
 			s.Available = append(s.Available, devNames[dv])
 		}
 		s.Outstanding[devNames[dv]] = time.Duration(p.outstanding[dv])
@@ -163,7 +171,8 @@ func (p *Placer) Snapshot() Snapshot {
 			continue
 		}
 		d := Decision{Kernel: dr.kernel, Begin: dr.begin, Items: dr.items, Placed: dr.placedAt, Where: devAffinity(int(dr.where)), Split: dr.split,
-			Reason: reasonNames[dr.reason], PredictedFinish: dur(dr.predFinish),
+			OneCore: dr.where == devCPU1,
+			Reason:  reasonNames[dr.reason], PredictedFinish: dur(dr.predFinish),
 			Measured: dur(dr.measured), Done: dr.parts == 0, Failed: dr.failed,
 			Predicted: map[string]time.Duration{}}
 		for dv := range numDevices {

@@ -1,139 +1,29 @@
 package spu
 
 import (
-	"math"
-	"math/rand/v2"
 	"testing"
 
-	"github.com/vkjobs/vkjobs/kernels"
+	"github.com/vkjobs/vkjobs/affinity/internal/affinitytest"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
-// Fixtures of the SPU executor's tests.
-
-func rng(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)) }
-
-func randFloats(r *rand.Rand, n int) []float32 {
-	x := make([]float32, n)
-	for i := range x {
-		x[i] = float32(r.NormFloat64() * 100)
-	}
-	return x
-}
-
-// skinVertices returns n bind-pose vertices for "one vertex per item"
-// skinning (Params[0] = 0): vertex i belongs to character i*chars/n, whose
-// bones start at Palette = character*bones.
-func skinVertices(r *rand.Rand, n, chars, bones int) []kernels.SkinVertex {
-	v := make([]kernels.SkinVertex, n)
-	for i := range v {
-		var w [4]float32
-		sum := float32(0)
-		for k := range 1 + r.IntN(4) {
-			w[k] = float32(r.Float64() + 0.05)
-			sum += w[k]
-		}
-		for k := range w {
-			w[k] /= sum
-		}
-		j := func() uint8 { return uint8(r.IntN(bones)) }
-		v[i] = kernels.SkinVertex{
-			Pos:     [3]float32{float32(r.Float64()), float32(r.Float64()), float32(r.Float64())},
-			Normal:  [3]float32{0, 1, 0},
-			Joints:  kernels.PackJoints(j(), j(), j(), j()),
-			Palette: uint32(i * chars / n * bones),
-			Weights: w,
-		}
-	}
-	return v
-}
-
-func skinPalette(r *rand.Rand, n int) []kernels.Mat4 {
-	p := make([]kernels.Mat4, n)
-	for i := range p {
-		a := r.Float64() * math.Pi
-		q := kernels.AxisAngle([3]float32{0, 0, 1}, a)
-		p[i] = kernels.RigidMatrix(q, [3]float32{float32(r.Float64()), float32(r.Float64()), 0})
-	}
-	return p
-}
-
-// skinTask is a SkinLBS task of n vertices, one vertex per item, over
-// chars characters of bones bones.
-func skinTask(r *rand.Rand, n, chars, bones int) (sched.Task, []kernels.SkinnedVertex) {
-	out := make([]kernels.SkinnedVertex, n)
-	t := sched.Task{Kernel: kernels.SkinLBS}
-	t.Data.Elements = uint32(n)
-	t.Data.In[0] = sched.StreamOf(skinVertices(r, n, chars, bones))
-	t.Data.In[1] = sched.StreamOf(skinPalette(r, chars*bones))
-	t.Data.Out[0] = sched.StreamOf(out)
-	return t, out
-}
-
-// instancedSkinTask is the crowd's shape (kernels' benchmark): instances
-// characters of verts vertices sharing one bind-pose mesh, Params[0] =
-// verts, Params[1] = bones.
-func instancedSkinTask(r *rand.Rand, instances, verts, bones int) (sched.Task, []kernels.SkinnedVertex) {
-	n := instances * verts
-	out := make([]kernels.SkinnedVertex, n)
-	mesh := skinVertices(r, verts, 1, bones)
-	t := sched.Task{Kernel: kernels.SkinLBS}
-	t.Data.Elements = uint32(n)
-	t.Data.Params[0], t.Data.Params[1] = uint32(verts), uint32(bones)
-	t.Data.In[0] = sched.StreamOf(mesh)
-	t.Data.In[1] = sched.StreamOf(skinPalette(r, instances*bones))
-	t.Data.Out[0] = sched.StreamOf(out)
-	return t, out
-}
-
-func saxpyTask(r *rand.Rand, n int) (sched.Task, []float32) {
-	out := make([]float32, n)
-	t := sched.Task{Kernel: kernels.Saxpy}
-	t.Data.Elements = uint32(n)
-	t.Data.Params[0] = math.Float32bits(0.5)
-	t.Data.In[0], t.Data.In[1] = sched.StreamOf(randFloats(r, n)), sched.StreamOf(randFloats(r, n))
-	t.Data.Out[0] = sched.StreamOf(out)
-	return t, out
-}
+// The fixtures of the SPU executor's tests are package affinitytest's,
+// shared with package placement's tests (it takes the SPU binding as an
+// argument: it cannot import this package, whose tests import it); these
+// names bind the ones used here.
+var (
+	rng               = affinitytest.Rng
+	randFloats        = affinitytest.RandFloats
+	skinTask          = affinitytest.SkinTask
+	instancedSkinTask = affinitytest.InstancedSkinTask
+	saxpyTask         = affinitytest.SaxpyTask
+	reference         = affinitytest.Reference
+	must              = affinitytest.Must
+)
 
 // kernelRegistry registers package kernels' kernels; SkinLBS gets an SPU
 // binding that streams its vertices per item (valid with Params[0] = 0).
 func kernelRegistry(t testing.TB) *sched.Registry {
 	t.Helper()
-	reg := sched.NewRegistry()
-	for _, id := range kernels.IDs() {
-		k, err := kernels.Definition(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if id == kernels.SkinLBS {
-			k.SPU = &Binding{ItemIn: [sched.MaxStreams]bool{0: true}}
-		}
-		if err := reg.Register(id, k); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return reg
-}
-
-// reference runs t's kernel directly over its whole range and returns
-// the output bytes it wrote (Out[0]).
-func reference(t testing.TB, reg *sched.Registry, task sched.Task) []byte {
-	t.Helper()
-	k := reg.Lookup(task.Kernel)
-	d := task.Data
-	orig := d.Out[0].Bytes
-	d.Out[0].Bytes = make([]byte, len(orig))
-	d.Begin, d.End = 0, d.Elements
-	if err := k.CPU(nil, &d); err != nil {
-		t.Fatalf("reference %q: %v", k.Name, err)
-	}
-	return d.Out[0].Bytes
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
+	return affinitytest.KernelRegistry(t, &Binding{ItemIn: [sched.MaxStreams]bool{0: true}})
 }

@@ -65,7 +65,7 @@ func spinChild() {
 type adaptTask struct {
 	At       float64 // seconds since the start
 	Seconds  float64 // wall-clock time of the task
-	Device   string  // column: cpu-all, gpu+xfer or split
+	Device   string  // column: cpu-all, gpu+xfer or split (co-execution or a slice probe)
 	Loaded   bool
 	PredCPU  float64 // the Placer's predicted seconds (0: none)
 	PredGPU  float64
@@ -380,7 +380,9 @@ func writeAdaptPlot(file, title string, tasks []adaptTask, on, off int) error {
 }
 
 // newAdaptPlacer is -adapt's Placer: as -auto's, tracking every decision
-// so that the plot has each task's predictions.
+// so that the plot has each task's predictions, but without OneCore: the
+// run follows the CPU workers against the GPU (a slice probing the GPU
+// shows as a split task).
 func newAdaptPlacer(dev *gpu.Device, reprobe int) *placement.Placer {
 	shared := dev != nil && dev.Selection().Chosen.Type == gpu.TypeCPU
 	return placement.New(placement.Options{SharedCores: shared, History: 1 << 16, TrackEvery: 1, ReprobeEvery: reprobe})

@@ -22,10 +22,11 @@ var splitShares = []float64{0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875}
 
 // placed is one answer of the Placer.
 type placed struct {
-	kernel sched.KernelID
-	items  uint32
-	where  sched.Affinity
-	split  uint32
+	kernel  sched.KernelID
+	items   uint32
+	where   sched.Affinity
+	split   uint32
+	oneCore bool // on CPU workers, unsplit: the Placer raised the task's grain
 }
 
 // placeRecorder is a sched.Placer that asks a placement.Placer and keeps
@@ -38,9 +39,11 @@ type placeRecorder struct {
 }
 
 func (r *placeRecorder) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (sched.Affinity, uint32) {
+	grain := d.Grain
 	where, split := r.p.Place(id, k, d)
+	one := where == sched.AnyWorker && d.Grain != grain
 	r.mu.Lock()
-	r.list = append(r.list, placed{kernel: id, items: d.End - d.Begin, where: where, split: split})
+	r.list = append(r.list, placed{kernel: id, items: d.End - d.Begin, where: where, split: split, oneCore: one})
 	r.mu.Unlock()
 	return where, split
 }
@@ -60,17 +63,20 @@ func (p placed) task() autoTask {
 		return autoTask{Column: devSplit, GPUShare: float64(p.split) / float64(p.items)}
 	case p.where == sched.GPU:
 		return autoTask{Column: devGPUXfer}
+	case p.oneCore:
+		return autoTask{Column: devCPU1}
 	}
 	return autoTask{Column: devCPUAll}
 }
 
 // newAutoPlacer returns the Placer -auto measures: the library's defaults,
 // SharedCores when the Vulkan device computes on the host's cores (as
-// package placement recommends), and a decision history long enough to
-// count a sweep's exploration.
+// package placement recommends), OneCore because the oracle counts one
+// core (cpu-1) as a choice, and a decision history long enough to count a
+// sweep's exploration.
 func newAutoPlacer(dev *gpu.Device) *placement.Placer {
 	shared := dev != nil && dev.Selection().Chosen.Type == gpu.TypeCPU
-	return placement.New(placement.Options{SharedCores: shared, History: 1 << 17})
+	return placement.New(placement.Options{SharedCores: shared, OneCore: true, History: 1 << 17})
 }
 
 // loadAvg returns the first three fields of /proc/loadavg, or "unknown".
@@ -263,12 +269,12 @@ func minFloat(x []float64) float64 {
 	return m
 }
 
-// explored counts the Placer's exploration decisions for kernel id's
-// tasks of items items.
+// explored counts the Placer's exploration decisions (whole tasks and
+// slice probes) for kernel id's tasks of items items.
 func explored(p *placement.Placer, id sched.KernelID, items uint32) int {
 	n := 0
 	for _, d := range p.Snapshot().Decisions {
-		if d.Kernel == id && d.Items == items && d.Reason == "explore" {
+		if d.Kernel == id && d.Items == items && (d.Reason == "explore" || d.Reason == "explore-slice") {
 			n++
 		}
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +18,8 @@ import (
 //
 //   - the copy bound: copy() of the kernel's bytes (in + out), on one
 //     goroutine for cpu-1 and spu, on one or GOMAXPROCS goroutines,
-//     whichever is faster, for cpu-all
-//     (the fastest sample, measured at that size beside the kernel), and
+//     whichever is faster, for cpu-all (measured at that size, in the
+//     same rounds as the kernel: see boundRounds), and
 //   - the compute bound: the kernel's arithmetic per element at this
 //     core's peak throughput, times one core (cpu-1, spu) or GOMAXPROCS
 //     cores (cpu-all).
@@ -136,4 +138,101 @@ func clockHz() (hz float64, source string) {
 		}
 	}
 	return 0, "unknown"
+}
+
+// The bound and the kernel are timed in the same rounds of one process
+// (measureAll: each round takes one sample of every device and of the
+// copies, in turn), and a fraction of the bound compares like with like:
+// the bound's fastest sample over the kernel's fastest sample of those
+// rounds, each the run least disturbed by other processes. The fastest
+// copy over the median kernel, as kbench first stated it, mixed two
+// statistics (and with the copy measured apart from the kernel, at
+// in-cache sizes where a copy swings from run to run, a figure could pass
+// 100%). The spread is the range of the rounds' own ratios (the bound's
+// sample over the kernel's sample of the same round): narrow on a quiet
+// machine, wide where other work disturbed the run, which then says the
+// fraction is not to be quoted. A fraction still above 100% is no figure
+// of the kernel: its bound is not one (the kernel moves fewer bytes than
+// its streams declare, or mostly reads, which a copy of as many bytes
+// cannot), and the table marks it so.
+//
+// Rejected: the median of the rounds' ratios as the figure. The two
+// samples of a round are taken one after the other, not at once, so load
+// that comes and goes within a round makes each ratio noisy; for a kernel
+// at its copy bound (ratio near 1) the median then lands above 100% about
+// half the time.
+
+// boundRounds is a column's bound per round: the slower of its copy
+// sample and its compute bound.
+func boundRounds(copies []float64, compute float64) []float64 {
+	b := make([]float64, len(copies))
+	for i, c := range copies {
+		b[i] = max(c, compute)
+	}
+	return b
+}
+
+// fasterRounds is the faster of two copies per round (cpu-all may use one
+// core or all).
+func fasterRounds(a, b []float64) []float64 {
+	f := make([]float64, len(a))
+	for i := range a {
+		f[i] = min(a[i], b[i])
+	}
+	return f
+}
+
+// spread is a figure and the range of the rounds around it.
+type spread struct{ value, lo, hi float64 }
+
+// fraction is the bound's fraction of the kernel's time: the fastest
+// bound sample over the fastest kernel sample, with the range of the
+// rounds' ratios (bound[i] / kernel[i]) as its spread. Rounds whose
+// kernel sample is not positive are left out.
+func fraction(bound, kernel []float64) spread {
+	var fs, bs, ks []float64
+	for i := range min(len(bound), len(kernel)) {
+		if kernel[i] > 0 {
+			fs = append(fs, bound[i]/kernel[i])
+			bs = append(bs, bound[i])
+			ks = append(ks, kernel[i])
+		}
+	}
+	if len(fs) == 0 {
+		return spread{}
+	}
+	return spread{slices.Min(bs) / slices.Min(ks), slices.Min(fs), slices.Max(fs)}
+}
+
+// fractionText is a fraction of a bound for the table: the figure and,
+// when withRange, the range of the rounds' ratios; above 100% a mark that
+// it is no figure (the notes after the table say why).
+func fractionText(f, lo, hi float64, withRange bool) string {
+	switch {
+	case f > 1:
+		return "over!"
+	case withRange:
+		return fmt.Sprintf("%2.0f%% %2.0f-%2.0f", 100*f, 100*lo, 100*hi)
+	}
+	return fmt.Sprintf("%2.0f%%", 100*f)
+}
+
+// overNotes returns the notes of the table for results whose copy or
+// bound fraction is above 100%.
+func overNotes(results []Result) []string {
+	var notes []string
+	note := func(x *Result, what string, f, lo, hi float64) {
+		notes = append(notes, fmt.Sprintf("%s %s, %s: over! the %s's fastest sample is %.2f of the kernel's (rounds %.2f-%.2f): no figure; the kernel moves fewer bytes than its streams declare, or mostly reads, which a copy of as many bytes cannot (or, with a wide range of rounds, other work disturbed the run)",
+			x.Kernel, formatSize(x.Size), x.Device, what, f, lo, hi))
+	}
+	for i := range results {
+		x := &results[i]
+		if x.CopyFraction > 1 {
+			note(x, "copy", x.CopyFraction, x.CopyFractionMin, x.CopyFractionMax)
+		}
+		if x.BoundFraction > 1 {
+			note(x, x.BoundKind+" bound", x.BoundFraction, x.BoundFractionMin, x.BoundFractionMax)
+		}
+	}
+	return notes
 }

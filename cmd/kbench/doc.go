@@ -89,18 +89,26 @@
 // Beside each result is, first, the memory-copy bound: the time copy() takes to
 // read and write as many bytes as the kernel reads and writes (every input
 // and output stream once), on one goroutine or on GOMAXPROCS goroutines,
-// whichever is faster, the fastest sample, measured at that size (so small
-// sizes are bounded by the caches, large ones by memory; above 256 MB it is
-// extrapolated linearly from a 256 MB copy). The fraction in brackets is
-// that time over the kernel's: 100% would be a kernel as fast as a plain
-// copy of its bytes (a kernel that reads less than it declares, or a copy
-// slowed by other processes, can exceed it).
+// whichever is faster, measured at that size in the same rounds as the
+// kernel (so small sizes are bounded by the caches, large ones by memory;
+// above 256 MB it is extrapolated linearly from a 256 MB copy). The
+// fraction in brackets is the copy's fastest sample over the kernel's
+// fastest sample of the same rounds, each the run least disturbed by
+// other processes: 100% would be a kernel as fast as a plain copy of its
+// bytes. A fraction above 100% is printed as "over!", no figure, with a
+// note after the table: the bound is not one for that kernel (it moves
+// fewer bytes than its streams declare, or mostly reads, which a copy of
+// as many bytes cannot); -json and -csv keep the ratio.
 //
 // Then, for the CPU columns, the fraction of the column's own bound
-// (bound.go): the slower of the copy bound on the cores the column uses
-// (one goroutine's copy for cpu-1 and spu, the faster of one and all for
-// cpu-all) and the compute bound, the kernel's float, integer and CRC
-// operations per element (listed after the table) at this core's peak:
+// (bound.go), taken in the same way, and the range of the rounds' own
+// ratios (each round's bound sample over its kernel sample): narrow on a
+// quiet machine, wide where other work disturbed the run, whose fractions
+// are then not to be quoted. The bound is the slower of the copy bound on
+// the cores the column uses (one goroutine's copy for cpu-1 and spu, the
+// faster of one and all for cpu-all) and the compute bound, the kernel's
+// float, integer and CRC operations per element (listed after the table)
+// at this core's peak:
 // 16 float32 lane operations (two 256-bit AVX2 instructions), 24 integer
 // lane additions or one 8-byte CRC32 instruction per cycle, at the clock
 // measured with a chain of dependent adds. The bound-1 and bound-all
@@ -124,8 +132,9 @@
 // (each share run as two tasks at once, as the scheduler runs a Placer's
 // split; not for Simple kernels, which do not split). Auto is a sequence
 // of at least -auto-tasks runs with sched.Auto through an placement.Placer
-// that starts knowing nothing (PlacerOptions defaults, SharedCores when
-// the Vulkan device computes on the host's cores) and is shared by the
+// that starts knowing nothing (Options defaults, SharedCores when the
+// Vulkan device computes on the host's cores, OneCore: one core is a
+// choice, as in the oracle) and is shared by the
 // whole sweep, as one program's would be. Every run of Auto counts: the
 // first (checked against cpu-1 like every column), the exploration, the
 // re-probes. The columns and Auto are timed in interleaved rounds: each
@@ -145,9 +154,8 @@
 // split). Then per kernel and in total, over the rows whose oracle run
 // takes at least 50 us (shorter tasks are not worth placing) and over all
 // rows: total Auto time over total oracle time, so long rows weigh more.
-// Auto cannot choose cpu-1 (the scheduler decides how a CPU task is
-// split), so where one core beats all workers its CPU tasks count as
-// misplaced.
+// Auto chooses one core as the oracle's cpu-1 does (the Placer's OneCore:
+// the task runs unsplit on one worker; its tasks are judged by cpu-1).
 //
 // # Adaptation (-adapt)
 //

@@ -108,7 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	spuStore := fs.Int("spu-store", spu.DefaultLocalStore, "local store of the SPU-style executor (spu column), in `bytes`; at least 4096")
 	spuChunk := fs.Int("spu-chunk", 0, "work `items` per task given to the SPU-style executor (0: the same tasks as the other columns); the executor streams each through its local store")
 	showVersion := fs.Bool("version", false, "print the version and exit")
-	best := fs.Bool("best", false, "report each measurement's fastest sample instead of the median (the copy bound is always the fastest): on a machine shared with other work, the run least disturbed by it")
+	best := fs.Bool("best", false, "report each measurement's fastest sample instead of the median (the fractions of the bounds are always the median of the rounds' ratios): on a machine shared with other work, the run least disturbed by it")
 	auto := fs.Bool("auto", false, "measure Auto placement (a placement.Placer learning as it goes) against the oracle, the fastest of cpu-1, cpu-all, gpu+xfer and the best static CPU/GPU split, and print the regret table instead")
 	autoTasks := fs.Int("auto-tasks", 200, "with -auto: Auto's sequence per kernel and size is at least this many runs, learning included")
 	adapt := fs.Bool("adapt", false, "run the first of -kernels at the first of -sizes as Auto tasks, with a load beside it from the first third to the second, and print (and -plot) Auto's decisions over time")
@@ -649,16 +649,24 @@ func (b *bench) measureWorkload(rep *Report, o *options, id sched.KernelID, size
 	if err != nil {
 		return failed("timing", err)
 	}
-	// The copy bound is the fastest copy seen, on one goroutine or on all.
-	cp := Copy{Kernel: name, Size: size, Bytes: bytes, OneSeconds: ts[ndev].best, AllSeconds: ts[ndev+1].best}
-	cp.Seconds = min(cp.OneSeconds, cp.AllSeconds)
+	// The copy bound: on one goroutine, and the faster of one and all,
+	// round by round; each bound and fraction is a fastest sample, and
+	// the rounds give its spread (bound.go).
+	one, all := ts[ndev].samples, ts[ndev+1].samples
+	copies := fasterRounds(one, all)
+	cp := Copy{Kernel: name, Size: size, Bytes: bytes, OneSeconds: slices.Min(one), AllSeconds: slices.Min(all),
+		Seconds: slices.Min(copies), OneSamples: one, AllSamples: all}
 	// Each CPU column's bound: the slower of its copy and compute bounds
 	// on the cores it uses (bound.go).
 	cost := costOf(id)
 	compute1 := cost.computeSeconds(w.elements, rep.Machine.ClockHz)
 	cores := float64(rep.Machine.GOMAXPROCS)
 	// cpu-all may use one core or all: its copy bound is the faster copy.
+	rounds := [][]float64{boundRounds(one, compute1), boundRounds(copies, compute1/cores)}
 	cp.Bounds = []Bound{boundOf(devCPU1, cp.OneSeconds, compute1), boundOf(devCPUAll, cp.Seconds, compute1/cores)}
+	for i := range cp.Bounds {
+		cp.Bounds[i].Samples = rounds[i]
+	}
 	cp.ComputeNote = cost.note
 	rep.Copies = append(rep.Copies, cp)
 	for i, t := range ts[:ndev] {
@@ -668,21 +676,23 @@ func (b *bench) measureWorkload(rep *Report, o *options, id sched.KernelID, size
 		r := Result{Kernel: name, ID: int(id), Elem: w.info.elem, Size: size, Elements: w.elements, Items: w.items,
 			Chunks: w.chunks(), Device: ops[i].name, Seconds: t.median, Samples: t.samples, WallSeconds: t.wall,
 			Bytes: bytes, CopySeconds: cp.Seconds}
-		var bd *Bound
+		bi := -1
 		switch ops[i].name {
 		case devCPU1, devSPU: // one core
-			bd = &cp.Bounds[0]
+			bi = 0
 		case devCPUAll:
-			bd = &cp.Bounds[1]
-		}
-		if bd != nil {
-			r.BoundSeconds, r.BoundKind = bd.Seconds, bd.Kind
+			bi = 1
 		}
 		if t.median > 0 {
 			r.ElemPerSec = float64(w.elements) / t.median
 			r.BytesPerSec = float64(bytes) / t.median
-			r.CopyFraction = cp.Seconds / t.median
-			r.BoundFraction = r.BoundSeconds / t.median
+			f := fraction(copies, t.samples)
+			r.CopyFraction, r.CopyFractionMin, r.CopyFractionMax = f.value, f.lo, f.hi
+			if bi >= 0 {
+				r.BoundSeconds, r.BoundKind = cp.Bounds[bi].Seconds, cp.Bounds[bi].Kind
+				f := fraction(rounds[bi], t.samples)
+				r.BoundFraction, r.BoundFractionMin, r.BoundFractionMax = f.value, f.lo, f.hi
+			}
 		}
 		if i == spuIdx && spuWall > 0 {
 			r.DMAWaitFraction = float64(b.spu.Stats().Stall-spuStall0) / float64(spuWall)

@@ -20,8 +20,10 @@ import (
 //
 // Regret is Auto's time over the oracle's for the same number of runs,
 // minus one. A task counts as misplaced when the column it ran on
-// (cpu-all for CPU workers, gpu+xfer for the GPU, the nearest swept split
-// for co-execution) took more than slowFactor times the oracle's time.
+// (cpu-1 for a task the Placer ran unsplit on one worker, cpu-all for CPU
+// workers, gpu+xfer for the GPU, the nearest swept split for a split
+// task: co-execution or a slice probing the GPU) took more than
+// slowFactor times the oracle's time.
 
 // Columns of the -auto table besides the kbench devices.
 const (
@@ -39,8 +41,9 @@ type splitTime struct {
 	Seconds  float64 `json:"seconds"`
 }
 
-// autoTask is where the Placer put one Auto task: devCPUAll, devGPUXfer
-// or devSplit (with the GPU's share of its items).
+// autoTask is where the Placer put one Auto task: devCPU1 (unsplit on a
+// CPU worker), devCPUAll, devGPUXfer or devSplit (with the GPU's share of
+// its items: co-execution, or a slice probing the GPU).
 type autoTask struct {
 	Column   string
 	GPUShare float64
@@ -95,7 +98,7 @@ func (r *AutoRow) MisplacedShare() float64 {
 // AutoMajority is the column most of Auto's tasks ran on.
 func (r *AutoRow) AutoMajority() string {
 	best, n := "", -1
-	for _, c := range []string{devCPUAll, devGPUXfer, devSplit} {
+	for _, c := range []string{devCPU1, devCPUAll, devGPUXfer, devSplit} {
 		if r.Placed[c] > n {
 			best, n = c, r.Placed[c]
 		}
@@ -247,7 +250,7 @@ func (a *AutoReport) writeTable(w io.Writer) error {
 			split = fmt.Sprintf("%s(%.0f)", us(v), best.GPUShare*100)
 		}
 		var placed []string
-		for _, c := range []string{devCPUAll, devGPUXfer, devSplit} {
+		for _, c := range []string{devCPU1, devCPUAll, devGPUXfer, devSplit} {
 			if n := r.Placed[c]; n > 0 {
 				placed = append(placed, fmt.Sprintf("%s:%d", shortCol(c), n))
 			}
@@ -296,6 +299,8 @@ func shortCol(c string) string {
 		return "cpu"
 	case devGPUXfer:
 		return "gpu"
+	case devCPU1:
+		return "cpu1"
 	}
 	return c
 }

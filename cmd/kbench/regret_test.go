@@ -5,6 +5,10 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/vkjobs/vkjobs/affinity/placement"
+	"github.com/vkjobs/vkjobs/gpu/bind"
+	"github.com/vkjobs/vkjobs/sched"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
@@ -136,5 +140,41 @@ func TestAutoAndAdaptFlags(t *testing.T) {
 	o, _ = parseFlags([]string{"-auto"}, &bytes.Buffer{})
 	if o == nil || !o.auto || o.autoTasks != 200 {
 		t.Fatalf("-auto defaults: %+v", o)
+	}
+}
+
+// TestAutoRowOneCoreJudgedByCPU1: a task the Placer ran on one core
+// counts under cpu-1, and is misplaced only if cpu-1 is slow; the
+// recorder tells one core from the workers by the grain the Placer set.
+func TestAutoRowOneCoreJudgedByCPU1(t *testing.T) {
+	cols := map[string]float64{devCPU1: 1e-3, devCPUAll: 1.5e-3, devGPUXfer: 10e-3}
+	tasks := []autoTask{
+		placed{where: sched.AnyWorker, oneCore: true}.task(),
+		placed{where: sched.AnyWorker}.task(),
+		placed{where: sched.AnyWorker, oneCore: true}.task(),
+	}
+	r := newAutoRow("k", 1, cols, nil, []float64{1e-3, 1.5e-3, 1e-3}, tasks)
+	if r.Placed[devCPU1] != 2 || r.Placed[devCPUAll] != 1 || r.AutoMajority() != devCPU1 || r.Misplaced != 1 {
+		t.Fatalf("placed %v, majority %s, misplaced %d: want 2 on cpu-1, 1 on cpu-all (misplaced)", r.Placed, r.AutoMajority(), r.Misplaced)
+	}
+
+	p := placement.New(placement.Options{OneCore: true, CPUThreads: 2})
+	rec := &placeRecorder{p: p}
+	k := &sched.Kernel{Name: "k", Kind: sched.Streaming, Grain: 64, GPU: &bind.Binding{}}
+	one := 0
+	for range 40 {
+		d := sched.TaskData{Begin: 0, End: 4096, Elements: 4096}
+		if where, split := rec.Place(1, k, &d); where == sched.AnyWorker && split == 0 {
+			// What the scheduler will do: one piece if the grain covers it.
+			if got, want := rec.list[len(rec.list)-1].oneCore, d.Grain >= 4096; got != want {
+				t.Fatalf("recorded one core %v, grain %d of 4096 items", got, d.Grain)
+			}
+		}
+		if rec.list[len(rec.list)-1].oneCore {
+			one++
+		}
+	}
+	if one == 0 || one == 40 {
+		t.Fatalf("%d of 40 placements on one core: the Placer explores both", one)
 	}
 }

@@ -41,11 +41,14 @@ type SPUNote struct {
 // Bound is one CPU column's bound for a workload (bound.go): the slower of
 // the copy bound on its cores and the compute bound of its cores.
 type Bound struct {
-	Device         string  `json:"device"` // cpu-1 (also spu's) or cpu-all
-	Seconds        float64 `json:"seconds"`
-	Kind           string  `json:"kind"` // "copy" or "compute": the slower
+	Device         string  `json:"device"`  // cpu-1 (also spu's) or cpu-all
+	Seconds        float64 `json:"seconds"` // the fastest round (below)
+	Kind           string  `json:"kind"`    // "copy" or "compute": the slower
 	CopySeconds    float64 `json:"copy_seconds"`
 	ComputeSeconds float64 `json:"compute_seconds"` // 0: clock unknown
+	// Samples is the bound per round, in the rounds of the kernel's
+	// samples: the slower of the round's copy and the compute bound.
+	Samples []float64 `json:"samples"`
 }
 
 // Machine describes where the run happened.
@@ -79,18 +82,25 @@ type Result struct {
 	Samples  []float64 `json:"samples"`
 	// WallSeconds is, for gpu-dispatch, the median wall-clock round trip of
 	// the same runs (submission, fences, scheduler); else equal to Seconds.
-	WallSeconds  float64 `json:"wall_seconds"`
-	ElemPerSec   float64 `json:"elements_per_sec"`
-	Bytes        int64   `json:"bytes"` // read and written per run
-	BytesPerSec  float64 `json:"bytes_per_sec"`
-	CopySeconds  float64 `json:"copy_seconds"`  // the memory-copy bound for those bytes
-	CopyFraction float64 `json:"copy_fraction"` // CopySeconds / Seconds
+	WallSeconds float64 `json:"wall_seconds"`
+	ElemPerSec  float64 `json:"elements_per_sec"`
+	Bytes       int64   `json:"bytes"` // read and written per run
+	BytesPerSec float64 `json:"bytes_per_sec"`
+	CopySeconds float64 `json:"copy_seconds"` // the memory-copy bound for those bytes
+	// CopyFraction is the copy's fastest sample over the kernel's, and
+	// Min and Max the range of the rounds' ratios (bound.go).
+	CopyFraction    float64 `json:"copy_fraction"`
+	CopyFractionMin float64 `json:"copy_fraction_min"`
+	CopyFractionMax float64 `json:"copy_fraction_max"`
 	// The column's bound (CPU columns: cpu-1 and spu one core, cpu-all
-	// all of them; 0 for the GPU columns), which kind it is, and
-	// BoundSeconds / Seconds.
-	BoundSeconds  float64 `json:"bound_seconds,omitempty"`
-	BoundKind     string  `json:"bound_kind,omitempty"`
-	BoundFraction float64 `json:"bound_fraction,omitempty"`
+	// all of them; 0 for the GPU columns), which kind it is, and its
+	// fraction of the kernel's time as CopyFraction's. A fraction above 1
+	// is no figure of the kernel (bound.go).
+	BoundSeconds     float64 `json:"bound_seconds,omitempty"`
+	BoundKind        string  `json:"bound_kind,omitempty"`
+	BoundFraction    float64 `json:"bound_fraction,omitempty"`
+	BoundFractionMin float64 `json:"bound_fraction_min,omitempty"`
+	BoundFractionMax float64 `json:"bound_fraction_max,omitempty"`
 	// DMAWaitFraction (spu): the share of the run's wall time the kernel
 	// waited for its simulated DMA (spu.Stats.Stall).
 	DMAWaitFraction float64 `json:"dma_wait_fraction,omitempty"`
@@ -98,14 +108,17 @@ type Result struct {
 
 // Copy is the memory-copy bound measured for one workload: copy() of
 // Bytes/2 bytes reads and writes Bytes, as the kernel does. Times are the
-// fastest sample.
+// fastest sample; the samples are one per round, in the rounds of the
+// kernel's samples.
 type Copy struct {
-	Kernel     string  `json:"kernel"`
-	Size       int     `json:"size"`
-	Bytes      int64   `json:"bytes"`
-	OneSeconds float64 `json:"one_goroutine_seconds"`
-	AllSeconds float64 `json:"all_goroutines_seconds"`
-	Seconds    float64 `json:"seconds"` // the faster: this machine's bound
+	Kernel     string    `json:"kernel"`
+	Size       int       `json:"size"`
+	Bytes      int64     `json:"bytes"`
+	OneSeconds float64   `json:"one_goroutine_seconds"`
+	AllSeconds float64   `json:"all_goroutines_seconds"`
+	Seconds    float64   `json:"seconds"` // the faster: this machine's bound
+	OneSamples []float64 `json:"one_goroutine_samples"`
+	AllSamples []float64 `json:"all_goroutines_samples"`
 	// Bounds of the CPU columns, one core (cpu-1, spu) and all (cpu-all),
 	// and how the compute bound's arithmetic was counted.
 	Bounds      []Bound `json:"bounds"`
@@ -225,10 +238,12 @@ func (r *Report) tableHeader() string {
 		stat = "fastest (-best)"
 	}
 	fmt.Fprintf(&b, "Throughput in million elements per second, %s of %d samples of at least %s each; in brackets,\n", stat, r.Reps, r.MinSample)
-	fmt.Fprintf(&b, "the fraction of this machine's memory-copy bound (fastest copy of the same bytes in+out), then for the\n")
-	fmt.Fprintf(&b, "CPU columns the fraction of the column's own bound: the slower of the copy bound on its cores and the\n")
-	fmt.Fprintf(&b, "compute bound (the kernel's float, integer or CRC operations at this clock: 16 float or 24 integer\n")
-	fmt.Fprintf(&b, "lane operations or 8 CRC bytes per cycle and core). bound-1 and bound-all give those bounds in million\n")
+	fmt.Fprintf(&b, "the fraction of this machine's memory-copy bound (a copy of the same bytes in+out, timed in the same\n")
+	fmt.Fprintf(&b, "rounds: its fastest sample over the kernel's fastest), then for the CPU columns the fraction of the\n")
+	fmt.Fprintf(&b, "column's own bound, the same way, and the range of the rounds' own ratios (wide: other work disturbed\n")
+	fmt.Fprintf(&b, "the run; over!: no figure, see the notes). A column's bound is the slower of the copy bound on its\n")
+	fmt.Fprintf(&b, "cores and the compute bound (the kernel's float, integer or CRC operations at this clock: 16 float or\n")
+	fmt.Fprintf(&b, "24 integer lane operations or 8 CRC bytes per cycle and core). bound-1 and bound-all give those bounds in million\n")
 	fmt.Fprintf(&b, "elements per second, c = compute-bound, m = copy (memory) bound; all/1 is cpu-all over cpu-1, then what the\n")
 	fmt.Fprintf(&b, "bounds allow (bound-all over bound-1: below 1.8x memory bandwidth does not allow 1.8x).\n")
 	fmt.Fprintf(&b, "%s: the CPU kernel on one goroutine; %s: the scheduler on all workers; %s: the SPU-style executor\n", devCPU1, devCPUAll, devSPU)
@@ -304,13 +319,13 @@ func (r *Report) writeTable(w io.Writer) error {
 				case x == nil:
 					line += "-\t"
 				case x.BoundSeconds > 0:
-					cell := fmt.Sprintf("%s (%2.0f%% %3.0f%%)", formatRate(x.ElemPerSec/1e6), 100*x.CopyFraction, 100*x.BoundFraction)
+					cell := fmt.Sprintf("%s (%s %s)", formatRate(x.ElemPerSec/1e6), fractionText(x.CopyFraction, 0, 0, false), fractionText(x.BoundFraction, x.BoundFractionMin, x.BoundFractionMax, true))
 					if d == devSPU {
 						cell += fmt.Sprintf(" w%2.0f%%", 100*x.DMAWaitFraction)
 					}
 					line += cell + "\t"
 				default:
-					line += fmt.Sprintf("%s (%2.0f%%)\t", formatRate(x.ElemPerSec/1e6), 100*x.CopyFraction)
+					line += fmt.Sprintf("%s (%s)\t", formatRate(x.ElemPerSec/1e6), fractionText(x.CopyFraction, 0, 0, false))
 				}
 			}
 			fmt.Fprintln(tw, line)
@@ -321,6 +336,9 @@ func (r *Report) writeTable(w io.Writer) error {
 	}
 	for _, n := range r.SPUNotes {
 		fmt.Fprintf(&b, "%s %s, %s: %s\n", n.Kernel, formatSize(n.Size), devSPU, n.Note)
+	}
+	for _, n := range overNotes(r.Results) {
+		fmt.Fprintln(&b, n)
 	}
 	fmt.Fprintf(&b, "\ncompute bounds count, per element:\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -369,7 +387,7 @@ func (r *Report) writeJSON(w io.Writer) error {
 // csvHeader is the first row of -csv.
 var csvHeader = []string{"kernel", "id", "element", "size", "elements", "items", "chunks", "device",
 	"seconds", "wall_seconds", "elements_per_sec", "bytes", "bytes_per_sec", "copy_seconds", "copy_fraction",
-	"bound_seconds", "bound_kind", "bound_fraction", "dma_wait_fraction"}
+	"bound_seconds", "bound_kind", "bound_fraction", "dma_wait_fraction", "bound_fraction_min", "bound_fraction_max"}
 
 func (r *Report) writeCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
@@ -381,7 +399,7 @@ func (r *Report) writeCSV(w io.Writer) error {
 		rec := []string{x.Kernel, strconv.Itoa(x.ID), x.Elem, strconv.Itoa(x.Size), strconv.Itoa(x.Elements),
 			strconv.Itoa(x.Items), strconv.Itoa(x.Chunks), x.Device, g(x.Seconds), g(x.WallSeconds), g(x.ElemPerSec),
 			strconv.FormatInt(x.Bytes, 10), g(x.BytesPerSec), g(x.CopySeconds), g(x.CopyFraction),
-			g(x.BoundSeconds), x.BoundKind, g(x.BoundFraction), g(x.DMAWaitFraction)}
+			g(x.BoundSeconds), x.BoundKind, g(x.BoundFraction), g(x.DMAWaitFraction), g(x.BoundFractionMin), g(x.BoundFractionMax)}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
