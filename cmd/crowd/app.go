@@ -62,6 +62,10 @@ type app struct {
 	tr   *trace.Recorder
 	st   *stats
 
+	// kSample is the sampling kernel's ID, handed out by reg
+	// (anim.RegisterSampleKernel).
+	kSample sched.KernelID
+
 	sampleWhere         sched.Affinity
 	ltmWhere, skinWhere sched.Affinity
 	uniformGroup        int // characters per uniform-palette skinning task; 0 = storage-buffer skinning
@@ -71,6 +75,7 @@ type app struct {
 
 	task, joinTask sched.Task
 	prev           frameTasks
+	fg             *frameGraphs   // -graph: the frame as graphs (graph.go)
 	done           []sched.TaskID // submit/present task of each frame in flight
 	dt             float32
 	orbit          float32
@@ -297,7 +302,7 @@ func (a *app) openTarget(wantWindow bool) error {
 // CPU and without rendering, unless it was asked to use the device.
 func (a *app) openDevice() error {
 	cfg := a.cfg
-	opts := gpu.Options{AppName: "crowd", Validation: cfg.validate}
+	opts := gpu.Options{AppName: "crowd", Validation: cfg.validate || cfg.check}
 	if a.win != nil {
 		opts.InstanceExtensions, opts.DeviceExtensions = a.win.extensions()
 	}
@@ -347,7 +352,7 @@ func (a *app) startScheduler() (workers int, err error) {
 	if err := kernels.Register(a.reg); err != nil {
 		return 0, err
 	}
-	if err := anim.RegisterSampleKernel(a.reg); err != nil {
+	if a.kSample, err = anim.RegisterSampleKernel(a.reg); err != nil {
 		return 0, err
 	}
 	if err := a.registerKernels(); err != nil {
@@ -362,7 +367,7 @@ func (a *app) startScheduler() (workers int, err error) {
 		a.tr = trace.New(threads, per)
 		obs = append(obs, a.tr)
 	}
-	scfg := sched.Config{Kernels: a.reg, MainThreads: 1, Workers: workers, PoolSize: poolSize}
+	scfg := sched.Config{Kernels: a.reg, MainThreads: 1, Workers: workers, PoolSize: poolSize, CheckRaces: cfg.check}
 	switch cfg.offload {
 	case "cpu":
 		a.ltmWhere, a.skinWhere = sched.AnyWorker, sched.AnyWorker
@@ -414,7 +419,7 @@ func (a *app) attachExecutors() error {
 		// Compile the kernels' pipelines now, not in a first dispatch
 		// inside a frame.
 		pre := sched.NewRegistry()
-		for _, id := range []sched.KernelID{anim.SampleKernelID, kernels.LocalToModelSkin, kernels.SkinLBS, kernels.SkinLBSUniform} {
+		for _, id := range []sched.KernelID{a.kSample, kernels.LocalToModelSkin, kernels.SkinLBS, kernels.SkinLBSUniform} {
 			if err := pre.Register(id, *a.reg.Lookup(id)); err != nil {
 				return err
 			}
@@ -464,6 +469,11 @@ func (a *app) setupWorld() error {
 	if cfg.dt > 0 {
 		a.dt = float32(cfg.dt)
 	}
+	if cfg.graph {
+		if err := a.buildGraphs(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -488,6 +498,7 @@ func (a *app) registerKernels() error {
 		{kRecord, w("crowd.record", recordKernel)},
 		{kPresent, w("crowd.submit-present", presentKernel)},
 		{kMark, w("crowd.mark", markKernel)},
+		{kStamp, w("crowd.stamp", stampKernel)},
 	}
 	for _, k := range ks {
 		if err := a.reg.Register(k.id, k.k); err != nil {
@@ -605,6 +616,11 @@ func (a *app) allocSets() error {
 	if draw {
 		nvs += a.draw.inFlight
 	}
+	if a.cfg.graph {
+		// A multiple of the depth: frame f's buffer set (f mod N) and
+		// vertex set (f mod nvs) are then fixed per graph copy (graph.go).
+		nvs = (nvs + a.cfg.pipeline - 1) / a.cfg.pipeline * a.cfg.pipeline
+	}
 	w.vsets = make([]vertexSet, nvs)
 	for i := range w.vsets {
 		if w.vsets[i].skinned, err = alloc(dev, 24*n*nv, draw || onGPU); err != nil {
@@ -658,7 +674,7 @@ func (a *app) loop() error {
 			}
 		}
 		if f >= N {
-			if err := a.wait(a.done[(f-N)%len(a.done)]); err != nil {
+			if err := a.main.Wait(a.done[(f-N)%len(a.done)]); err != nil {
 				return fmt.Errorf("frame %d: %w", f-N, err)
 			}
 		}
@@ -678,7 +694,13 @@ func (a *app) loop() error {
 		if f == a.warm {
 			a.beginTimed()
 		}
-		if err := a.issue(f); err != nil {
+		var err error
+		if a.fg != nil {
+			err = a.issueGraph(f)
+		} else {
+			err = a.issue(f)
+		}
+		if err != nil {
 			return err
 		}
 		a.simTime += float64(a.dt)
@@ -687,7 +709,7 @@ func (a *app) loop() error {
 	}
 	prog.end()
 	for f := max(0, issued-N); f < issued; f++ {
-		if err := a.wait(a.done[f%len(a.done)]); err != nil {
+		if err := a.main.Wait(a.done[f%len(a.done)]); err != nil {
 			return fmt.Errorf("frame %d: %w", f, err)
 		}
 	}
@@ -711,17 +733,6 @@ func (a *app) loop() error {
 	}
 	a.timedFrames = issued - a.warm
 	return nil
-}
-
-// wait waits for a task on the main thread. The scheduler's ID check can
-// report a task that finishes during the call as never issued; a task
-// that is finished by then is simply done.
-func (a *app) wait(id sched.TaskID) error {
-	err := a.main.Wait(id)
-	if err != nil && errors.Is(err, sched.ErrNotIssued) && a.s.IsFinished(id) {
-		return a.s.Err(id)
-	}
-	return err
 }
 
 // onTimed, when set (tests), is called when the timed frames begin.
@@ -763,7 +774,7 @@ func (a *app) finish() error {
 		}
 	}
 	a.summary()
-	if a.dev != nil && a.cfg.validate {
+	if a.dev != nil && (a.cfg.validate || a.cfg.check) {
 		if err := a.dev.ValidationErr(); err != nil {
 			return err
 		}

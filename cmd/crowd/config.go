@@ -34,6 +34,7 @@ type config struct {
 	clipRate  float64 // Hz; 0 = the source's
 	seed      int64
 	validate  bool
+	check     bool
 	cacheDir  string
 	dt        float64
 	warmup    int
@@ -43,6 +44,7 @@ type config struct {
 	quiet     bool
 	render    bool
 	uniform   bool
+	graph     bool
 }
 
 const usageText = `usage: crowd [flags]
@@ -87,6 +89,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.Float64Var(&c.clipRate, "clip-rate", defaultClipRate, "resample clips recorded faster than this (Hz) before compressing them, as a game ships animation (CMU motion capture is 120 Hz); 0 keeps the source rate")
 	fs.Int64Var(&c.seed, "seed", 1, "random seed of the crowd layout, clips, times and speeds")
 	fs.BoolVar(&c.validate, "validate", false, "enable the Vulkan validation layer and fail on any error message")
+	fs.BoolVar(&c.check, "check", false, "checked run: the scheduler refuses tasks that race on memory (sched.Config.CheckRaces: the run fails naming both tasks), and with a Vulkan device the validation layer is on and any error message fails the run, as with -validate")
 	fs.StringVar(&c.cacheDir, "cache", "", `directory caching compressed clips ("" = user cache dir, "off" = none)`)
 	fs.Float64Var(&c.dt, "dt", 0, "simulation time step in seconds; 0 = 1/60 headless, the measured frame time in a window")
 	fs.IntVar(&c.warmup, "warmup", -1, "frames excluded from the statistics (-1 = min(10, frames/4))")
@@ -94,6 +97,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&c.vsync, "vsync", false, "window: wait for the vertical blank (FIFO present mode)")
 	fs.IntVar(&c.spuGroup, "spu-group", 8, "spu: characters per skinning task (their palettes must fit the local store)")
 	fs.BoolVar(&c.quiet, "q", false, "print only the summary")
+	fs.BoolVar(&c.graph, "graph", true, "build each frame's tasks once as frame graphs (sched.Graph) and replay them; false: issue every frame's tasks anew (dynamic tasks)")
 	fs.BoolVar(&c.uniform, "uniform", true, "gpu: skin with the palette in uniform blocks (kernels.SkinLBSUniform, one task per group of characters); false: one storage-buffer task (kernels.SkinLBS)")
 	fs.BoolVar(&c.render, "render", true, "draw with Vulkan; -render=false gathers, sorts and records into CPU command lists only (measures the simulation alone)")
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")

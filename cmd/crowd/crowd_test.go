@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -177,11 +178,11 @@ func TestCodecUniform(t *testing.T) {
 			t.Fatalf("clip %d (%s) is %v", i, c.Name(), c.Codec())
 		}
 	}
-	if a.st.kernels[anim.SampleKernelID][devCPU].calls.Load() == 0 {
+	if a.st.kernels[a.kSample][devCPU].calls.Load() == 0 {
 		t.Error("no sampling ran on the CPU")
 	}
 	g, _ := demo(t, append(common, "-offload", "gpu", "-out", gpuPNG)...)
-	if n := g.st.kernels[anim.SampleKernelID][devGPU].calls.Load(); n < 4 {
+	if n := g.st.kernels[g.kSample][devGPU].calls.Load(); n < 4 {
 		t.Errorf("-offload gpu: sampling ran %d times on the GPU, want at least 4", n)
 	}
 	ci, gi := readPNG(t, cpuPNG), readPNG(t, gpuPNG)
@@ -212,7 +213,7 @@ func TestHeadlessCPUvsGPU(t *testing.T) {
 	if !strings.Contains(out, "wrote "+cpuPNG) {
 		t.Errorf("the run does not say where it wrote the PNG:\n%s", out)
 	}
-	if a.st.kernels[anim.SampleKernelID][devCPU].calls.Load() == 0 {
+	if a.st.kernels[a.kSample][devCPU].calls.Load() == 0 {
 		t.Error("no sampling ran")
 	}
 	gtr := filepath.Join(dir, "trace_gpu.json")
@@ -220,7 +221,7 @@ func TestHeadlessCPUvsGPU(t *testing.T) {
 	for _, k := range []struct {
 		name string
 		id   int
-	}{{"anim_sample", int(anim.SampleKernelID)}, {"local_to_model_skin", int(kernels.LocalToModelSkin)}, {"skin_lbs_uniform", int(kernels.SkinLBSUniform)}} {
+	}{{"anim_sample", int(g.kSample)}, {"local_to_model_skin", int(kernels.LocalToModelSkin)}, {"skin_lbs_uniform", int(kernels.SkinLBSUniform)}} {
 		if n := g.st.kernels[k.id][devGPU].calls.Load(); n < 4 {
 			t.Errorf("-offload gpu: %s ran %d times on the GPU, want at least 4 (once per frame or more)", k.name, n)
 		}
@@ -385,14 +386,58 @@ func TestPipelineDepths(t *testing.T) {
 // 0.5 per frame; a per-frame allocation anywhere would show as >= 1.
 func TestZeroAllocs(t *testing.T) {
 	needCMU(t)
-	a, out := demo(t, "-count", "200", "-frames", "240", "-warmup", "40", "-render=false", "-pipeline", "3", "-offload", "cpu")
-	per := float64(a.m1.Mallocs-a.m0.Mallocs) / float64(a.timedFrames)
-	if per > 0.5 {
-		t.Errorf("%.2f allocations per frame in steady state\n%s", per, out)
+	for _, graph := range []string{"-graph=true", "-graph=false"} {
+		a, out := demo(t, "-count", "200", "-frames", "240", "-warmup", "40", "-render=false", "-pipeline", "3", "-offload", "cpu", graph)
+		per := float64(a.m1.Mallocs-a.m0.Mallocs) / float64(a.timedFrames)
+		if per > 0.5 {
+			t.Errorf("%s: %.2f allocations per frame in steady state\n%s", graph, per, out)
+		}
+		t.Logf("%s: %.2f allocations per frame over %d timed frames", graph, per, a.timedFrames)
+		if !strings.Contains(out, "allocations: ") {
+			t.Errorf("the summary does not report allocations:\n%s", out)
+		}
 	}
-	t.Logf("%.2f allocations per frame over %d timed frames", per, a.timedFrames)
-	if !strings.Contains(out, "allocations: ") {
-		t.Errorf("the summary does not report allocations:\n%s", out)
+}
+
+// TestGraphMatchesDynamic runs the frame as frame graphs (-graph, the
+// default) and as dynamic tasks (-graph=false) in every -offload mode and
+// at several pipeline depths: the same frames are drawn (the last frame's
+// image is the same pixel for pixel; with -offload auto, whose placer
+// learns from timings and may place a phase elsewhere, within the CPU/GPU
+// tolerance), the same footsteps are consumed, and each mode ran the way
+// it says (graphs built, or none).
+func TestGraphMatchesDynamic(t *testing.T) {
+	needCMU(t)
+	needVulkan(t)
+	dir := t.TempDir()
+	for _, off := range []string{"cpu", "gpu", "spu", "auto"} {
+		for _, n := range []string{"1", "2", "4"} {
+			if off != "cpu" && n == "1" {
+				continue
+			}
+			var imgs [2]*image.RGBA
+			var steps [2]int64
+			for i, graph := range []bool{true, false} {
+				p := filepath.Join(dir, fmt.Sprintf("%s%s-%v.png", off, n, graph))
+				a, _ := demo(t, "-count", "24", "-frames", "10", "-size", "160x120", "-pipeline", n, "-offload", off,
+					"-graph="+strconv.FormatBool(graph), "-out", p, "-q")
+				if (a.fg != nil) != graph {
+					t.Fatalf("-offload %s -pipeline %s -graph=%v: frame graphs built: %v", off, n, graph, a.fg != nil)
+				}
+				imgs[i], steps[i] = readPNG(t, p), a.w.footsteps
+			}
+			checkNotBlank(t, imgs[0])
+			tol := 0
+			if off == "auto" {
+				tol = 8
+			}
+			if bad, total := imageDiff(imgs[0], imgs[1], tol); bad*100 > total || (tol == 0 && bad != 0) {
+				t.Errorf("-offload %s -pipeline %s: %d of %d pixels differ between the graph and the dynamic frame", off, n, bad, total)
+			}
+			if steps[0] != steps[1] {
+				t.Errorf("-offload %s -pipeline %s: %d footsteps as graphs, %d as dynamic tasks", off, n, steps[0], steps[1])
+			}
+		}
 	}
 }
 

@@ -26,8 +26,11 @@
 // -timeline FILE.svg, -headless, -model FILE.gltf, -tolerance cm (the
 // clips' compression target, 0.1), -codec curve|uniform (the clips' codec,
 // curve; see anim.Codec), -clip-rate Hz (30), -seed, -validate (Vulkan
-// validation layer; any error message fails the run), -dt (0-1 s),
-// -warmup (-1 or more), -workers (0-256), -vsync, -q, -version. go run ./cmd/crowd -h lists them all.
+// validation layer; any error message fails the run), -check (a checked
+// run: sched.Config.CheckRaces refuses tasks that race on memory, and
+// with a Vulkan device -validate's layer is on), -dt (0-1 s),
+// -warmup (-1 or more), -workers (0-256), -vsync, -graph (frame graphs,
+// true; false issues every frame's tasks anew), -q, -version. go run ./cmd/crowd -h lists them all.
 //
 // Output files (-out, -trace, -timeline) are checked before any work, and
 // the messages give their absolute paths. Esc closes the window. SIGINT
@@ -83,7 +86,7 @@
 //
 // # A frame is a task graph
 //
-// The main thread describes each frame in immediate mode (frame.go):
+// The frame's tasks and edges (frame.go's phases, below):
 //
 //	clock ──> sample ──> procedural ──> local-to-model ──> skin ──────────────┐
 //	  │                                                                       v
@@ -143,10 +146,24 @@
 // (sampling stays on the workers: the clip blob does not fit a local
 // store).
 //
-// A task has one dependency; where a task needs several, the frame adds a
-// join: an empty held parent with one empty child depending on each
-// (the BitSquid task manager's join). Tasks, children and dependencies
-// are created on the fly from pools: adding a frame allocates nothing.
+// The frame runs two ways, with the same tasks, edges and results
+// (TestGraphMatchesDynamic: the same pixels, the same footsteps):
+//
+//   - As frame graphs (graph.go; the default, -graph): the tasks and edges
+//     are built once into sched.Graphs and replayed. Each frame starts its
+//     graphs (sched.Graph.Start) and writes the two parameters that change
+//     per frame (the time step, the statistics slot); the CPU nodes run in
+//     place in runner tasks, the GPU nodes readied together leave as one
+//     recorded command buffer per segment, the others (SPU, Auto, submit/
+//     present on the main thread) go through the scheduler as tasks.
+//   - As dynamic tasks (-graph=false): the main thread describes each
+//     frame in immediate mode (frame.go's issue). A task has one
+//     dependency; where a task needs several, the frame adds a join: an
+//     empty held parent with one empty child depending on each (the
+//     BitSquid task manager's join). Tasks, children and dependencies are
+//     created on the fly from pools.
+//
+// Either way adding a frame allocates nothing.
 //
 // # The frame pipeline
 //
@@ -176,6 +193,28 @@
 // stage of frame f-1 overlaps the simulation of frame f. Every depth draws
 // the same frames: the pipeline changes when work runs, not what it
 // computes (TestPipelineDepths checks the images are identical).
+//
+// # The frame as graphs
+//
+// A graph run starts after the tasks it is given (sched.Graph.Start's
+// after) and a graph runs once at a time, so the pipeline is kept by
+// cutting the frame into one graph per stage (record in a graph of its
+// own at N=4, so that it alone waits for the previous submit): stage s of
+// frame f starts after stage s-1 of frame f and stage s of frame f-1, the
+// dynamic frame's stage edges, and frames overlap as they do there. A
+// graph names its buffers, so each stage's graph has a copy per vertex
+// set, whose count graph mode rounds up to a multiple of N (frame f's
+// buffer set f mod N and vertex set are then fixed per copy): frame f
+// replays copy f mod C, whose previous run, frame f-C, ended before frame
+// f-N was submitted. Rejected: one graph for the whole frame (runs of one
+// graph follow each other: no overlap, the pipeline would be serial); a
+// graph per phase (a start, a join and a runner per phase: more tasks
+// than the dynamic frame). The statistics time each phase with two
+// in-place timing nodes around it (a graph's node is no task they could
+// track), and the scheduler reports every node run in place to the
+// Observer, so the per-kernel counts and the trace show every kernel as
+// in the dynamic frame (the trace also shows the graph runners' scopes,
+// around the nodes they ran).
 //
 // The steady state allocates nothing in this program: tasks come from the
 // scheduler's pool, contexts and buffers are sized once, the renderer

@@ -61,7 +61,9 @@ type frameTasks [numPhases]sched.TaskID
 //
 // plus the stage edges of the frame pipeline (see stagesFor). Every task
 // is created held, registered with the statistics, then started. Adding
-// tasks allocates nothing.
+// tasks allocates nothing. This is the dynamic frame (-graph=false);
+// graph.go builds the same tasks and edges once as frame graphs, from the
+// same task descriptions (clockTask, sampleTask, ...).
 func (a *app) issue(f int) error {
 	fb := a.beginFrame(f)
 	clk, err := fb.sample()
@@ -97,14 +99,12 @@ func (a *app) issue(f int) error {
 // frameBuild is frame f being issued: its frame set (si), its slot in the
 // statistics ring, and the phase tasks issued so far.
 type frameBuild struct {
-	a     *app
-	f     int
-	si    int
-	set   *frameSet
-	ring  int
-	cur   frameTasks
-	nb    uint32 // bones per character
-	nchar uint32
+	a    *app
+	f    int
+	si   int
+	set  *frameSet
+	ring int
+	cur  frameTasks
 }
 
 // beginFrame readies frame f's set (events cleared, camera placed) and
@@ -135,7 +135,7 @@ func (a *app) beginFrame(f int) frameBuild {
 	if a.tr != nil {
 		a.tr.Frame(f)
 	}
-	return frameBuild{a: a, f: f, si: si, set: set, ring: ring, nb: uint32(w.bones), nchar: uint32(w.n)}
+	return frameBuild{a: a, f: f, si: si, set: set, ring: ring}
 }
 
 // lastOf returns the last task of a stage among ft's phases.
@@ -190,26 +190,52 @@ func (fb *frameBuild) add(ph int, t *sched.Task) (sched.TaskID, error) {
 // sampling kernel and the procedural bones; it returns the clock task,
 // which also wrote the frame's events.
 func (fb *frameBuild) sample() (clk sched.TaskID, err error) {
-	a, w, set, nb, nchar := fb.a, fb.a.w, fb.set, fb.nb, fb.nchar
+	a, set := fb.a, fb.set
 	dep, err := fb.stageDeps(phSample, sched.NoTask, sched.NoTask)
 	if err != nil {
 		return sched.NoTask, err
 	}
 	t := &a.task
-	*t = sched.Task{Kernel: kClock, Dependency: dep}
+	a.clockTask(t, fb.si)
+	t.Dependency = dep
+	if clk, err = fb.add(phSample, t); err != nil {
+		return sched.NoTask, err
+	}
+	a.sampleTask(t, set)
+	t.Dependency = clk
+	smp, err := fb.add(phSample, t)
+	if err != nil {
+		return sched.NoTask, err
+	}
+	a.proceduralTask(t, set)
+	t.Dependency = smp
+	if fb.cur[phSample], err = fb.add(phSample, t); err != nil {
+		return sched.NoTask, err
+	}
+	return clk, nil
+}
+
+// clockTask describes the clock of frame set si (its time step is
+// Params[1], the bits of a.dt).
+func (a *app) clockTask(t *sched.Task, si int) {
+	w := a.w
+	*t = sched.Task{Kernel: kClock}
 	t.Data.Data = a
-	t.Data.Elements = nchar
+	t.Data.Elements = uint32(w.n)
 	t.Data.Grain = 64
-	t.Data.Params[0] = uint32(fb.si)
+	t.Data.Params[0] = uint32(si)
 	t.Data.Params[1] = math.Float32bits(a.dt)
 	t.Data.In[0] = sched.StreamOf(w.chars)
 	t.Data.Out[0] = sched.StreamOf(w.clocks)
 	t.Data.Out[1] = sched.StreamOf(w.inputs)
-	if clk, err = fb.add(phSample, t); err != nil {
-		return sched.NoTask, err
-	}
+}
+
+// sampleTask describes anim's sampling into set's poses.
+func (a *app) sampleTask(t *sched.Task, set *frameSet) {
+	w := a.w
+	nb, nchar := uint32(w.bones), uint32(w.n)
 	sw := a.sampleWhere
-	*t = sched.Task{Kernel: anim.SampleKernelID, Affinity: sw, Dependency: clk}
+	*t = sched.Task{Kernel: a.kSample, Affinity: sw}
 	t.Data.Data = w.blob
 	t.Data.Elements = nchar
 	t.Data.Params[0], t.Data.Params[1] = nb, uint32(w.stride)
@@ -221,33 +247,43 @@ func (fb *frameBuild) sample() (clk sched.TaskID, err error) {
 	t.Data.In[2] = w.cursors.stream(sw, uint32(w.stride*4), nchar)
 	t.Data.Out[0] = set.local.stream(sw, nb*48, nchar)
 	t.Data.Out[1] = t.Data.In[2]
-	smp, err := fb.add(phSample, t)
-	if err != nil {
-		return sched.NoTask, err
-	}
-	*t = sched.Task{Kernel: kProcedural, Dependency: smp}
+}
+
+// proceduralTask describes the procedural bones, written into set's poses.
+func (a *app) proceduralTask(t *sched.Task, set *frameSet) {
+	w := a.w
+	nb, nchar := uint32(w.bones), uint32(w.n)
+	*t = sched.Task{Kernel: kProcedural}
 	t.Data.Data = a
 	t.Data.Elements = nchar
 	t.Data.Grain = 64
 	t.Data.In[0] = sched.StreamOf(w.chars)
 	t.Data.In[1] = sched.StreamOf(w.clocks)
 	t.Data.Out[0] = sched.Stream{Bytes: set.local.host, Stride: nb * 48, Count: nchar}
-	if fb.cur[phSample], err = fb.add(phSample, t); err != nil {
-		return sched.NoTask, err
-	}
-	return clk, nil
 }
 
 // localToModel issues the model matrices and the skinning palette.
 func (fb *frameBuild) localToModel() error {
-	a, w, set, nb, nchar := fb.a, fb.a.w, fb.set, fb.nb, fb.nchar
+	a := fb.a
 	dep, err := fb.stageDeps(phLTM, fb.cur[phSample], sched.NoTask)
 	if err != nil {
 		return err
 	}
-	lw := a.ltmWhere
 	t := &a.task
-	*t = sched.Task{Kernel: kernels.LocalToModelSkin, Affinity: lw, Dependency: dep}
+	a.ltmTask(t, fb.set)
+	t.Dependency = dep
+	if fb.cur[phLTM], err = fb.add(phLTM, t); err != nil {
+		return err
+	}
+	return a.mark(fb.ring, phLTM, phSample, fb.cur[phLTM], a.ltmWhere)
+}
+
+// ltmTask describes local-to-model and the palette of set.
+func (a *app) ltmTask(t *sched.Task, set *frameSet) {
+	w := a.w
+	nb, nchar := uint32(w.bones), uint32(w.n)
+	lw := a.ltmWhere
+	*t = sched.Task{Kernel: kernels.LocalToModelSkin, Affinity: lw}
 	t.Data.Elements = nchar
 	t.Data.Params[0] = nb
 	t.Data.In[0] = set.local.stream(lw, nb*48, nchar)
@@ -255,10 +291,6 @@ func (fb *frameBuild) localToModel() error {
 	t.Data.In[2] = w.invBind.stream(lw, 64, nb)
 	t.Data.Out[0] = set.model.stream(lw, nb*64, nchar)
 	t.Data.Out[1] = set.palette.stream(lw, nb*64, nchar)
-	if fb.cur[phLTM], err = fb.add(phLTM, t); err != nil {
-		return err
-	}
-	return a.mark(fb.ring, phLTM, phSample, fb.cur[phLTM], lw)
 }
 
 // skin issues the skinning of every character's vertices.
@@ -351,19 +383,14 @@ func (a *app) issueSkin(ring int, set *frameSet, dep sched.TaskID) (sched.TaskID
 	w := a.w
 	c := a.main
 	t := &a.task
-	nb, nv := uint32(w.bones), uint32(w.verts)
 	vs := &w.vsets[set.vset]
 	sw := a.skinWhere
 	if sw == sched.GPU && a.uniformGroup > 0 {
 		return a.issueSkinUniform(ring, set, dep)
 	}
 	if sw != sched.SPU {
-		*t = sched.Task{Kernel: kernels.SkinLBS, Affinity: sw, Dependency: dep}
-		t.Data.Elements = uint32(w.n) * nv
-		t.Data.Params[0], t.Data.Params[1] = nv, nb
-		t.Data.In[0] = w.bindVerts.stream(sw, 48, nv)
-		t.Data.In[1] = set.palette.stream(sw, 64, uint32(w.n)*nb)
-		t.Data.Out[0] = vs.skinned.stream(sw, 24, uint32(w.n)*nv)
+		a.skinTask(t, set, vs)
+		t.Dependency = dep
 		id, err := c.Create(t)
 		if err != nil {
 			return sched.NoTask, err
@@ -371,19 +398,63 @@ func (a *app) issueSkin(ring int, set *frameSet, dep sched.TaskID) (sched.TaskID
 		a.st.track(id, ring, phSkin)
 		return id, c.Run(id)
 	}
-	// SPU: item i is vertex i of spuVerts (G copies of the mesh whose
-	// palette bases step by B), streamed through the local store; each
-	// group's palette is a Whole stream small enough to fit beside it.
-	return a.issueGroups(ring, dep, a.cfg.spuGroup, func(t *sched.Task, first, k int) {
-		t.Kernel, t.Affinity = kSkinSPU, sched.SPU
-		t.Data.Elements = uint32(k) * nv
-		t.Data.Params[0], t.Data.Params[1] = 0, nb
-		t.Data.In[0] = sched.Stream{Bytes: asBytes(w.spuVerts), Stride: 48, Count: uint32(len(w.spuVerts))}
-		pb := first * w.bones * 64
-		t.Data.In[1] = sched.Stream{Bytes: set.palette.host[pb : pb+k*w.bones*64], Stride: 64, Count: uint32(k) * nb}
-		vb := first * w.verts * 24
-		t.Data.Out[0] = sched.Stream{Bytes: vs.skinned.host[vb : vb+k*w.verts*24], Stride: 24, Count: uint32(k) * nv}
-	})
+	return a.issueGroups(ring, dep, a.cfg.spuGroup, func(t *sched.Task, first, k int) { a.skinSPUTask(t, set, vs, first, k) })
+}
+
+// skinGroups returns how many characters one skinning task takes, 0 for
+// one task over the whole crowd (skinTask); with groups, skinGroupTask
+// describes each.
+func (a *app) skinGroups() int {
+	switch {
+	case a.skinWhere == sched.GPU && a.uniformGroup > 0:
+		return a.uniformGroup
+	case a.skinWhere == sched.SPU:
+		return a.cfg.spuGroup
+	}
+	return 0
+}
+
+// skinGroupTask describes the skinning of the k characters from first
+// (see skinGroups), its Parent and Dependency unset.
+func (a *app) skinGroupTask(t *sched.Task, set *frameSet, vs *vertexSet, first, k int) {
+	*t = sched.Task{}
+	if a.skinWhere == sched.SPU {
+		a.skinSPUTask(t, set, vs, first, k)
+	} else {
+		a.skinUniformTask(t, set, vs, first, k)
+	}
+}
+
+// skinTask describes the skinning of every vertex of every character (one
+// bind-pose mesh, a palette per character) from set's palettes into vs.
+func (a *app) skinTask(t *sched.Task, set *frameSet, vs *vertexSet) {
+	w := a.w
+	nb, nv := uint32(w.bones), uint32(w.verts)
+	sw := a.skinWhere
+	*t = sched.Task{Kernel: kernels.SkinLBS, Affinity: sw}
+	t.Data.Elements = uint32(w.n) * nv
+	t.Data.Params[0], t.Data.Params[1] = nv, nb
+	t.Data.In[0] = w.bindVerts.stream(sw, 48, nv)
+	t.Data.In[1] = set.palette.stream(sw, 64, uint32(w.n)*nb)
+	t.Data.Out[0] = vs.skinned.stream(sw, 24, uint32(w.n)*nv)
+}
+
+// skinSPUTask fills t (its Parent and Dependency kept) with the SPU
+// skinning of k characters from first: item i is vertex i of spuVerts (G
+// copies of the mesh whose palette bases step by B), streamed through the
+// local store; the group's palette is a Whole stream small enough to fit
+// beside it.
+func (a *app) skinSPUTask(t *sched.Task, set *frameSet, vs *vertexSet, first, k int) {
+	w := a.w
+	nb, nv := uint32(w.bones), uint32(w.verts)
+	t.Kernel, t.Affinity = kSkinSPU, sched.SPU
+	t.Data.Elements = uint32(k) * nv
+	t.Data.Params[0], t.Data.Params[1] = 0, nb
+	t.Data.In[0] = sched.Stream{Bytes: asBytes(w.spuVerts), Stride: 48, Count: uint32(len(w.spuVerts))}
+	pb := first * w.bones * 64
+	t.Data.In[1] = sched.Stream{Bytes: set.palette.host[pb : pb+k*w.bones*64], Stride: 64, Count: uint32(k) * nb}
+	vb := first * w.verts * 24
+	t.Data.Out[0] = sched.Stream{Bytes: vs.skinned.host[vb : vb+k*w.verts*24], Stride: 24, Count: uint32(k) * nv}
 }
 
 // issueGroups adds, under a join that it returns, one task per group of
@@ -449,19 +520,23 @@ func markKernel(_ *sched.Ctx, d *sched.TaskData) error {
 // matrices. Each task binds the full 64 KiB block from its group's offset
 // in the palette buffer (which is padded for the last group).
 func (a *app) issueSkinUniform(ring int, set *frameSet, dep sched.TaskID) (sched.TaskID, error) {
+	vs := &a.w.vsets[set.vset]
+	return a.issueGroups(ring, dep, a.uniformGroup, func(t *sched.Task, first, k int) { a.skinUniformTask(t, set, vs, first, k) })
+}
+
+// skinUniformTask fills t (its Parent and Dependency kept) with the
+// uniform-palette skinning of k characters from first.
+func (a *app) skinUniformTask(t *sched.Task, set *frameSet, vs *vertexSet, first, k int) {
 	w := a.w
 	nb, nv := uint32(w.bones), uint32(w.verts)
-	vs := &w.vsets[set.vset]
-	return a.issueGroups(ring, dep, a.uniformGroup, func(t *sched.Task, first, k int) {
-		t.Kernel, t.Affinity = kernels.SkinLBSUniform, sched.GPU
-		t.Data.Elements = uint32(k) * nv
-		t.Data.Params[0], t.Data.Params[1] = nv, nb
-		t.Data.In[0] = w.bindVerts.stream(sched.GPU, 48, nv)
-		t.Data.In[1] = set.palette.stream(sched.GPU, 64, kernels.UniformLBSBones)
-		t.Data.In[1].Offset = uint64(first * w.bones * 64)
-		t.Data.Out[0] = vs.skinned.stream(sched.GPU, 24, uint32(k)*nv)
-		t.Data.Out[0].Offset = uint64(first * w.verts * 24)
-	})
+	t.Kernel, t.Affinity = kernels.SkinLBSUniform, sched.GPU
+	t.Data.Elements = uint32(k) * nv
+	t.Data.Params[0], t.Data.Params[1] = nv, nb
+	t.Data.In[0] = w.bindVerts.stream(sched.GPU, 48, nv)
+	t.Data.In[1] = set.palette.stream(sched.GPU, 64, kernels.UniformLBSBones)
+	t.Data.In[1].Offset = uint64(first * w.bones * 64)
+	t.Data.Out[0] = vs.skinned.stream(sched.GPU, 24, uint32(k)*nv)
+	t.Data.Out[0].Offset = uint64(first * w.verts * 24)
 }
 
 // join returns a task that completes when all of deps (NoTask entries

@@ -13,11 +13,12 @@ import (
 	"github.com/vkjobs/vkjobs/sched"
 )
 
-// Kernel IDs of the demo: a block that package kernels (below
-// kernels.FirstFree), render (render.DefaultKernelBase) and the others
-// leave free.
+// Kernel IDs of the demo: fixed IDs, the program's own choice, above
+// package kernels' and below sched.FirstHandedID, so that no ID the
+// registry hands out (to anim's sampler, to render's kernels) can meet
+// them whatever the order of registration.
 const (
-	kernelBase sched.KernelID = 0x0300
+	kernelBase sched.KernelID = 0x00c0
 	kClock                    = kernelBase + iota - 1
 	kProcedural
 	kEvents
@@ -27,7 +28,12 @@ const (
 	kPresent
 	kSkinSPU // kernels.SkinLBS again, with an SPU binding: vertices streamed per item
 	kMark    // times the completion of a phase that ran off the CPU workers
+	kStamp   // a frame graph's phase boundary (graph.go)
 )
+
+// The demo's IDs stay fixed: this constant overflows (a compile error)
+// if they reach the handed-out range.
+const _ = sched.FirstHandedID - kStamp - 1
 
 // Event types of the animation system's stream (evstream records whose
 // payload is footEvent). Consumers skip types they do not know.
