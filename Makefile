@@ -61,6 +61,9 @@ FUZZTIME ?= 8s
 fuzz:
 	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
+# Every scheduler the tests and programs make refuses data races between
+# tasks (sched.Config.CheckRaces, read by sched.New from this variable).
+test: export VKJOBS_CHECK_RACES := 1
 test: deps fmt-check vet staticcheck shaders-check
 	$(GO) test -count=1 -timeout 30m ./...
 	# The kernels' pure-Go paths (the fallbacks of the AVX2 assembly): every CPU kernel test again; the GPU tests skip.

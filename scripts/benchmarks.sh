@@ -37,7 +37,8 @@ SETS=(
 	"./kernels/ $BENCHTIME rounds BenchmarkLocalToModel,BenchmarkSkinLBS"
 	"./kernels/ 40x rounds BenchmarkSkinDQSOverLBS"
 	"./render/ $BENCHTIME rounds BenchmarkMergeSort"
-	"./anim/offline/ 300ms once BenchmarkSample/^(cm=0.01|uniform-cm=0.01|uniform-purego-cm=0.01)\$/^(forward60Hz|seek)\$/^goroutines=1\$"
+	"./gpu/ 3x rounds BenchmarkGraphSegment"
+	"./anim/offline/ 300ms once BenchmarkSample/^(cm=0.01|reference-cm=0.01|uniform-cm=0.01|uniform-purego-cm=0.01)\$/^(forward60Hz|seek)\$/^goroutines=1\$"
 )
 
 pattern() { # NAMES -> the -bench pattern

@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 export CGO_ENABLED=0
+export VKJOBS_CHECK_RACES=1 # every scheduler refuses data races (sched.Config.CheckRaces)
 
 out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
 if [ -n "$out" ]; then echo "gofmt needed on:"; echo "$out"; exit 1; fi

@@ -136,6 +136,7 @@ type rule struct {
 	variantAt int
 	ref       string
 	unit      string
+	inOp      bool // measures its variants inside every op, as a Mix does
 }
 
 // rules for the benchmarks whose variant is not the last element or
@@ -147,6 +148,7 @@ var rules = map[string]rule{
 	"TaskflowShapes": {variantAt: -1, ref: "dynamic"},                     // TaskflowShapes/wavefront/graph
 	"MergeSort":      {variantAt: -1, ref: "merge-n-sort"},                // MergeSort/SortStableFunc
 	"Sample":         {variantAt: 0, ref: "cm=0.01", unit: "cpu-ns/bone"}, // Sample/uniform-cm=0.01/seek/goroutines=1
+	"GraphSegment":   {inOp: true},                                        // GraphSegment/nodes=8: dynamic, rerecord, replay, floor in each op
 }
 
 var defaultRule = rule{variantAt: -1, ref: "sched"}
@@ -156,8 +158,8 @@ var defaultRule = rule{variantAt: -1, ref: "sched"}
 // "PeersFib/sched/p1" -> "PeersFib/p1", "sched". A name without a slash is
 // its own group and variant.
 //
-// A benchmark without sub-benchmarks, or one whose name ends in "Mix",
-// measures its peers inside every op and reports their ratios as metrics
+// A benchmark without sub-benchmarks, one whose name ends in "Mix", or one
+// whose rule says inOp, measures its peers inside every op and reports their ratios as metrics
 // (sched/chanpool, dqs/lbs): each of its sub-benchmarks is a group of
 // one, its variant "".
 func split(name string) (group, variant string, r rule) {
@@ -169,7 +171,7 @@ func split(name string) (group, variant string, r rule) {
 	if r.unit == "" {
 		r.unit = "ns/op"
 	}
-	if len(parts) == 1 || strings.HasSuffix(parts[0], "Mix") {
+	if len(parts) == 1 || strings.HasSuffix(parts[0], "Mix") || r.inOp {
 		return name, "", r
 	}
 	sub := parts[1:]
