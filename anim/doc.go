@@ -299,8 +299,7 @@
 // TestUniformAsmMatchesGo) and the GPU port stays bit-exact with either.
 // Rejected: decoding eight tracks at a time with gathers (the per-lane
 // rate, ranges and bit positions gathered, 13 gathers per eight tracks):
-// on the development machine (a virtual Xeon) it took 1.4 times the Go
-// path's time.
+// slower than the Go path it would replace.
 //
 // Uniform compression is slower than curve fitting (the rate search
 // evaluates every step over the segment's bones). After each step it
@@ -464,19 +463,18 @@
 // order as the Go code, with GLSL `precise` (no fused multiply-add, no
 // reassociation); the Go code rounds every product that feeds a sum with
 // an explicit float32 conversion, so that no build fuses it either
-// (GOAMD64=v3 did: results then differed by up to 2.4e-7; now every build
-// gives the same poses, and the same blob bytes from Compress); sqrt and
-// division are correctly rounded on lavapipe. So on lavapipe the GPU's
-// poses and cursors are bit-identical to the CPU's: 0 of
-// 1.9 million pose floats differ over 300 characters x 16 frames of the
-// CMU clips, forward and after random seeks, and every cursor word matches
-// (TestSampleGPUMatchesCPU; TestSampleGPURareFormatPaths covers discontinuities,
-// end pairs sampled at the clip's end, four-component rotations, clips
-// without animated tracks and concatenated blobs). The stated tolerance, for drivers that round sqrt or division
-// within their allowed ULPs, is 1e-5 absolute per component (metres,
-// quaternion components). Sampling then kernels.LocalToModel on the GPU over
-// a GPU-resident pose buffer matches the CPU chain within 4.8e-7 relative
-// (LocalToModel's tolerance is 1e-4).
+// (GOAMD64=v3 would; every build gives the same poses, and the same blob
+// bytes from Compress); sqrt and division are correctly rounded on
+// lavapipe. So on lavapipe the GPU's poses and cursors are bit-identical to
+// the CPU's, forward and after random seeks, every pose float and cursor
+// word (TestSampleGPUMatchesCPU; TestSampleGPURareFormatPaths covers
+// discontinuities, end pairs sampled at the clip's end, four-component
+// rotations, clips without animated tracks and concatenated blobs). The
+// stated tolerance, for drivers that round sqrt or division within their
+// allowed ULPs, is 1e-5 absolute per component (metres, quaternion
+// components). Sampling then kernels.LocalToModel on the GPU over a
+// GPU-resident pose buffer matches the CPU chain within LocalToModel's
+// tolerance (1e-4 relative; TestSampleGPUToLocalToModel).
 //
 // # Sampling on the GPU: the cursors
 //

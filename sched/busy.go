@@ -6,9 +6,9 @@ import "unsafe"
 // run tasks (Wait, WaitEvent, RunPinned, RunOne): busy, which
 // Close and the back-pressure dead-end check read (quiescentExcept). Only
 // the owner writes busy, so a plain store suffices (storeRelease32; atomic
-// under the race detector and off amd64): a locked add, as first written,
-// cost two locked instructions per Wait, a call that a kernel spawning
-// and waiting for children makes once per child. Readers load busy
+// under the race detector and off amd64). Rejected: a locked add, two
+// locked instructions per Wait, a call that a kernel spawning and waiting
+// for children makes once per child. Readers load busy
 // atomically; the owner's next locked instruction (the fence of the
 // deque pop it makes before it runs anything) publishes the store, and
 // both readers confirm what they see over a while anyway.

@@ -13,10 +13,10 @@ import (
 //     spinning one. Waking a sleeping thread (a futex wake and the
 //     runtime's M hand-off) takes far longer than a task, so a thread that
 //     slept between the dependent stages of a frame joined the next stage
-//     late; and runtime.Gosched between rounds made it worse: it puts the
+//     late. Rejected: runtime.Gosched between rounds: it puts the
 //     goroutine on the global run queue without waking an idle P, so a
 //     worker that had just woken another goroutine (queued on its own P)
-//     stood runnable while the other core idled. The spin is bounded, so an
+//     would stand runnable while the other core idled. The spin is bounded, so an
 //     idle scheduler costs no CPU. A Wait for a task that an executor holds
 //     does not spin (see Ctx.Wait).
 //  2. A thread that goes to sleep (sleep) pays its debt, returns its
