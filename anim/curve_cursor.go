@@ -271,7 +271,10 @@ func riceFast(w uint64, k uint32) (u, l, q uint32) {
 // order (dequantise; for a rotation with a dropped component, 1 - a0² -
 // a1² - a2² left to right, its square root, the component put back at
 // its place; the hemisphere of the point before), then
-// format.CurveCoeffsV, whose linear case is written out here.
+// format.CurveCoeffsV, whose linear case is written out here. The point
+// decode is format.DecodePoint's body inlined, not a call: a shared
+// function (too large for Go's inliner) made forward playback about 15%
+// slower.
 func updateCoeffsFast(cs *slotWords, kind uint32, step float32) {
 	ring := ringOf(cs)
 	head := cs[format.SlHead] & 3
