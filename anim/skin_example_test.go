@@ -48,7 +48,7 @@ func Example_skinning() {
 	fmt.Printf("largest LBS-DQS distance: %.1f mm\n", 1000*maxDist(lbs, dqs))
 	// Output:
 	// cesium_man.gltf: 19 bones, 3273 vertices, clip "animation0" (animation 0) of 2.00 s
-	// vertex 0 at 0.5 s: LBS [0.104 0.962 -0.017], DQS [0.105 0.962 -0.017]
+	// vertex 0 at 0.5 s: LBS [0.104 0.962 -0.016], DQS [0.105 0.962 -0.016]
 	// largest LBS-DQS distance: 23.9 mm
 }
 

@@ -93,17 +93,41 @@ type refGLTF struct {
 }
 
 // parseRef reads a .gltf (JSON, buffers embedded as data URIs or in
-// files beside it in dir).
+// files beside it in dir) or a .glb (its JSON chunk, and its BIN chunk
+// for the buffer without a uri).
 func parseRef(t *testing.T, data []byte, dir string) *refGLTF {
 	t.Helper()
 	g := &refGLTF{}
+	var glbBin []byte
+	if len(data) >= 12 && string(data[:4]) == "glTF" {
+		// GLB (glTF 2.0 §4.4): a 12-byte header, then chunks of
+		// (length, type, data padded to 4 bytes): JSON first, then BIN.
+		var chunks [][]byte
+		for off := 12; off+8 <= len(data); {
+			n := int(binary.LittleEndian.Uint32(data[off:]))
+			if off+8+n > len(data) {
+				t.Fatalf("reference: GLB chunk at byte %d: length %d past the end", off, n)
+			}
+			chunks = append(chunks, data[off+8:off+8+n])
+			off += 8 + (n+3)/4*4
+		}
+		if len(chunks) == 0 {
+			t.Fatal("reference: GLB without chunks")
+		}
+		data = chunks[0]
+		if len(chunks) > 1 {
+			glbBin = chunks[1]
+		}
+	}
 	if err := json.Unmarshal(data, g); err != nil {
 		t.Fatalf("reference: %v", err)
 	}
 	for i, b := range g.Buffers {
 		var raw []byte
 		var err error
-		if c := strings.IndexByte(b.URI, ','); strings.HasPrefix(b.URI, "data:") && c > 0 {
+		if b.URI == "" && i == 0 {
+			raw = glbBin
+		} else if c := strings.IndexByte(b.URI, ','); strings.HasPrefix(b.URI, "data:") && c > 0 {
 			raw, err = base64.StdEncoding.DecodeString(b.URI[c+1:])
 		} else {
 			raw, err = os.ReadFile(filepath.Join(dir, b.URI))
@@ -540,14 +564,14 @@ func (r *confResult) betweenAll() confStats {
 // confTable formats results as a table (millimetres).
 func confTable(rs []confResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-34s %-8s | %-17s | %-17s | %-17s | %s\n", "model / animation", "codec", "keys max / p99", "between max / p99", "ends max / p99", "Compress")
+	fmt.Fprintf(&b, "%-42s %-8s | %-17s | %-17s | %-17s | %s\n", "model / animation", "codec", "keys max / p99", "between max / p99", "ends max / p99", "Compress")
 	for _, r := range rs {
 		st := "ok"
 		if r.compressErr != nil {
 			st = "ToleranceError"
 		}
-		fmt.Fprintf(&b, "%-34s %-8v | %7.4f / %7.4f | %7.4f / %7.4f | %7.4f / %7.4f | %s (p99 %.4f, max %.4f mm at %.4f s); worst %s\n",
-			trunc(r.model+" / "+r.anim, 34), r.codec, r.keys.max()*1e3, r.keys.p99()*1e3, r.betweenAll().max()*1e3, r.betweenAll().p99()*1e3,
+		fmt.Fprintf(&b, "%-42s %-8v | %7.4f / %7.4f | %7.4f / %7.4f | %7.4f / %7.4f | %s (p99 %.4f, max %.4f mm at %.4f s); worst %s\n",
+			trunc(r.model+" / "+r.anim, 42), r.codec, r.keys.max()*1e3, r.keys.p99()*1e3, r.betweenAll().max()*1e3, r.betweenAll().p99()*1e3,
 			r.ends.max()*1e3, r.ends.p99()*1e3, st, r.stats.P99*1e3, r.stats.Max*1e3, r.stats.MaxTime, r.worst)
 	}
 	return b.String()
@@ -625,26 +649,64 @@ const confMaxFactor = 4.0
 
 // khronosModels are the Khronos sample models: the repository's copies
 // (cmd/crowd/testdata, Cesium Man and Rigged Simple) and
-// testdata/khronos's.
+// testdata/khronos's (Simple Skin, and the Fox as a .glb: its JSON and
+// BIN chunks, the texture it embeds unread).
 func khronosModels(t *testing.T) []string {
 	return []string{
 		testModel(t, "cesium_man.gltf"),
 		testModel(t, "rigged_simple.gltf"),
 		filepath.Join("testdata", "khronos", "SimpleSkin.gltf"),
+		filepath.Join("testdata", "khronos", "Fox.glb"),
 	}
+}
+
+// underScaledRoot returns the GLB data with its scene's roots moved
+// under a new root node that scales them by scale, as Blender exports an
+// armature authored in other units (0.01 for centimetres, 0.0254 for
+// inches): the same model and animations, smaller in the world.
+func underScaledRoot(t *testing.T, data []byte, scale float64) []byte {
+	t.Helper()
+	ref := parseRef(t, data, "")
+	if len(ref.Buffers) != 1 || ref.Buffers[0].URI != "" {
+		t.Fatal("underScaledRoot: want a GLB with one buffer, its BIN chunk")
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data[20:20+binary.LittleEndian.Uint32(data[12:])], &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["buffers"].([]any)[0].(map[string]any)["uri"] = "data:application/octet-stream;base64," + base64.StdEncoding.EncodeToString(ref.bufs[0])
+	nodes := doc["nodes"].([]any)
+	scene := doc["scenes"].([]any)[0].(map[string]any)
+	doc["nodes"] = append(nodes, map[string]any{"name": "Armature", "scale": []float64{scale, scale, scale}, "children": scene["nodes"]})
+	scene["nodes"] = []int{len(nodes)}
+	return glb(t, doc)
 }
 
 // TestConformanceKhronos: every animation of Khronos's skinned sample
 // models, both codecs at the default tolerance, against the reference
-// interpolation in world space at the keys, between them and at the ends.
+// interpolation in world space at the keys, between them and at the ends;
+// and the Fox again under a root node that scales it by 0.0254 (an
+// armature authored in inches): the target holds in metres of the model's
+// world whatever the nodes above the skeleton.
 func TestConformanceKhronos(t *testing.T) {
-	var all []confResult
+	type model struct {
+		name, dir string
+		data      []byte
+	}
+	var models []model
 	for _, p := range khronosModels(t) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs := conformance(t, filepath.Base(p), data, filepath.Dir(p))
+		models = append(models, model{filepath.Base(p), filepath.Dir(p), data})
+		if filepath.Base(p) == "Fox.glb" {
+			models = append(models, model{"Fox.glb under scale 0.0254", "", underScaledRoot(t, data, 0.0254)})
+		}
+	}
+	var all []confResult
+	for _, m := range models {
+		rs := conformance(t, m.name, m.data, m.dir)
 		for _, r := range rs {
 			if r.skippedNonJointChannels > 0 {
 				t.Logf("%s %q: %d channels animate non-joint nodes", r.model, r.anim, r.skippedNonJointChannels)

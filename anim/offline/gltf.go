@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/qmuntal/gltf"
+	"github.com/vkjobs/vkjobs/anim"
 	"github.com/vkjobs/vkjobs/anim/internal/format"
 	"github.com/vkjobs/vkjobs/anim/vmath"
 )
@@ -20,8 +21,8 @@ type GLTFOptions struct {
 	// Rate is the resampling rate in Hz; 0 picks the rate of the key grid
 	// (e.g. 24 Hz when every key time is a multiple of 1/24 s, 1000 Hz
 	// for keys on no frame rate's grid but the millisecond's), or 30 Hz,
-	// then doubles it while interpolating the samples misses the file's
-	// own interpolation (ResampleMax, ResampleP99), up to
+	// then doubles it while interpolating the samples as the codecs do
+	// misses the file's own interpolation (ResampleMax, ResampleP99), up to
 	// MaxResampleRate and the frame limits.
 	Rate float64
 	// Skin selects the skin that defines the skeleton (default 0).
@@ -860,9 +861,17 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 		}
 		// Between samples the reference is the glTF's own interpolation
 		// of its keys (folded like the samples).
-		anc := g.rootAnc
+		// Tracks a caller appends after the import (bones the file does
+		// not have, such as procedural ones added to the skeleton) are
+		// not the glTF's: their own samples are their reference, as for
+		// sampled motion.
+		anc, nb := g.rootAnc, sk.NumBones()
 		clip.Between = func(i int, t float64) [4]float64 {
 			b, k := i/3, TrackKind(i%3)
+			if b >= nb {
+				sampled := Clip{Rate: clip.Rate, Frames: clip.Frames, Tracks: clip.Tracks}
+				return sampled.ValueAt(i, t)
+			}
 			if moving[b] {
 				return component(g.foldedAt(b, byKey, byNode, t), k)
 			}
@@ -891,8 +900,9 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 	}
 	// The key grid's rate, doubled while interpolating the samples
 	// misses the file's own interpolation between them (keys off the
-	// grid, cubic corners): both codecs interpolate between the clip's
-	// samples, so what is lost here no codec can restore.
+	// grid, cubic corners, rotation keys far apart, whose slerp the
+	// codecs' nlerp departs from): both codecs interpolate between the
+	// clip's samples, so what is lost here no codec can restore.
 	why := "key grid"
 	for {
 		miss, err := resampleMiss(sk, clip)
@@ -919,12 +929,13 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 
 // ResampleMax and ResampleP99 bound how far, in metres at virtual
 // vertices resampleDistance from each joint in model space (Measure's
-// metric), interpolating an imported glTF clip's samples (lerp, slerp)
-// may miss the file's own interpolation of its keys, at Measure's
-// BetweenPoints times inside every interval: ParseGLTF doubles the key
-// grid's rate (GLTFOptions.Rate 0) until both hold. They are fractions
-// of Compress's default Tolerance (0.1 mm), so that the codecs, which
-// interpolate between the clip's samples, keep most of it.
+// metric), interpolating an imported glTF clip's samples as the codecs
+// do (lerp; nlerp for rotations) may miss the file's own interpolation of
+// its keys (slerp for LINEAR rotations), at Measure's BetweenPoints times
+// inside every interval: ParseGLTF doubles the key grid's rate
+// (GLTFOptions.Rate 0) until both hold. They are fractions of Compress's
+// default Tolerance (0.1 mm), so that the codecs, which interpolate
+// between the clip's samples, keep most of it.
 const (
 	ResampleMax = 0.00005
 	ResampleP99 = 0.000025
@@ -934,17 +945,61 @@ const (
 
 const resampleDistance = 0.03
 
-// resampleMiss measures interpolating clip's samples against its
-// Between reference, between samples (the samples themselves are the
-// reference's).
+// resampleMiss measures interpolating clip's samples as both codecs do
+// (codecValueAt) against its Between reference, between samples (the
+// samples themselves are the reference's).
 func resampleMiss(sk *Skeleton, clip *Clip) (ErrorStats, error) {
 	lin := *clip
 	lin.Between = nil
-	st, err := measure(sk, clip, func(t float64, pose []float32) (float64, error) { return t, lin.SampleAt(t, pose) }, true, []float64{resampleDistance})
+	nb := clip.NumBones()
+	st, err := measure(sk, clip, func(t float64, pose []float32) (float64, error) {
+		if len(pose) < nb*anim.PoseFloats {
+			return t, fmt.Errorf("anim: resample: %d floats for %d bones", len(pose), nb)
+		}
+		for b := range nb {
+			tv, rv, sv := codecValueAt(&lin, 3*b, t), codecValueAt(&lin, 3*b+1, t), codecValueAt(&lin, 3*b+2, t)
+			w := poseWords(Transform{T: Vec3{tv[0], tv[1], tv[2]}, R: Quat(rv).Normalized(), S: Vec3{sv[0], sv[1], sv[2]}})
+			copy(pose[b*anim.PoseFloats:], w[:])
+		}
+		return t, nil
+	}, true, []float64{resampleDistance})
 	if err != nil {
 		return ErrorStats{}, err
 	}
 	return st[0], nil
+}
+
+// codecValueAt is track i of clip at time t interpolated between its
+// samples the way both codecs interpolate between the frames they keep
+// (package anim's documentation): lerp for translations and scales, nlerp
+// (lerp on the shorter arc, then normalise) for rotations. Clip.ValueAt
+// slerps rotations instead, which is glTF's LINEAR; the two part by the
+// nlerp's departure from the slerp, which grows with the cube of the
+// angle between samples, so LINEAR rotation keys far apart (tens of
+// degrees) must be resampled until that departure, carried down the
+// bones beyond, is within the resampling's bound: measuring the slerp
+// would call their own key grid exact.
+func codecValueAt(clip *Clip, i int, t float64) [4]float64 {
+	tr := &clip.Tracks[i]
+	x := math.Max(0, math.Min(t*clip.Rate, float64(clip.Frames-1)))
+	f0 := int(math.Floor(x))
+	u := x - float64(f0)
+	a := tr.Values[tr.sampleIndex(f0)]
+	if u == 0 || f0+1 >= clip.Frames {
+		return a
+	}
+	b := tr.Values[tr.leftIndex(f0+1)]
+	if TrackKind(i%3) != TrackRotation {
+		return lerpValue(TrackKind(i%3), a, b, u)
+	}
+	if a[0]*b[0]+a[1]*b[1]+a[2]*b[2]+a[3]*b[3] < 0 {
+		b = [4]float64{-b[0], -b[1], -b[2], -b[3]}
+	}
+	var q Quat
+	for j := range 4 {
+		q[j] = a[j] + (b[j]-a[j])*u
+	}
+	return [4]float64(q.Normalized())
 }
 
 // component returns a transform's track of kind k as a track value.

@@ -1006,6 +1006,11 @@ func confScenes() []*confScene {
 			confChan{node: 3, path: "rotation", interp: "LINEAR", times: []float32{0, 2}, values: [][4]float32{{0, 0, 0, 1}, {0, float32(math.Sin(1.2)), 0, float32(math.Cos(1.2))}}})
 		out = append(out, s)
 	}
+	// LINEAR rotation keys far apart: 24 Hz keys whose rotations turn by
+	// up to 50° from one key to the next (Khronos's Fox walks so) on a
+	// long arm; the codecs nlerp between samples, glTF slerps between
+	// keys, and the import raises the rate until the two agree.
+	out = append(out, farApartScene())
 	// CUBICSPLINE: translation, rotation and non-uniform scale with keys
 	// every 0.2 s, junk first in- and last out-tangents (glTF ignores
 	// them), and (corner) keys whose in- and out-tangents differ.
@@ -1075,4 +1080,67 @@ func confScenes() []*confScene {
 	// the grid are cut by less than the target.
 	out = append(out, irregular("irregular-off-grid", []float32{0, 0.037, 0.12, 0.13, 0.31, 0.55, 0.561, 0.9, 1.33, 1.4, 1.77, 2.03}))
 	return out
+}
+
+// farApartScene is a chain of 1 m bones whose LINEAR rotation keys, at
+// 24 Hz, turn by up to 50° from one key to the next (the elbow), 41° (the
+// wrist) and 21° (the shoulder): nlerp between the keys departs from
+// their slerp by 2.7 mrad at the elbow, millimetres at the hand.
+func farApartScene() *confScene {
+	s := &confScene{name: "linear-keys-far-apart"}
+	s.nodes = confChain(-1, 0, [][3]float64{{0, 1, 0}, {1, 0, 0}, {1, 0, 0}, {1, 0, 0}, {0.5, 0, 0}})
+	ts := confTimes(0, 1.0/24, 25)
+	s.chans = []confChan{
+		{node: 1, path: "rotation", interp: "LINEAR", times: ts, values: confRot(ts, [3]float64{0, 0, 1}, 80, 1, 0)},
+		{node: 2, path: "rotation", interp: "LINEAR", times: ts, values: confRot(ts, [3]float64{0, 0.6, 0.8}, 130, 1.5, 0.3)},
+		{node: 3, path: "rotation", interp: "LINEAR", times: ts, values: confRot(ts, [3]float64{1, 0, 0}, 95, 1.7, 1)},
+	}
+	return s
+}
+
+// TestGLTFResampleFollowsCodecInterpolation: glTF slerps LINEAR rotation
+// keys, both codecs nlerp between the clip's samples, and the two part by
+// the cube of the angle between samples. The import measures the nlerp
+// when it picks the rate, so keys tens of degrees apart are resampled
+// until it follows the slerp within ResampleMax and ResampleP99 (measuring
+// the slerp, their own 24 Hz grid looks exact, and Compress then misses
+// its target by tens of times between the keys).
+func TestGLTFResampleFollowsCodecInterpolation(t *testing.T) {
+	sc := farApartScene()
+	im, err := ParseGLTF(sc.name, sc.gltf(t), GLTFOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clip := im.Clips[0]
+	if clip.Rate <= 24 {
+		t.Errorf("imported at %v Hz, want the 24 Hz key grid raised", clip.Rate)
+	}
+	miss, err := resampleMiss(im.Skeleton, clip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if miss.Between.Max > ResampleMax || miss.Between.P99 > ResampleP99 {
+		t.Errorf("at %v Hz, nlerp between samples misses the slerp by %.4f mm (p99 %.4f mm), want within %.4f (%.4f) mm",
+			clip.Rate, miss.Between.Max*1e3, miss.Between.P99*1e3, ResampleMax*1e3, ResampleP99*1e3)
+	}
+	// The same clip on its key grid: the nlerp misses by far more, which
+	// is what the import has to see.
+	at24, err := ParseGLTF(sc.name, sc.gltf(t), GLTFOptions{Rate: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	miss24, err := resampleMiss(at24.Skeleton, at24.Clips[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if miss24.Between.Max < 10*ResampleMax {
+		t.Errorf("at 24 Hz, nlerp misses the slerp by %.4f mm: the scene does not test what it should", miss24.Between.Max*1e3)
+	}
+	for _, codec := range []anim.Codec{anim.CodecCurve, anim.CodecUniform} {
+		if _, err := Compress(im.Skeleton, clip, CompressOptions{Codec: codec}); err != nil {
+			t.Errorf("%v: %v", codec, err)
+		}
+	}
+	t.Logf("%v Hz (at 24 Hz nlerp misses by %.3f mm, p99 %.3f mm; at %v Hz by %.4f mm, p99 %.4f mm)",
+		clip.Rate, miss24.Between.Max*1e3, miss24.Between.P99*1e3, clip.Rate, miss.Between.Max*1e3, miss.Between.P99*1e3)
 }
