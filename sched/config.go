@@ -46,10 +46,24 @@ type Config struct {
 	// children run in place). When every slot is in use, a kernel's Add of a plain
 	// CPU child runs the child in place (inplace.go); any other Add applies
 	// back-pressure: the caller helps run work (or sleeps) until a slot
-	// frees. If nothing can run and nothing but the caller could free a
-	// slot (the pool holds held tasks and what waits for them), Add fails
-	// with ErrPoolDeadlock instead.
+	// frees. If nothing can run, so that only a Run (or Abandon) from
+	// outside could free a slot (the pool holds held tasks and what waits
+	// for them), Add waits on, and fails with ErrPoolDeadlock only after
+	// PoolStallLimit.
 	PoolSize int
+	// PoolStallLimit is how long an Add waits for a slot while the pool is
+	// full and nothing can run (no thread runs a task, no queue or
+	// executor holds one, no thread keeps a free slot cached): every slot
+	// holds a task made by Create and not yet Run, or one that waits for
+	// such a task. Only a Run or Abandon can then free a slot, and the
+	// scheduler cannot tell a goroutine that will make that call later
+	// (after a sleep, a file load, a frame of its own) from one that
+	// never will, nor know which goroutine holds the held tasks' IDs. So
+	// such an Add waits, like any Add on a full pool, and fails with an
+	// error wrapping ErrPoolDeadlock only once the pool has stayed stuck
+	// for PoolStallLimit without a break. Default (0): half a second;
+	// negative: no limit, Add waits until a slot frees.
+	PoolStallLimit time.Duration
 	// DequeSize is each thread's deque capacity per priority level (power
 	// of two, default PoolSize up to maxDefaultDeque). Overflow goes to the
 	// shared queue. A deque as large as the pool never overflows: with
@@ -180,6 +194,9 @@ var (
 	ErrThreadsTaken = errors.New("all MainThreads are already registered")
 	ErrCycle        = errors.New("dependency cycle")
 	ErrDeadlock     = errors.New("wait can never return")
+	// ErrPoolDeadlock: an Add found the pool full and nothing able to
+	// run for Config.PoolStallLimit, so that only a Run or Abandon from
+	// outside could have freed a slot, and none came.
 	ErrPoolDeadlock = errors.New("task pool full and nothing can run")
 	// ErrCloseInKernel: Close would wait for the kernel that called it
 	// (or, from Config.Observer's TaskRan, for the thread it runs on).
@@ -221,6 +238,10 @@ type Scheduler struct {
 	reg      *Registry
 	slots    []slot
 	cacheCap int
+	// regCache holds, by thread index, the shared state of each
+	// registered thread's slot cache, which another thread's Add may take
+	// back (pool.go, regCache); workers' entries are unused.
+	regCache []regCache
 	threads  []*Ctx // workers first, then registered threads
 	nwork    int
 	execs    [2]Executor
@@ -298,6 +319,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.MaxRetainedErrors == 0 {
 		cfg.MaxRetainedErrors = 65536
 	}
+	if cfg.PoolStallLimit == 0 {
+		cfg.PoolStallLimit = defaultPoolStall
+	}
 	if !cfg.CheckRaces {
 		on, err := checkRacesDefault()
 		if err != nil {
@@ -341,6 +365,7 @@ func New(cfg Config) (*Scheduler, error) {
 		s.threads[i] = c
 	}
 	s.cacheCap = min(slotCacheSize, cfg.PoolSize/(4*n))
+	s.regCache = make([]regCache, n) // by thread index; workers' are unused
 	for i := 0; i < cfg.Workers; i++ {
 		s.workersWG.Add(1)
 		go s.threads[i].workerLoop()

@@ -554,8 +554,10 @@ func (s *Scheduler) releaseBurst(d uint32, c *Ctx) {
 // serves, no unfinished dependency: see addInPlace in inplace.go) runs in
 // place at once, and Add returns its ID, already finished, with its
 // error; otherwise Add runs other tasks until a slot frees
-// (back-pressure), and if nothing can run and nothing but the caller
-// could free a slot, it fails with ErrPoolDeadlock. A dependency that
+// (back-pressure); if nothing can run, so that only a Run or Abandon
+// from elsewhere could free a slot, it waits on, and fails with
+// ErrPoolDeadlock once the pool has stayed that way for
+// Config.PoolStallLimit. A dependency that
 // already finished is satisfied (or, if it failed, fails this task at once).
 func (c *Ctx) Add(t *Task) (TaskID, error) { return c.s.add(t, c) }
 

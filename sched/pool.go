@@ -16,6 +16,28 @@ import (
 //     (half its cache) and spills half of a full cache back; a goroutine
 //     that is no thread takes and returns single slots, and while an Add
 //     waits for a slot freed slots go straight to the shared list.
+//     Cached slots must never be lost to the pool. A worker's cache is
+//     its own (plain loads and stores): a worker that goes idle flushes
+//     it (sleep), and one blocked in Add has emptied it; a worker running
+//     a kernel holds at most cacheCap slots, and the kernel's task is
+//     running, so the pool is not at a dead end. A registered thread is
+//     different: between its calls it may do other work for as long as
+//     it likes, outside the scheduler, and the scheduler cannot see it
+//     leave (Add, Create and Run are not marked). So an Add that finds
+//     the shared list empty takes back the caches of the registered
+//     threads (reclaimCaches), whether their owners are outside the
+//     scheduler or not; owner and taker exclude each other without
+//     waiting and, where the OS has a process-wide fence, without a
+//     locked instruction on the owner's side (regCache). An owner that
+//     fills its cache while an Add waits (poolWait) hands it over at
+//     once: that Add may have counted the cache just before.
+//     Rejected: a CAS on the count per Add and per completion (the
+//     locked instruction waits for the previous Add's stores to the
+//     slot: EmptyTask was markedly slower); no cache on registered
+//     threads (a lock per Add and per completion on the main thread,
+//     which adds most tasks); flushing the cache as a registered thread
+//     leaves each call (Add is a call: every Add would refill under the
+//     lock).
 //  3. A thread that refills its cache asks for the lines Add will write for
 //     each of those slots (the first slotHotLines) at once, with PREFETCHW
 //     (touchSlots; x86 without it and other CPUs write the lines instead).
@@ -42,10 +64,23 @@ import (
 //     task finished (handoff.go) hands the worker to it, and looks again
 //     when the worker comes back: that kernel may be what frees slots.
 //  5. An Add that waits for a free slot while nothing can run (every thread
-//     idle, no queued or executor work: the pool holds held tasks and what
-//     waits for them; poolStuckLocked) fails with ErrPoolDeadlock after
-//     stuckGrace, instead of waiting for a Run that only its blocked caller
-//     could make.
+//     idle or blocked in Add, no queued or executor work, no slot cached:
+//     the pool holds held tasks and what waits for them; poolStuckLocked)
+//     waits on: slow is not dead. Such a pool drains only when some
+//     goroutine calls Run (or Abandon), and any goroutine that holds a
+//     held task's ID may be about to, after work of its own outside the
+//     scheduler (loading a file, a sleep); the scheduler cannot see the
+//     goroutines that are no thread, nor know which of them holds the
+//     IDs. So the dead end is reported by time alone: an Add fails with
+//     ErrPoolDeadlock once the pool has been stuck, without a break, for
+//     Config.PoolStallLimit (half a second unless set; negative: never).
+//     The error counts the live and the held tasks.
+//     Rejected: failing after a few milliseconds, as the dead end was
+//     first reported (a Run that came a little later then found the
+//     program already failed); deciding by who made the held tasks (the
+//     dead end is sure when every maker is blocked in the scheduler) would
+//     need Create to record its caller, a store on the task's path, and
+//     still could not see an ID handed to another goroutine.
 
 // slot is one pool entry. Hot fields first; the task copy follows.
 type slotFields struct {
@@ -122,13 +157,22 @@ func (sl *slot) genLoad() uint32 { return uint32(sl.deps.Load() >> 32) }
 
 // alloc takes a free slot, helping or sleeping while the pool is full.
 // A caller that is a scheduler thread (Scheduler.Add from a kernel or a
-// registered thread included) runs tasks meanwhile. When nothing can free
-// a slot but the caller itself (every thread idle, every queue empty, no
-// executor job, and so for stuckGrace) it returns an error wrapping
-// ErrPoolDeadlock instead of sleeping for ever.
+// registered thread included) runs tasks meanwhile. With the shared list
+// empty it first takes back the slots that registered threads cache
+// (reclaimCaches). When nothing can free a slot but a Run or Abandon from
+// outside (every thread idle or blocked in Add, every queue empty, no
+// executor job, no slot cached) and none has come for
+// Config.PoolStallLimit, it returns an error wrapping ErrPoolDeadlock
+// instead of sleeping for ever.
 func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
 	resolved := c != nil
 	var stuckSince time.Time
+	var wake *time.Timer // a caller that is no thread: wakes it when the limit is up
+	defer func() {
+		if wake != nil {
+			wake.Stop()
+		}
+	}()
 	for {
 		if idx, ok := s.getSlot(c); ok {
 			return idx, nil
@@ -140,6 +184,9 @@ func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
 			if c = s.callerCtx(); c != nil {
 				continue
 			}
+		}
+		if s.reclaimCaches() {
+			continue
 		}
 		if c != nil && c.helpOne() {
 			stuckSince = time.Time{}
@@ -160,20 +207,35 @@ func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
 		}
 		// Nothing to run here: sleep until a slot frees, or until the
 		// scheduler goes idle (sleep broadcasts) to look for the dead end.
+		// A slot cached since reclaimCaches (the owner published it before
+		// it saw poolWait) is taken on the next round, not slept beside.
 		s.extMu.Lock()
 		s.poolWait.Add(1)
-		if s.nfree.Load() == 0 {
+		if haveProcessFence && s.nreg.Load() > 0 {
+			processFence() // see getSlotShared: owners' plain stores of their counts
+		}
+		if s.nfree.Load() == 0 && s.cachedSlots() == 0 {
 			if s.poolStuckLocked(c) {
 				if stuckSince.IsZero() {
 					stuckSince = time.Now()
 				}
-				if time.Since(stuckSince) >= stuckGrace {
+				limit := s.cfg.PoolStallLimit
+				stuck := time.Since(stuckSince)
+				if limit >= 0 && stuck >= limit {
 					s.poolWait.Add(-1)
 					s.extMu.Unlock()
-					return 0, s.poolDeadlock()
+					return 0, s.poolDeadlock(stuck)
 				}
-				if c == nil {
-					time.AfterFunc(stuckGrace, s.broadcastExt)
+				if c == nil && limit >= 0 {
+					// Threads blocked in Add wake every allocRecheck
+					// anyway; a goroutine that is no thread needs its
+					// own wake-up when the limit is up. One timer per
+					// blocked Add, reset.
+					if wake == nil {
+						wake = time.AfterFunc(limit-stuck, s.broadcastExt)
+					} else {
+						wake.Reset(limit - stuck)
+					}
 				}
 			} else {
 				stuckSince = time.Time{}
@@ -199,13 +261,14 @@ func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
 	}
 }
 
-// stuckGrace is how long a full pool with nothing to run must last before
-// Add gives up: another goroutine may be about to Run a held task.
-// allocRecheck is how often a thread blocked in Add looks for work to help
-// with.
+// defaultPoolStall is Config.PoolStallLimit's default: long enough that
+// a goroutine that Runs a held task after other work of its own is not
+// taken for dead, short enough that a true dead end is reported while
+// its cause is still obvious. allocRecheck is how often a thread blocked
+// in Add looks for work to help with.
 const (
-	stuckGrace   = 20 * time.Millisecond
-	allocRecheck = time.Millisecond
+	defaultPoolStall = 500 * time.Millisecond
+	allocRecheck     = time.Millisecond
 )
 
 // broadcastExt wakes every goroutine waiting on extCond (timers of alloc).
@@ -215,24 +278,30 @@ func (s *Scheduler) broadcastExt() {
 	s.extMu.Unlock()
 }
 
-// poolStuckLocked reports whether no slot can free without an outside call: the
-// pool is full and nothing can run (see quiescent), c (the caller, blocked
-// in Add; nil if not a thread) aside. Called with extMu held.
+// poolStuckLocked reports whether no slot can free without an outside
+// call: the shared list is empty, no registered thread caches a slot, and
+// nothing can run (see quiescent), c (the caller, blocked in Add; nil if
+// not a thread) aside. Called with extMu held.
 func (s *Scheduler) poolStuckLocked(c *Ctx) bool {
-	return s.nfree.Load() == 0 && s.quiescentExcept(c, true)
+	return s.nfree.Load() == 0 && s.cachedSlots() == 0 && s.quiescentExcept(c, true)
 }
 
-// poolDeadlock is the error of an Add that nothing but its caller could
-// unblock.
-func (s *Scheduler) poolDeadlock() error {
-	held := 0
-	for i := range s.slots {
+// poolDeadlock is the error of an Add that found the pool stuck for the
+// whole of Config.PoolStallLimit. It counts the live tasks (those the
+// pool's slots hold, cached free slots excluded) and the held ones.
+func (s *Scheduler) poolDeadlock(stuck time.Duration) error {
+	live, held := 0, 0
+	pool := int(s.inPlaceSlot())
+	for i := range s.slots[:pool] {
+		if atomic.LoadInt32(&s.slots[i].open) > 0 {
+			live++
+		}
 		if s.slots[i].held.Load() {
 			held++
 		}
 	}
-	return fmt.Errorf("%w: all %d slots hold unfinished tasks and none can run (%d made by Create wait for Run, the others wait for those or for a cycle); only a Run or Abandon could free a slot, and nothing is left to call one but this caller, blocked here: Run held tasks before adding more dependents, or raise Config.PoolSize",
-		ErrPoolDeadlock, s.inPlaceSlot(), held)
+	return fmt.Errorf("%w: %d of the pool's %d slots hold unfinished tasks and none has run for %v (%d made by Create wait for Run, the others wait for those or for a cycle); only a Run or Abandon could free a slot, and none came within Config.PoolStallLimit: Run held tasks before adding more dependents, raise Config.PoolSize, or raise Config.PoolStallLimit if the Run comes later",
+		ErrPoolDeadlock, live, pool, stuck.Round(time.Millisecond), held)
 }
 
 func (s *Scheduler) tryAlloc() (uint32, bool) {
@@ -309,18 +378,202 @@ func (s *Scheduler) getSlot(c *Ctx) (uint32, bool) {
 	if c == nil {
 		return s.tryAlloc()
 	}
+	if !c.worker {
+		// A registered thread: the common case here, the rest in
+		// getSlotShared (see regCache).
+		rc := &s.regCache[c.index]
+		if rc.enter() {
+			if n := rc.count(); n > 0 {
+				rc.setCount(n - 1)
+				x := c.cache[n-1]
+				rc.leave()
+				return x, true
+			}
+			rc.leave()
+		}
+		return s.getSlotShared(c)
+	}
 	if c.ncache == 0 {
 		c.ncache = s.allocBatch(c.cache[:max(1, s.cacheCap/2)])
 		if c.ncache == 0 {
 			return 0, false
 		}
-		c.touchSlots()
+		c.touchSlots(c.ncache)
 	}
 	c.ncache--
 	return c.cache[c.ncache], true
 }
 
-// touchSlots fetches, for writing, the cache lines of the free slots just
+// regCache is the shared state of a registered thread's slot cache (the
+// slots themselves are in Ctx.cache): n, how many of the first entries are
+// free slots kept; in, set by the owner while it uses the cache (a
+// section: getSlotShared, putSlotShared, flushSlots); stop, set by a
+// thread that takes the cache back (takeCache). Alone on its cache line:
+// the owner writes it on every Add, other threads read it only on slow
+// paths.
+//
+// The owner and a taker exclude each other as in Dekker's algorithm: the
+// owner stores in, then reads stop; the taker sets stop, then reads in;
+// each backs off if it sees the other (the owner to the shared list, the
+// taker to try again later), so neither ever waits. That needs the owner's
+// store ordered before its load, which x86 does not do for a plain store;
+// a locked store orders it, at the cost of a wait for the store buffer
+// to drain (the previous Add's stores to its slot): with a CAS per Add
+// and per completion, EmptyTask was markedly slower. Where the OS has a
+// process-wide fence (processFence) the owner's stores stay plain and the
+// taker makes that fence between setting stop and reading in: either the
+// owner's store of in is visible then, or its read of stop comes after the
+// fence and sees stop set.
+type regCache struct {
+	regCacheFields
+	_ [cacheLine - unsafe.Sizeof(regCacheFields{})]byte
+}
+
+type regCacheFields struct {
+	n    int32  // written by setCount (owner) or atomically (taker, with stop set)
+	in   uint32 // written by the owner (enter, leave), read atomically
+	stop atomic.Bool
+}
+
+// enter marks the owner inside its cache and reports whether the cache is
+// its own now; if not (a taker is emptying it), it has left again.
+func (rc *regCache) enter() bool {
+	if haveProcessFence {
+		storeRelease32(&rc.in, 1)
+	} else {
+		atomic.StoreUint32(&rc.in, 1)
+	}
+	if rc.stop.Load() {
+		rc.leave()
+		return false
+	}
+	return true
+}
+
+// leave ends the owner's section: what it wrote is published with in.
+// Without processFence the store is locked, as enter's is, so that the
+// owner's later read of poolWait (getSlotShared) follows its store of the
+// count, which alloc reads after it publishes poolWait.
+func (rc *regCache) leave() {
+	if haveProcessFence {
+		storeRelease32(&rc.in, 0)
+	} else {
+		atomic.StoreUint32(&rc.in, 0)
+	}
+}
+
+// count is n, read atomically.
+func (rc *regCache) count() int32 { return atomic.LoadInt32(&rc.n) }
+
+// setCount stores n with a plain store where that orders it (the owner's
+// store, read atomically by others).
+func (rc *regCache) setCount(n int32) { storeRelease32((*uint32)(unsafe.Pointer(&rc.n)), uint32(n)) }
+
+// getSlotShared is getSlot on a registered thread, whose cache another
+// thread may take back (see regCache): the owner never waits, and while
+// the cache is being taken it uses the shared list instead.
+func (s *Scheduler) getSlotShared(c *Ctx) (uint32, bool) {
+	rc := &s.regCache[c.index]
+	if !rc.enter() {
+		return s.tryAlloc()
+	}
+	if n := rc.count(); n > 0 {
+		rc.setCount(n - 1)
+		x := c.cache[n-1]
+		rc.leave()
+		return x, true
+	}
+	k := s.allocBatch(c.cache[:max(1, s.cacheCap/2)])
+	if k == 0 {
+		rc.leave()
+		return 0, false
+	}
+	c.touchSlots(k)
+	rc.setCount(int32(k - 1))
+	x := c.cache[k-1]
+	rc.leave()
+	if s.poolWait.Load() > 0 {
+		// An Add waits for a slot and may have counted this cache
+		// before the refill (alloc publishes poolWait, then reads the
+		// counts; here the order is the reverse, so one of the two sees
+		// the other): hand the rest over.
+		c.flushSlots()
+	}
+	return x, true
+}
+
+// putSlotShared is putSlot on a registered thread (see getSlotShared).
+func (s *Scheduler) putSlotShared(idx uint32, c *Ctx) {
+	rc := &s.regCache[c.index]
+	if !rc.enter() {
+		s.freeSlot(idx)
+		return
+	}
+	n := rc.count()
+	if int(n) >= s.cacheCap {
+		h := int32(s.cacheCap / 2)
+		s.freeBatch(c.cache[h:n]) // inside: a taker backs off meanwhile
+		n = h
+	}
+	c.cache[n] = idx
+	rc.setCount(n + 1)
+	rc.leave()
+	if s.poolWait.Load() > 0 {
+		// An Add began to wait since putSlot looked, and may have
+		// counted this cache before the slot was in it.
+		c.flushSlots()
+	}
+}
+
+// takeCache moves registered thread t's cached slots to the shared list
+// for an Add that found the list empty, unless t is using its cache now
+// or another thread is taking it; it reports whether it moved any.
+func (s *Scheduler) takeCache(t *Ctx) bool {
+	rc := &s.regCache[t.index]
+	if rc.count() <= 0 || !rc.stop.CompareAndSwap(false, true) {
+		return false
+	}
+	if haveProcessFence {
+		processFence()
+	}
+	moved := false
+	if atomic.LoadUint32(&rc.in) == 0 {
+		if n := rc.count(); n > 0 {
+			s.freeBatch(t.cache[:n])
+			atomic.StoreInt32(&rc.n, 0)
+			moved = true
+		}
+	}
+	rc.stop.Store(false)
+	return moved
+}
+
+// reclaimCaches takes back the slots cached by every registered thread
+// (an Add found the shared list empty: a thread that added some tasks may
+// have gone off to other work, keeping its cache); it reports whether it
+// found any. Workers' caches are not taken: a worker flushes its cache as
+// it goes idle, and one running a kernel uses its cache with plain loads
+// and stores (see the design comment, point 2).
+func (s *Scheduler) reclaimCaches() bool {
+	found := false
+	for _, t := range s.threads[s.nwork:] {
+		if s.takeCache(t) {
+			found = true
+		}
+	}
+	return found
+}
+
+// cachedSlots counts the slots registered threads cache now.
+func (s *Scheduler) cachedSlots() int {
+	n := 0
+	for i := range s.regCache {
+		n += int(s.regCache[i].count())
+	}
+	return n
+}
+
+// touchSlots fetches, for writing, the cache lines of the n free slots just
 // moved into c's cache that Add writes for a simple task (the first
 // slotHotLines lines). Slots come back to the shared list from the threads
 // that completed them, so their lines usually sit in another core's cache:
@@ -334,13 +587,13 @@ func (s *Scheduler) getSlot(c *Ctx) (uint32, bool) {
 // to reach the cache. That wait was the largest single cost of a task
 // shared between two cores (BENCHMARKS.md, section sched-design). The
 // slots are free and now owned by c: nobody reads these fields.
-func (c *Ctx) touchSlots() {
+func (c *Ctx) touchSlots(n int) {
 	s := c.s
 	if havePrefetchW {
-		prefetchSlots(unsafe.Pointer(&s.slots[0]), &c.cache[0], c.ncache, unsafe.Sizeof(s.slots[0]), slotHotLines)
+		prefetchSlots(unsafe.Pointer(&s.slots[0]), &c.cache[0], n, unsafe.Sizeof(s.slots[0]), slotHotLines)
 		return
 	}
-	for _, x := range c.cache[:c.ncache] {
+	for _, x := range c.cache[:n] {
 		sl := &s.slots[x]
 		storeUnpublished32(&sl.depNext, 0) // line 0
 		sl.task.Data.Params[0] = 0         // line 1
@@ -363,6 +616,25 @@ func (s *Scheduler) putSlot(idx uint32, c *Ctx) {
 		}
 		return
 	}
+	if !c.worker {
+		// A registered thread: the common case here, the rest in
+		// putSlotShared (see regCache).
+		rc := &s.regCache[c.index]
+		if rc.enter() {
+			if n := rc.count(); int(n) < s.cacheCap {
+				c.cache[n] = idx
+				rc.setCount(n + 1)
+				rc.leave()
+				if s.poolWait.Load() > 0 {
+					c.flushSlots() // see putSlotShared
+				}
+				return
+			}
+			rc.leave()
+		}
+		s.putSlotShared(idx, c)
+		return
+	}
 	if c.ncache == s.cacheCap {
 		h := s.cacheCap / 2
 		s.freeBatch(c.cache[h:c.ncache])
@@ -378,6 +650,17 @@ const slotCacheSize = 64
 // flushSlots returns the thread's cached free slots to the shared list
 // (before sleeping, or when someone waits for a slot).
 func (c *Ctx) flushSlots() {
+	if !c.worker {
+		rc := &c.s.regCache[c.index]
+		if rc.enter() {
+			if n := rc.count(); n > 0 {
+				c.s.freeBatch(c.cache[:n])
+				rc.setCount(0)
+			}
+			rc.leave()
+		}
+		return
+	}
 	if c.ncache > 0 {
 		c.s.freeBatch(c.cache[:c.ncache])
 		c.ncache = 0

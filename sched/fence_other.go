@@ -1,0 +1,13 @@
+//go:build !linux || !amd64 || race
+
+package sched
+
+// haveProcessFence is false: the owner of a registered thread's slot cache
+// announces itself with a sequentially consistent store (see regCache).
+// Off amd64 and under the race detector storeRelease32 is such a store
+// anyway; on amd64 outside Linux there is no process-wide fence to make up
+// for a plain one.
+const haveProcessFence = false
+
+// processFence is not needed where haveProcessFence is false.
+func processFence() {}
