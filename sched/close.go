@@ -76,7 +76,7 @@ func (s *Scheduler) failLeftoversLocked(c *Ctx) {
 			if lv != 1 {
 				s.queued[lv].Add(-1)
 			}
-			s.finish(x, ErrClosed, nil)
+			s.finishLeftover(x)
 		}
 		for _, t := range s.threads {
 			for {
@@ -92,7 +92,7 @@ func (s *Scheduler) failLeftoversLocked(c *Ctx) {
 				if lv != 1 {
 					s.queued[lv].Add(-1)
 				}
-				s.finish(x, ErrClosed, nil)
+				s.finishLeftover(x)
 			}
 		}
 	}
@@ -101,6 +101,16 @@ func (s *Scheduler) failLeftoversLocked(c *Ctx) {
 			s.finish(uint32(i), ErrClosed, nil)
 		}
 	}
+}
+
+// finishLeftover fails queued item x with ErrClosed: a task, or a Join's
+// shared half (join.go).
+func (s *Scheduler) finishLeftover(x uint32) {
+	if x&joinBit != 0 {
+		s.failJoin(x, ErrClosed)
+		return
+	}
+	s.finish(x, ErrClosed, nil)
 }
 
 // Close stops accepting tasks from outside (Add from a Thread or a foreign

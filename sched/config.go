@@ -286,6 +286,12 @@ type Scheduler struct {
 	failFIFO []TaskID
 	nFailed  atomic.Int64
 	dropped  atomic.Int64
+
+	// The in-place stacks of every goroutine that ever served a thread,
+	// where thieves find Join records (join.go): copied on write under
+	// joinMu, read without a lock.
+	joinMu     sync.Mutex
+	joinStacks atomic.Pointer[[]*inPlaceStack]
 }
 
 // New creates a scheduler and starts its workers.

@@ -124,9 +124,12 @@
 // parameters are re-pointed between runs (SetData, Params). graph.go
 // opens with the design.
 //
-// Recursive parallelism keeps one half of each split on the calling
-// thread with Ctx.RunInPlace (Rayon's join, TBB's run_and_wait): the
-// half it shares goes through Add, the half it keeps is a function call
+// Recursive parallelism splits with Ctx.Join (Rayon's join): one half
+// runs at once on the calling thread, the other waits on the thread's
+// deque as a record, not a task (no slot, ID or Wait), where another
+// thread may take it; if none did, the caller runs it too, for the cost
+// of a push and a pop (join.go). Ctx.RunInPlace runs one task as a
+// function call (TBB's run_and_wait), for a half shared through Add
 // (inplace.go).
 //
 // # Checked runs
@@ -167,6 +170,10 @@
 //	enkiTS #51 waiting for all with a registered thread that serves
 //	    nothing: WaitFor ends with ErrTimeout; Close fails the pinned task
 //	    with ErrClosed and returns.
+//	Rayon's join whose second closure waits for a signal from the first
+//	    (the first is queued under it and never runs): Ctx.Join with b in
+//	    WaitEvent for a's event completes, the worker handed over or a run
+//	    by the registered thread's wait (join_test.go).
 //
 // # Where the design is
 //
@@ -177,7 +184,9 @@
 // (the thread loop, stealing, splitting), handoff.go (waits that hand a
 // worker to another goroutine), debt.go (deferred decrements),
 // wake.go (sleeping, waking, the lost wake-up), wait.go (Wait, WaitFor,
-// WaitEvent, RunPinned, RunOne), hang.go (cycles and deadlocks refused or
+// WaitEvent, RunPinned, RunOne), inplace.go (a child run as a function
+// call), join.go (Join: a split whose shared half is a deque record),
+// graph.go (frame graphs), hang.go (cycles and deadlocks refused or
 // reported), abandon.go (Abandon), caller.go (calls without a Ctx) and
 // close.go (Close and the drain). What a hang costs the caller is an
 // error, never a wait for ever, where it can be seen cheaply: ErrSelfDepend

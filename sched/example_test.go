@@ -106,3 +106,55 @@ func Example_errors() {
 	// true
 	// true fail
 }
+
+// Recursive parallelism with Ctx.Join: a sum over a slice split in halves
+// down to 1,024 elements. Each Join runs its second half here at once and
+// offers the first to the other threads; a split nobody takes costs a
+// push and a pop of this thread's deque. Each call finds its range and
+// its result cell in Params (node i of the split tree has children 2i+1
+// and 2i+2), so halves on different threads share nothing and no call
+// allocates.
+func ExampleCtx_Join() {
+	type sum struct {
+		x     []float32
+		nodes []float64 // each node's partial sum
+	}
+	const kSum sched.KernelID = 1
+	reg := sched.NewRegistry()
+	reg.Register(kSum, sched.Kernel{Name: "sum", CPU: func(c *sched.Ctx, d *sched.TaskData) error {
+		w := d.Data.(*sum)
+		node, lo, hi := d.Params[0], d.Params[1], d.Params[2]
+		if hi-lo <= 1024 {
+			t := 0.0
+			for _, v := range w.x[lo:hi] {
+				t += float64(v)
+			}
+			w.nodes[node] = t
+			return nil
+		}
+		mid := lo + (hi-lo)/2
+		a := sched.Call{Kernel: kSum, Params: sched.Params{2*node + 1, lo, mid}, Data: d.Data}
+		b := sched.Call{Kernel: kSum, Params: sched.Params{2*node + 2, mid, hi}, Data: d.Data}
+		if err := c.Join(a, b); err != nil {
+			return err
+		}
+		w.nodes[node] = w.nodes[2*node+1] + w.nodes[2*node+2]
+		return nil
+	}})
+	s, _ := sched.New(sched.Config{Kernels: reg})
+	defer s.Close()
+	main, _ := s.RegisterThread("main")
+
+	w := &sum{x: make([]float32, 1<<16), nodes: make([]float64, 2*(1<<16)/1024)}
+	for i := range w.x {
+		w.x[i] = 1
+	}
+	t := sched.Task{Kernel: kSum}
+	t.Data.Params = sched.Params{0, 0, uint32(len(w.x))}
+	t.Data.Data = w
+	if err := main.RunInPlace(&t); err != nil { // the root, on this thread
+		panic(err)
+	}
+	fmt.Println(w.nodes[0])
+	// Output: 65536
+}

@@ -170,6 +170,9 @@ func (c *Ctx) readyParkedWait() *runner {
 // counts only at the awaited generation: the slot may have been reused
 // since the wait looked.
 func (c *Ctx) within(x uint32, id TaskID) bool {
+	if x&joinBit != 0 {
+		return false // a Join's shared half: its caller may need this wait
+	}
 	s := c.s
 	if x == id.index() {
 		return s.slots[x].genLoad() == id.gen()
@@ -343,7 +346,13 @@ func (c *Ctx) runnerMain(r *runner) {
 			c.g.Store(0) // before this goroutine ends and its g can be reused
 			c.flushDec()
 			nr := c.newRunner()
-			nr.inPlace = c.inPlace
+			if st := c.inPlace; st != nil {
+				// Its Join calls unwound: entries of their records
+				// still queued are skipped, and the new runner makes a
+				// stack of its own (join.go, 5).
+				st.dead.Store(true)
+				c.inPlace = nil
+			}
 			s.workersWG.Add(1)
 			go c.runnerMain(nr)
 		}

@@ -31,6 +31,7 @@ const (
 	kAcycRoot KernelID = 200 + iota
 	kAcycChild
 	kAcycLeaf
+	kAcycHalf
 )
 
 // Params: [0] the root's rank, [1] the depth left, [2] the choice seed.
@@ -86,6 +87,17 @@ func (p *acyclicProgram) kernel(c *Ctx, d *TaskData) error {
 		}
 		kids[i] = id
 	}
+	if r.IntN(3) == 0 {
+		// Split some of the work with Join: each half waits for a lower
+		// root or for a leaf child of this task it adds (the halves run
+		// as part of it), wherever it runs.
+		a := Call{Kernel: kAcycHalf, Params: Params{rank, 0, r.Uint32()}}
+		b := Call{Kernel: kAcycHalf, Params: Params{rank, 0, r.Uint32()}}
+		if err := c.Join(a, b); err != nil {
+			p.note(err)
+			return err
+		}
+	}
 	// Wait for unrelated lower roots and for the children, interleaved.
 	for i := range n + 2 {
 		var id TaskID
@@ -112,6 +124,22 @@ func (p *acyclicProgram) kernel(c *Ctx, d *TaskData) error {
 	return nil
 }
 
+// half is a Join half of a task of root rank (Params as for kernel).
+func (p *acyclicProgram) half(c *Ctx, d *TaskData) error {
+	rank := d.Params[0]
+	r := rand.New(rand.NewPCG(uint64(d.Params[2]), uint64(rank)))
+	var id TaskID
+	if o := p.lower(rank, r); o != NoTask && r.IntN(2) == 0 {
+		id = o
+	} else {
+		var err error
+		if id, err = c.Add(&Task{Kernel: kAcycLeaf, Parent: c.Current()}); err != nil {
+			return err
+		}
+	}
+	return c.Wait(id)
+}
+
 // runAcyclic builds and runs one program: roots added by several
 // goroutines that are no threads, in rank order per goroutine (a root
 // waits for lower roots only once they are added), each waited for.
@@ -122,6 +150,7 @@ func runAcyclic(t *testing.T, seed uint64, workers, adders, nroots int) *acyclic
 		must(t, reg.Register(k, Kernel{Name: fmt.Sprint("acyclic", k), CPU: p.kernel}))
 	}
 	must(t, reg.Register(kAcycLeaf, Kernel{Name: "leaf", CPU: func(*Ctx, *TaskData) error { return nil }}))
+	must(t, reg.Register(kAcycHalf, Kernel{Name: "half", CPU: p.half}))
 	s, err := New(Config{Kernels: reg, Workers: workers, SpinRounds: 64})
 	must(t, err)
 	p.s = s
@@ -160,6 +189,7 @@ func runAcyclic(t *testing.T, seed uint64, workers, adders, nroots int) *acyclic
 // No valid acyclic program gets ErrDeadlock: kernels that add children,
 // wait for them and for unrelated lower-ranked tasks (finished, running
 // or queued, which never wait back; through Ctx.Wait and Scheduler.Wait),
+// some splitting work with Join whose halves wait too,
 // with dependencies, on 1 to 8 workers and 2 or 3 goroutines adding and
 // waiting. A wait that helped
 // with such a task on top of its kernel deadlocked (the walk reported

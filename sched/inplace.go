@@ -8,16 +8,21 @@ package sched
 //	err := c.RunInPlace(&right)  // runs now, on this thread
 //	err2 := c.Wait(id)           // left: run here too if nobody took it
 //
-// This is Rayon's join and TBB's task_group::run_and_wait; Wait already
-// pops a child nobody stole from this thread's own deque and runs it, so
-// the shared half costs a queue trip only when it is worth one.
+// This is TBB's task_group::run_and_wait; Wait already pops a child
+// nobody stole from this thread's own deque and runs it, so the shared
+// half costs a queue trip only when it is worth one. Join (join.go) goes
+// further: its shared half is a record on the deque, not a task, so a
+// split nobody steals costs a push and a pop.
 //
 // The same machinery is Add's way out of a full pool (addInPlace): a
 // kernel's plain CPU child that finds no free slot runs in place, and Add
 // returns an ID of the in-place slot (inPlaceSlot), already finished,
 // under which a failure is retained as any task's.
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // RunInPlace runs t's kernel now, on this thread, over all of t's work
 // items, and returns its error: a child that completes before the call
@@ -32,33 +37,49 @@ import "fmt"
 // registered thread. A panic in the kernel becomes ErrKernelPanic, naming
 // the kernel, as for any task. The Observer is not told of in-place runs.
 func (c *Ctx) RunInPlace(t *Task) error {
+	k, err := c.prepareInPlace(t, "run in place")
+	if err != nil {
+		return err
+	}
+	return c.runPrepared(t, k)
+}
+
+// prepareInPlace checks t as RunInPlace (op names the call in errors) and
+// Join take it, and waits for its Dependency; it returns t's kernel.
+func (c *Ctx) prepareInPlace(t *Task, op string) (*Kernel, error) {
 	s := c.s
 	k := s.reg.Lookup(t.Kernel)
 	if k == nil {
-		return fmt.Errorf("sched: run in place: kernel %d: %w", t.Kernel, ErrUnknownKernel)
+		return nil, fmt.Errorf("sched: %s: kernel %d: %w", op, t.Kernel, ErrUnknownKernel)
 	}
 	if t.Parent != NoTask {
-		return fmt.Errorf("sched: run in place: kernel %d %q: a task run in place completes inside the call and has no Parent (got %v)", t.Kernel, k.Name, t.Parent)
+		return nil, fmt.Errorf("sched: %s: kernel %d %q: a task run in place completes inside the call and has no Parent (got %v)", op, t.Kernel, k.Name, t.Parent)
 	}
 	switch a := t.Affinity; a {
 	case AnyWorker, Auto:
 	default:
 		if i, ok := a.Thread(); !ok || c.index-s.nwork != i {
-			return fmt.Errorf("sched: run in place: kernel %d %q: affinity %v is not served by this thread (%d)", t.Kernel, k.Name, a, c.index)
+			return nil, fmt.Errorf("sched: %s: kernel %d %q: affinity %v is not served by this thread (%d)", op, t.Kernel, k.Name, a, c.index)
 		}
 	}
 	if k.Kind == Simple {
 		if !noStreams(&t.Data) {
-			return k.Validate(t.Kernel, &t.Data)
+			return nil, k.Validate(t.Kernel, &t.Data)
 		}
 	} else if err := k.Validate(t.Kernel, &t.Data); err != nil {
-		return err
+		return nil, err
 	}
 	if t.Dependency != NoTask {
 		if err := c.Wait(t.Dependency); err != nil {
-			return fmt.Errorf("sched: run in place: kernel %d %q: dependency %v: %w", t.Kernel, k.Name, t.Dependency, err)
+			return nil, fmt.Errorf("sched: %s: kernel %d %q: dependency %v: %w", op, t.Kernel, k.Name, t.Dependency, err)
 		}
 	}
+	return k, nil
+}
+
+// runPrepared runs t (checked by prepareInPlace, kernel k) on this thread
+// and returns its error.
+func (c *Ctx) runPrepared(t *Task, k *Kernel) error {
 	if t.Kernel == KernelNone {
 		return nil
 	}
@@ -79,30 +100,40 @@ func (c *Ctx) RunInPlace(t *Task) error {
 // full gets here then: RunInPlace takes the dynamic path instead) the
 // copy is allocated.
 func (c *Ctx) callInPlace(t *Task, k *Kernel) error {
-	st := c.inPlace
-	if st == nil {
-		st = new(inPlaceStack)
-		c.inPlace = st
+	if k.Kind == Simple {
+		return c.callSimple(t.Kernel, k, &t.Data.Params, t.Data.Data)
 	}
+	st := c.inPlaceStack()
 	if st.n == len(st.d) {
 		d := t.Data
 		d.Begin, d.End = 0, t.Data.Elements
 		return runKernelInPlace(c, t.Kernel, k, &d, nil)
 	}
 	d := &st.d[st.n]
-	if k.Kind == Simple {
-		if st.streams[st.n] {
-			*d = TaskData{}
-			st.streams[st.n] = false
-		}
-		d.Params, d.Data = t.Data.Params, t.Data.Data
-	} else {
-		*d = t.Data
-		d.Begin, d.End = 0, t.Data.Elements
-		st.streams[st.n] = true
-	}
+	*d = t.Data
+	d.Begin, d.End = 0, t.Data.Elements
+	st.streams[st.n] = true
 	st.n++
 	return runKernelInPlace(c, t.Kernel, k, d, st)
+}
+
+// callSimple runs simple kernel k (ID kid) with params p and data on this
+// thread, as callInPlace does a task.
+func (c *Ctx) callSimple(kid KernelID, k *Kernel, p *Params, data any) error {
+	st := c.inPlaceStack()
+	if st.n == len(st.d) {
+		var d TaskData
+		d.Params, d.Data = *p, data
+		return runKernelInPlace(c, kid, k, &d, nil)
+	}
+	d := &st.d[st.n]
+	if st.streams[st.n] {
+		*d = TaskData{}
+		st.streams[st.n] = false
+	}
+	d.Params, d.Data = *p, data
+	st.n++
+	return runKernelInPlace(c, kid, k, d, st)
 }
 
 // inPlaceSlot is the slot that names the children a full pool made run
@@ -226,24 +257,51 @@ const inPlaceDepth = 64
 // progress, innermost last: the kernel sees a copy, as with Add, which
 // keeps the caller's Task on its own stack (a pointer handed to a kernel
 // function escapes, so passing t.Data itself allocated the Task).
+//
+// It also holds the records of the goroutine's Join calls in progress
+// (join.go): a thief finds a record by the stack's id, its index in the
+// scheduler's table of stacks.
 type inPlaceStack struct {
 	n       int
 	d       [inPlaceDepth]TaskData
 	streams [inPlaceDepth]bool // d[i] held streams: clear it before a simple kernel
+
+	id    uint32                // index in Scheduler.joinStacks
+	nj    int                   // Join calls in progress, innermost last
+	joins [joinDepth]joinRecord // their shared halves
+	// dead: the goroutine that owned the stack unwound (runtime.Goexit)
+	// through a Join; entries of its records still queued are skipped.
+	dead atomic.Bool
+}
+
+// inPlaceStack returns this goroutine's stack of in-place calls, made
+// (and listed for thieves) at first use.
+func (c *Ctx) inPlaceStack() *inPlaceStack {
+	if st := c.inPlace; st != nil {
+		return st
+	}
+	st := c.s.newInPlaceStack()
+	c.inPlace = st
+	return st
 }
 
 // runKernelInPlace calls k.CPU, turning a panic into ErrKernelPanic, and
 // pops d off st (nil: d is not on it) however the kernel ends (a Goexit
-// too).
+// too). The normal path calls no recover.
 func runKernelInPlace(c *Ctx, id KernelID, k *Kernel, d *TaskData, st *inPlaceStack) (err error) {
+	returned := false
 	defer func() {
 		d.Data = nil // keep nothing of the caller's alive
 		if st != nil {
 			st.n--
 		}
-		if r := recover(); r != nil {
-			err = fmt.Errorf("sched: run in place: kernel %d %q: %w: %v", id, k.Name, ErrKernelPanic, r)
+		if !returned {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("sched: run in place: kernel %d %q: %w: %v", id, k.Name, ErrKernelPanic, r)
+			}
 		}
 	}()
-	return k.CPU(c, d)
+	err = k.CPU(c, d)
+	returned = true
+	return err
 }

@@ -439,6 +439,18 @@ func BenchmarkPeersFib(b *testing.B) {
 			}
 			pt.stop()
 		}))
+		b.Run("sched-join"+suffix, withProcs(func(b *testing.B) {
+			// Both children through Join: one shared, run here if
+			// nobody took it, the other run in place.
+			s, m := peerSched(b)
+			registerFibJoin(b, s)
+			cells := make([]uint32, fibTasks)
+			pt := startPerTask(b, fibTasks, "task")
+			for range b.N {
+				check(b, runFibJoin(b, m, fibN, &cells))
+			}
+			pt.stop()
+		}))
 		b.Run("waitgroup"+suffix, withProcs(func(b *testing.B) {
 			pt := startPerTask(b, fibTasks, "task")
 			for range b.N {
@@ -772,7 +784,8 @@ func BenchmarkPeersParallelFor(b *testing.B) {
 
 // BenchmarkPeersFibMix: fib(25) on one scheduler, alternately with
 // GOMAXPROCS 1 and 2 (the scheduler's two threads then share one P or get
-// one each); reports ns/task for both and the scaling p1/p2.
+// one each); reports ns/task for both and the scaling p1/p2, the same for
+// fib split with Join (join-...), and the machine's own scaling.
 func BenchmarkPeersFibMix(b *testing.B) {
 	_, m := peerSched(b)
 	old := runtime.GOMAXPROCS(0)
@@ -796,6 +809,18 @@ func BenchmarkPeersFibMix(b *testing.B) {
 		}
 		return d
 	}
+	// The same fib split with Join.
+	registerFibJoin(b, m.Scheduler())
+	cells := make([]uint32, fibTasks)
+	var j1, j2 time.Duration
+	join := func(procs int) time.Duration {
+		runtime.GOMAXPROCS(procs)
+		t0 := time.Now()
+		if r := runFibJoin(b, m, fibN, &cells); r != fibWant {
+			b.Fatalf("fib(%d) with Join = %d, want %d", fibN, r, fibWant)
+		}
+		return time.Since(t0)
+	}
 	// The machine's own scaling at the same moments: a compute loop with
 	// no shared data, run on one goroutine and split over two (close to 2
 	// on two idle cores); on cores shared with other work it says how much
@@ -807,6 +832,8 @@ func BenchmarkPeersFibMix(b *testing.B) {
 	for range b.N {
 		t1 += one(1)
 		t2 += one(2)
+		j1 += join(1)
+		j2 += join(2)
 		t0 := time.Now()
 		computeRange(x, y, 0, ref)
 		r1 += time.Since(t0)
@@ -822,6 +849,9 @@ func BenchmarkPeersFibMix(b *testing.B) {
 	b.ReportMetric(float64(t1.Nanoseconds())/n, "p1-ns/task")
 	b.ReportMetric(float64(t2.Nanoseconds())/n, "p2-ns/task")
 	b.ReportMetric(float64(t1)/float64(t2), "p1/p2")
+	b.ReportMetric(float64(j1.Nanoseconds())/n, "join-p1-ns/task")
+	b.ReportMetric(float64(j2.Nanoseconds())/n, "join-p2-ns/task")
+	b.ReportMetric(float64(j1)/float64(j2), "join-p1/p2")
 	b.ReportMetric(float64(r1)/float64(r2), "machine-1/2")
 }
 

@@ -92,7 +92,7 @@ type Ctx struct {
 	g          atomic.Uintptr
 	inAlloc    atomic.Bool // blocked in Add's back-pressure (Scheduler.alloc)
 	allocTimer *time.Timer // wakes it there to look for work (owner only)
-	ncache     int
+	ncache     int         // free slots in cache (a worker's; a registered thread counts its own in Scheduler.regCache)
 	// The debt (see deferDec): owed counts every decrement of a parent's
 	// open count that this thread ever deferred, paid every one paid; the
 	// owed-paid not yet paid are owed to debtParent (index+1). The owner
@@ -102,13 +102,15 @@ type Ctx struct {
 	owed       int64  // atomic: written by storeRelease64 (owner), read atomically by Abandon
 	debtParent uint32 // atomic: written by storeRelease32 (owner), read atomically by Abandon
 	paid       atomic.Int64
-	cache      [slotCacheSize]uint32 // free slots kept by this thread (owner only)
+	cache      [slotCacheSize]uint32 // free slots kept by this thread (owner only; a registered thread's may be taken back, pool.go)
 	_          [cacheLine]byte
 	busy       atomic.Int32 // inside Wait, WaitEvent, RunPinned, RunOne: may run tasks
 	_          [cacheLine - 4]byte
 	dq         [numPriorities]deque
 	pinned     [numPriorities]ring // registered threads only
 	inPlace    *inPlaceStack       // RunInPlace's task data (owner only; made at first use)
+	joinKid    KernelID            // the kernel Join found last (owner only)
+	joinK      *Kernel
 	// The runners of a worker (handoff.go; none on a registered
 	// thread): self holds the role now, spares are free, parked wait in
 	// a kernel's wait (written by the owner under idleMu: waitCycle
@@ -281,8 +283,13 @@ func (c *Ctx) loop(r *runner) bool {
 }
 
 // run executes task idx on this thread: splits a large streaming task into
-// range pieces, or calls the kernel, then finishes the task's own work.
+// range pieces, or calls the kernel, then finishes the task's own work. An
+// idx with joinBit is a Join's shared half instead (join.go).
 func (c *Ctx) run(idx uint32) {
+	if idx&joinBit != 0 {
+		c.runJoin(idx) // the shared half of a Join (join.go)
+		return
+	}
 	s := c.s
 	sl := &s.slots[idx]
 	if sl.parent != c.debtParent {

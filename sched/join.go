@@ -1,0 +1,447 @@
+package sched
+
+// Join: two children, one shared, neither paying for a slot.
+//
+// Ctx.Join(a, b) is Rayon's join: it offers a to other threads, runs b on
+// the calling thread, then runs a too unless another thread took it. Where
+// RunInPlace with Add pays a slot, an ID, the task copy, completion and
+// Wait's bookkeeping for the shared half, Join pays a push and a pop of
+// this thread's deque when nobody steals, which is the common case: in a
+// recursion only the top levels are stolen, and each steal takes a large
+// subtree.
+//
+//  1. The shared half is a record, not a slot. Each goroutine's
+//     in-place stack (inplace.go) holds joinDepth records; a Join fills
+//     the next one (a copy of a's data, its kernel, the caller's Current)
+//     and pushes an entry that names it onto the thread's deque, at normal
+//     priority: joinBit, the stack's index in the scheduler's table of
+//     stacks, and the record's depth. Entries are unique while queued: a
+//     record is reused only after its Join returned, and a Join returns
+//     only after its entry was taken. The deque's push publishes the
+//     record (a release store) to whoever takes the entry.
+//  2. b runs in place (RunInPlace's path). Then the owner pops its deque.
+//     If it gets its own entry, no other thread saw the record: a runs in
+//     place too, from the record. That is the fast path: no locked
+//     instruction but the pop's fence, nothing allocated, nothing
+//     validated twice.
+//  3. Otherwise a thread took the entry (a thief, or this thread's own
+//     worker loop after a wait in b handed the worker to another
+//     goroutine), or b left tasks on the deque above it. The owner puts
+//     back what it popped and waits for the record with WaitEvent, which
+//     hands the worker over with what it finds (handoff.go): a wait never
+//     runs a record on top of the suspended caller, since b's tasks or a
+//     could need the caller to go on. Whoever takes an entry runs the
+//     record through runJoin, as part of the owner's task (Current is the
+//     owner's), stores its error, sets the record's event and then its
+//     done mark (the record's sequence number), and touches it no more.
+//  4. A record's event is set only by the thread that ran it, before its
+//     done mark: the owner clears it after seeing the mark, so an event
+//     never stays set into the next use of the record.
+//  5. A worker's goroutine that unwinds through a Join (runtime.Goexit in
+//     a kernel) cannot wait for its entry: the goroutine that replaces it
+//     (runnerMain) marks the dead one's whole stack dead and makes a new
+//     one; a dead stack's entries are skipped when taken. Close fails
+//     entries still queued with ErrClosed.
+//
+// Rejected: a pointer to the caller's Task in the deque (deques hold
+// uint32 slot indices, and a pointer stored for another thread makes the
+// caller's Task escape: an allocation per call); records found by a
+// tombstone state rather than by the owner's pop (an entry left in a
+// deque after its record was reused runs the wrong task); and helping in
+// the slow path with any task found (the deadlock that handoff.go exists
+// to prevent).
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+)
+
+// joinDepth is how deep Join calls nest on one goroutine before deeper
+// ones run both halves in turn on the calling thread (a recursion that
+// deep has shared its upper levels already).
+const joinDepth = 64
+
+// Join entries in a deque: joinBit, the stack's index shifted by
+// joinShift, and the record's depth. Slot indices stay below 2^20
+// (MaxPoolSize), so they never have joinBit; maxJoinStacks keeps every
+// entry below noItem.
+const (
+	joinBit       = uint32(1) << 31
+	joinShift     = 6
+	joinMask      = uint32(1)<<joinShift - 1
+	maxJoinStacks = int(^joinBit>>joinShift) - 1
+	noJoinStack   = ^uint32(0) // a stack past maxJoinStacks: no Joins shared
+)
+
+// joinRecord is the shared half of a Join in progress (1 above).
+type joinRecord struct {
+	d    TaskData // a copy of the task's data (Begin 0, End Elements)
+	k    *Kernel
+	kid  KernelID
+	task TaskID // the owner's Current: the half runs as part of it
+	// streams: d held streams, cleared before a simple kernel's data.
+	streams bool
+	seq     uint32 // this use of the record (owner only)
+	err     error  // the half's error, written by whoever ran it
+	done    atomic.Uint32
+	ev      Event
+}
+
+// newInPlaceStack makes a stack of in-place calls and lists it in the
+// table that thieves read (joinStacks: copied on write, so a reader needs
+// no lock).
+func (s *Scheduler) newInPlaceStack() *inPlaceStack {
+	st := new(inPlaceStack)
+	for i := range st.joins {
+		st.joins[i].ev.s = s
+	}
+	s.joinMu.Lock()
+	defer s.joinMu.Unlock()
+	var old []*inPlaceStack
+	if p := s.joinStacks.Load(); p != nil {
+		old = *p
+	}
+	if len(old) >= maxJoinStacks {
+		// Never reached in practice (a stack per goroutine that ever
+		// served a thread); its Joins run both halves in turn.
+		st.id = noJoinStack
+		return st
+	}
+	st.id = uint32(len(old))
+	tbl := append(old[:len(old):len(old)], st)
+	s.joinStacks.Store(&tbl)
+	return st
+}
+
+// joinRecordOf returns the stack and record that entry x names.
+func (s *Scheduler) joinRecordOf(x uint32) (*inPlaceStack, *joinRecord) {
+	st := (*s.joinStacks.Load())[(x&^joinBit)>>joinShift]
+	return st, &st.joins[x&joinMask]
+}
+
+// Call is one call of a Simple kernel: what Join runs. It is the Params
+// and Data of a Task without the rest (a Task with its streams is over
+// 400 bytes, and a recursion makes two per split).
+type Call struct {
+	Kernel KernelID
+	Params Params
+	Data   any // read-only kernel data; store a pointer to avoid boxing
+}
+
+// Join runs calls a and b, b on the calling thread at once and a wherever
+// a thread is free first (here, after b, if no other thread took it), and
+// returns when both have run: their errors, joined (errors.Join) if both
+// failed. It is Rayon's join and TBB's parallel_invoke of two: a
+// recursion that splits its work with Join pays a deque push and pop per
+// split where nobody steals, and no slot, ID or Wait at all.
+//
+// Both kernels must be Simple (JoinTasks takes any task). Each half is
+// part of the calling task: Current is the caller's task wherever it
+// runs, so children either adds with Parent: c.Current() belong to the
+// caller's task. A kernel panic becomes ErrKernelPanic, naming the
+// kernel. The Observer is not told of either half. KernelNone is a call
+// that does nothing.
+//
+// a runs in turn on this thread, after b, when Joins (or RunInPlace
+// calls) nest deeper than 64 on this goroutine: a recursion that deep
+// has shared its upper levels already.
+//
+// Like any wait, a Join whose shared half another thread took hands the
+// worker over while it waits (see Wait): a kernel must not keep
+// per-thread scratch (by Index) across a Join.
+func (c *Ctx) Join(a, b Call) error {
+	ka, err := c.simpleKernel(a.Kernel)
+	if err != nil {
+		return err
+	}
+	kb := ka
+	if b.Kernel != a.Kernel { // a recursion's halves share their kernel
+		if kb, err = c.simpleKernel(b.Kernel); err != nil {
+			return err
+		}
+	}
+	st := c.inPlaceStack()
+	if a.Kernel != KernelNone && b.Kernel != KernelNone && st.canJoin() {
+		if r, x := st.pushJoin(c, ka, a.Kernel, &a.Params, a.Data, nil); r != nil {
+			return c.joinRun(st, r, x, b.Kernel, kb, &b.Params, b.Data)
+		}
+	}
+	var eb, ea error
+	if b.Kernel != KernelNone {
+		eb = c.callSimple(b.Kernel, kb, &b.Params, b.Data)
+	}
+	if a.Kernel != KernelNone {
+		ea = c.callSimple(a.Kernel, ka, &a.Params, a.Data)
+	}
+	return joinErrs(ea, eb)
+}
+
+// joinRun is Join's common case, its a half's record r pushed as entry x:
+// it runs b (simple kernel k, ID kid, with params p and data) in place,
+// then a here or waits for it (2 and 3 above). One deferred call covers
+// both kernels (two calls through runKernelInPlace, a defer each, cost a
+// tenth of a split): it turns a panic in either into ErrKernelPanic and,
+// after one in b, still ends a's half before it returns.
+func (c *Ctx) joinRun(st *inPlaceStack, r *joinRecord, x uint32, kid KernelID, k *Kernel, p *Params, data any) (err error) {
+	d := &st.d[st.n]
+	if st.streams[st.n] {
+		*d = TaskData{}
+		st.streams[st.n] = false
+	}
+	d.Params, d.Data = *p, data
+	st.n++
+	var ea, eb error
+	phase := joinInB
+	defer func() {
+		if phase != joinDone {
+			c.joinAbort(st, r, x, kid, k, d, phase, recover(), &ea, &eb)
+			err = joinErrs(ea, eb)
+		}
+	}()
+	eb = k.CPU(c, d)
+	st.n--
+	d.Data = nil
+	if y := c.dq[1].pop(); y == x {
+		phase = joinInA
+		ea = r.k.CPU(c, &r.d)
+		r.d.Data = nil
+	} else {
+		if y != noItem {
+			c.dq[1].push(y) // it was just popped: there is room
+		}
+		phase = joinWaiting
+		ea = c.joinWait(r)
+	}
+	st.nj--
+	phase = joinDone
+	return joinErrs(ea, eb)
+}
+
+// joinRun's phases: which kernel a panic or runtime.Goexit came from.
+const (
+	joinInB = iota
+	joinInA
+	joinWaiting
+	joinDone
+)
+
+// joinAbort ends a joinRun whose kernel in phase did not return: v is what
+// recover gave (nil: runtime.Goexit, which goes on unwinding; the stack is
+// then dropped, 5 above). After a panic in b, a's half is still run or
+// waited for, as if b had returned the error.
+func (c *Ctx) joinAbort(st *inPlaceStack, r *joinRecord, x uint32, kid KernelID, k *Kernel, d *TaskData, phase int, v any, ea, eb *error) {
+	switch phase {
+	case joinInB:
+		st.n--
+		d.Data = nil
+		if v == nil {
+			return
+		}
+		*eb = fmt.Errorf("sched: join: kernel %d %q: %w: %v", kid, k.Name, ErrKernelPanic, v)
+		*ea = c.joinRest(st, r, x)
+	case joinInA:
+		r.d.Data = nil
+		if v == nil {
+			return
+		}
+		*ea = fmt.Errorf("sched: join: kernel %d %q: %w: %v", r.kid, r.k.Name, ErrKernelPanic, v)
+		st.nj--
+	default:
+		if v != nil {
+			panic(v) // the scheduler's own wait: not a kernel's panic to hide
+		}
+	}
+}
+
+// JoinTasks is Join for tasks of any kind: streaming halves run over all
+// their work items (Begin 0, End Elements) as RunInPlace runs them.
+// Both are checked as RunInPlace checks its task: no Parent, an affinity
+// this thread serves, streams valid for the kernel; each Dependency is
+// waited for first.
+//
+// a runs in turn on this thread, after b, when it cannot be shared: it
+// is pinned (OnThread), Config.CheckRaces is on and a or b names a stream
+// (halves that never become tasks are not checked against each other or
+// against live tasks), or Joins nest deeper than Join allows.
+func (c *Ctx) JoinTasks(a, b *Task) error {
+	ka, err := c.prepareInPlace(a, "join")
+	if err != nil {
+		return err
+	}
+	kb, err := c.prepareInPlace(b, "join")
+	if err != nil {
+		return err
+	}
+	var r *joinRecord
+	var x uint32
+	st := c.inPlaceStack()
+	if a.Kernel != KernelNone && a.Affinity&threadAffinity == 0 &&
+		!(c.s.cfg.CheckRaces && !(noStreams(&a.Data) && noStreams(&b.Data))) {
+		if st.canJoin() {
+			if ka.Kind == Simple {
+				r, x = st.pushJoin(c, ka, a.Kernel, &a.Data.Params, a.Data.Data, nil)
+			} else {
+				r, x = st.pushJoin(c, ka, a.Kernel, nil, nil, &a.Data)
+			}
+		}
+	}
+	eb := c.runPrepared(b, kb)
+	var ea error
+	if r != nil {
+		ea = c.joinRest(st, r, x)
+	} else {
+		ea = c.runPrepared(a, ka)
+	}
+	return joinErrs(ea, eb)
+}
+
+// simpleKernel returns the kernel a Call names. The last one found is
+// kept on the thread (a kernel's ID never names another kernel later).
+func (c *Ctx) simpleKernel(id KernelID) (*Kernel, error) {
+	if id == c.joinKid && c.joinK != nil {
+		return c.joinK, nil
+	}
+	k := c.s.reg.Lookup(id)
+	if k == nil {
+		return nil, fmt.Errorf("sched: join: kernel %d: %w", id, ErrUnknownKernel)
+	}
+	if k.Kind != Simple {
+		return nil, fmt.Errorf("sched: join: kernel %d %q is %v: a Call takes Simple kernels (use JoinTasks for streams)", id, k.Name, k.Kind)
+	}
+	c.joinKid, c.joinK = id, k
+	return k, nil
+}
+
+// canJoin reports whether a Join may push a record: one is free, and b,
+// run in place above it, gets a slot of the in-place stack, so that a
+// runtime.Goexit in it unwinds through runKernelInPlace (5 above).
+func (st *inPlaceStack) canJoin() bool {
+	return st.nj < len(st.joins) && st.n < len(st.d) && st.id != noJoinStack
+}
+
+// pushJoin fills the next record with a's half (simple: params p and
+// data; otherwise the task data full) and pushes its entry onto c's deque
+// (1 above). It returns nil when the deque is full: a then runs in turn.
+func (st *inPlaceStack) pushJoin(c *Ctx, k *Kernel, kid KernelID, p *Params, data any, full *TaskData) (*joinRecord, uint32) {
+	r := &st.joins[st.nj]
+	if full == nil {
+		if r.streams {
+			r.d = TaskData{}
+			r.streams = false
+		}
+		r.d.Params, r.d.Data = *p, data
+	} else {
+		r.d = *full
+		r.d.Begin, r.d.End = 0, full.Elements
+		r.streams = true
+	}
+	r.k, r.kid, r.task = k, kid, c.current
+	r.seq++
+	x := joinBit | st.id<<joinShift | uint32(st.nj)
+	if !c.dq[1].push(x) {
+		r.d.Data = nil
+		return nil, 0
+	}
+	st.nj++
+	if s := c.s; s.nIdle.Load() > 0 {
+		s.wakeOne()
+	}
+	return r, x
+}
+
+// joinRest ends a Join after its b half (2 and 3 above): it runs record
+// r (the innermost of st) here if the deque's bottom is still its entry
+// x, or waits for whoever took it, and returns the half's error.
+func (c *Ctx) joinRest(st *inPlaceStack, r *joinRecord, x uint32) error {
+	var err error
+	if y := c.dq[1].pop(); y == x {
+		err = runKernelInPlace(c, r.kid, r.k, &r.d, nil)
+	} else {
+		if y != noItem {
+			c.dq[1].push(y) // it was just popped: there is room
+		}
+		err = c.joinWait(r)
+	}
+	st.nj--
+	return err
+}
+
+// joinErrs is Join's error from its halves' errors.
+func joinErrs(ea, eb error) error {
+	switch {
+	case ea == nil:
+		return eb
+	case eb == nil:
+		return ea
+	}
+	return errors.Join(ea, eb)
+}
+
+// joinWait waits until record r, whose entry another thread (or another
+// goroutine of this one) took, has run (3 above), and returns its error.
+func (c *Ctx) joinWait(r *joinRecord) error {
+	for r.done.Load() != r.seq {
+		c.WaitEvent(&r.ev)
+		if r.done.Load() != r.seq && c.s.drained.Load() {
+			// Close ran everything it could and WaitEvent returns at
+			// once now; the record is still running on another thread.
+			runtime.Gosched()
+		}
+	}
+	r.ev.Reset() // set before done (4 above)
+	return r.err
+}
+
+// runJoin runs the record that entry x names, taken from a queue by this
+// thread (3 above).
+func (c *Ctx) runJoin(x uint32) {
+	st, r := c.s.joinRecordOf(x)
+	if st.dead.Load() {
+		return
+	}
+	c.flushDec()
+	prev := c.current
+	c.current = r.task
+	c.running++
+	returned := false
+	defer func() {
+		if !returned {
+			// A panic (recovered here) or runtime.Goexit (the goroutine
+			// goes on unwinding, and its worker gets a new one): the
+			// owner still learns how its half ended.
+			var err error
+			c.endAbnormal(recover(), &err, prev)
+			r.err = fmt.Errorf("sched: join: kernel %d %q: %w", r.kid, r.k.Name, err)
+			r.end()
+		}
+	}()
+	err := r.k.CPU(c, &r.d)
+	c.running--
+	c.current = prev
+	returned = true
+	r.err = err
+	r.end()
+}
+
+// end publishes the record's result: its event, then its done mark (4
+// above); the record is the owner's again after that.
+func (r *joinRecord) end() {
+	r.d.Data = nil // keep nothing of the caller's alive
+	s := r.ev.s
+	r.ev.set.Store(true)
+	r.done.Store(r.seq)
+	s.wakeWaiters()
+}
+
+// failJoin fails the record that queued entry x names without running it
+// (Close's leftovers).
+func (s *Scheduler) failJoin(x uint32, err error) {
+	st, r := s.joinRecordOf(x)
+	if st.dead.Load() {
+		return
+	}
+	r.err = fmt.Errorf("sched: join: kernel %d %q: %w", r.kid, r.k.Name, err)
+	r.end()
+}

@@ -1,0 +1,466 @@
+package sched
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fibJoinID is the Join fib kernel's ID in the registry it was last
+// registered with.
+var fibJoinID KernelID
+
+// fibSizes[n] is the number of calls fib(n) makes, itself included: the
+// size of its subtree in the call tree.
+var fibSizes = func() (t [48]uint32) {
+	t[0], t[1] = 1, 1
+	for n := 2; n < len(t); n++ {
+		t[n] = 1 + t[n-1] + t[n-2]
+	}
+	return t
+}()
+
+// fibJoinKernel: fib with a call per task, splitting with Join. Each call
+// writes its result in the cell of its place in the call tree (Params[1],
+// its preorder index: fib(n-1) right after it, fib(n-2) after fib(n-1)'s
+// subtree), so halves that run on different threads share nothing and
+// nothing is allocated.
+func fibJoinKernel(c *Ctx, d *TaskData) error {
+	n, i := d.Params[0], d.Params[1]
+	res := *d.Data.(*[]uint32)
+	if n < 2 {
+		res[i] = n
+		return nil
+	}
+	a := Call{Kernel: fibJoinID, Params: Params{n - 2, i + 1 + fibSizes[n-1]}, Data: d.Data}
+	b := Call{Kernel: fibJoinID, Params: Params{n - 1, i + 1}, Data: d.Data}
+	if err := c.Join(a, b); err != nil {
+		return err
+	}
+	res[i] = res[i+1] + res[i+1+fibSizes[n-1]]
+	return nil
+}
+
+func registerFibJoin(t testing.TB, s *Scheduler) {
+	t.Helper()
+	id, err := s.Kernels().RegisterNext(Kernel{Name: "fib-join", CPU: fibJoinKernel})
+	must(t, err)
+	fibJoinID = id
+}
+
+// runFibJoin computes fib(n) from thread m with Join at every level.
+func runFibJoin(t testing.TB, m *Ctx, n uint32, cells *[]uint32) uint32 {
+	t.Helper()
+	tk := Task{Kernel: fibJoinID}
+	tk.Data.Params[0], tk.Data.Data = n, cells
+	if err := m.RunInPlace(&tk); err != nil {
+		t.Fatal(err)
+	}
+	return (*cells)[0]
+}
+
+// TestJoinFib: fib(20) split with Join at every level is right on 1, 2 and
+// 4 workers, from a registered thread and from a task, and allocates
+// nothing.
+func TestJoinFib(t *testing.T) {
+	for _, w := range []int{1, 2, 4} {
+		s, err := New(Config{Workers: w})
+		must(t, err)
+		m, err := s.RegisterThread("main")
+		must(t, err)
+		registerFibJoin(t, s)
+		cells := make([]uint32, fibSizes[20])
+		run := func() {
+			if got := runFibJoin(t, m, 20, &cells); got != 6765 {
+				t.Fatalf("%d workers: fib(20) = %d", w, got)
+			}
+		}
+		run()
+		// A Join whose half was taken hands its worker over while it
+		// waits, and the goroutine that takes it over is made once.
+		if a := testing.AllocsPerRun(50, run); a != 0 {
+			t.Fatalf("%d workers: %.1f allocations per fib(20)", w, a)
+		}
+		// From a task: the halves belong to it.
+		tk := Task{Kernel: fibJoinID}
+		tk.Data.Params[0], tk.Data.Data = 18, &cells
+		id, err := m.Add(&tk)
+		must(t, err)
+		must(t, m.Wait(id))
+		if cells[0] != 2584 {
+			t.Fatalf("%d workers: fib(18) as a task = %d", w, cells[0])
+		}
+		s.Close()
+	}
+}
+
+// TestJoinSharedHalfRunsElsewhere: while b holds the calling thread, a
+// worker takes a, runs it as part of the caller's task (Current), and
+// Join returns after both; a's error comes back.
+func TestJoinSharedHalfRunsElsewhere(t *testing.T) {
+	s, err := New(Config{Workers: 2})
+	must(t, err)
+	defer s.Close()
+	m, err := s.RegisterThread("main")
+	must(t, err)
+	var aThread, bThread atomic.Int32
+	var aStarted atomic.Bool
+	var aCurrent atomic.Uint64
+	errA := errors.New("a failed")
+	ka, err := s.Kernels().RegisterNext(Kernel{Name: "half-a", CPU: func(c *Ctx, d *TaskData) error {
+		aThread.Store(int32(c.Index()))
+		aCurrent.Store(uint64(c.Current()))
+		aStarted.Store(true)
+		return errA
+	}})
+	must(t, err)
+	kb, err := s.Kernels().RegisterNext(Kernel{Name: "half-b", CPU: func(c *Ctx, d *TaskData) error {
+		bThread.Store(int32(c.Index()))
+		for deadline := time.Now().Add(10 * time.Second); !aStarted.Load() && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+		return nil
+	}})
+	must(t, err)
+	kp, err := s.Kernels().RegisterNext(Kernel{Name: "joiner", CPU: func(c *Ctx, d *TaskData) error {
+		err := c.Join(Call{Kernel: ka}, Call{Kernel: kb})
+		if !errors.Is(err, errA) {
+			t.Errorf("Join: %v, want a's error", err)
+		}
+		if !aStarted.Load() {
+			t.Error("Join returned before a ran")
+		}
+		return nil
+	}})
+	must(t, err)
+	var p TaskID
+	within(t, 20*time.Second, "join with a stolen half", func() {
+		p, err = m.Add(&Task{Kernel: kp})
+		must(t, err)
+		must(t, m.Wait(p))
+	})
+	if aThread.Load() == bThread.Load() {
+		t.Fatalf("a and b both ran on thread %d: nobody took the shared half while b held the thread", aThread.Load())
+	}
+	if TaskID(aCurrent.Load()) != p {
+		t.Fatalf("a ran with Current %v, want the joining task %v", TaskID(aCurrent.Load()), p)
+	}
+}
+
+// TestJoinErrors: each half's error comes back, both joined; a panic in
+// either half, run in place or elsewhere, is ErrKernelPanic naming the
+// kernel; bad tasks are refused naming what is wrong.
+func TestJoinErrors(t *testing.T) {
+	s, m, _ := newTestSched(t, Config{Workers: 1})
+	e1, e2 := errors.New("first"), errors.New("second")
+	fail := func(e error) KernelID {
+		id, err := s.Kernels().RegisterNext(Kernel{Name: "fail-" + e.Error(), CPU: func(*Ctx, *TaskData) error { return e }})
+		must(t, err)
+		return id
+	}
+	k1, k2 := fail(e1), fail(e2)
+	ok, err := s.Kernels().RegisterNext(Kernel{Name: "ok", CPU: func(*Ctx, *TaskData) error { return nil }})
+	must(t, err)
+	boom, err := s.Kernels().RegisterNext(Kernel{Name: "boom", CPU: func(*Ctx, *TaskData) error { panic("boom") }})
+	must(t, err)
+
+	for _, tasks := range []bool{false, true} {
+		join := func(a, b KernelID) error { return m.Join(Call{Kernel: a}, Call{Kernel: b}) }
+		if tasks {
+			join = func(a, b KernelID) error { return m.JoinTasks(&Task{Kernel: a}, &Task{Kernel: b}) }
+		}
+		if err := join(k1, ok); !errors.Is(err, e1) {
+			t.Errorf("tasks %v: a fails: %v", tasks, err)
+		}
+		if err := join(ok, k2); !errors.Is(err, e2) {
+			t.Errorf("tasks %v: b fails: %v", tasks, err)
+		}
+		if err := join(k1, k2); !errors.Is(err, e1) || !errors.Is(err, e2) {
+			t.Errorf("tasks %v: both fail: %v", tasks, err)
+		}
+		for _, c := range []struct{ a, b KernelID }{{boom, ok}, {ok, boom}} {
+			err := join(c.a, c.b)
+			if !errors.Is(err, ErrKernelPanic) || !strings.Contains(err.Error(), `"boom"`) {
+				t.Errorf("tasks %v: panic in a half: %v", tasks, err)
+			}
+		}
+		if err := join(ok, ok); err != nil {
+			t.Errorf("tasks %v: after the failures: %v", tasks, err)
+		}
+		if err := join(KernelNone, KernelNone); err != nil {
+			t.Errorf("tasks %v: KernelNone halves: %v", tasks, err)
+		}
+		if err := join(999, ok); err == nil || !strings.Contains(err.Error(), "kernel 999") || !errors.Is(err, ErrUnknownKernel) {
+			t.Errorf("tasks %v: unknown kernel: %v", tasks, err)
+		}
+	}
+	if err := m.Join(Call{Kernel: kScale}, Call{Kernel: ok}); err == nil || !strings.Contains(err.Error(), "Simple") {
+		t.Errorf("a streaming kernel in a Call: %v, want an error naming Simple kernels", err)
+	}
+	bad := []struct {
+		name string
+		a, b Task
+		want string
+	}{
+		{"a parent", Task{Kernel: ok, Parent: TaskID(1)}, Task{Kernel: ok}, "no Parent"},
+		{"another thread's affinity", Task{Kernel: ok}, Task{Kernel: ok, Affinity: OnThread(5)}, "not served by this thread"},
+	}
+	for _, c := range bad {
+		err := m.JoinTasks(&c.a, &c.b)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "join") {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestJoinWhenHalfLeavesTasks: b adds children to the caller's task and
+// leaves them queued, on top of a's entry; Join still runs a exactly once
+// and the children all run.
+func TestJoinWhenHalfLeavesTasks(t *testing.T) {
+	for _, w := range []int{1, 3} {
+		s, err := New(Config{Workers: w})
+		must(t, err)
+		m, err := s.RegisterThread("main")
+		must(t, err)
+		var aRuns, kids atomic.Int32
+		kid, err := s.Kernels().RegisterNext(Kernel{Name: "kid", CPU: func(*Ctx, *TaskData) error { kids.Add(1); return nil }})
+		must(t, err)
+		ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(*Ctx, *TaskData) error { aRuns.Add(1); return nil }})
+		must(t, err)
+		kb, err := s.Kernels().RegisterNext(Kernel{Name: "b", CPU: func(c *Ctx, d *TaskData) error {
+			for range 5 {
+				if _, err := c.Add(&Task{Kernel: kid, Parent: c.Current()}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+		must(t, err)
+		kp, err := s.Kernels().RegisterNext(Kernel{Name: "parent", CPU: func(c *Ctx, d *TaskData) error {
+			for range 20 {
+				if err := c.Join(Call{Kernel: ka}, Call{Kernel: kb}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+		must(t, err)
+		within(t, 20*time.Second, "join under queued children", func() {
+			id, err := m.Add(&Task{Kernel: kp})
+			must(t, err)
+			must(t, m.Wait(id))
+		})
+		if aRuns.Load() != 20 || kids.Load() != 100 {
+			t.Fatalf("%d workers: a ran %d times (want 20), children %d (want 100)", w, aRuns.Load(), kids.Load())
+		}
+		s.Close()
+	}
+}
+
+// TestJoinHalfThatWaits: b waits for a task (its wait may hand the worker
+// to another goroutine, whose loop then takes a's entry); the join still
+// completes with both halves run once.
+func TestJoinHalfThatWaits(t *testing.T) {
+	s, err := New(Config{Workers: 2})
+	must(t, err)
+	defer s.Close()
+	m, err := s.RegisterThread("main")
+	must(t, err)
+	var aRuns, slow atomic.Int32
+	ks, err := s.Kernels().RegisterNext(Kernel{Name: "slow", CPU: func(*Ctx, *TaskData) error {
+		time.Sleep(time.Millisecond)
+		slow.Add(1)
+		return nil
+	}})
+	must(t, err)
+	ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(*Ctx, *TaskData) error { aRuns.Add(1); return nil }})
+	must(t, err)
+	kb, err := s.Kernels().RegisterNext(Kernel{Name: "b", CPU: func(c *Ctx, d *TaskData) error {
+		// An unrelated task added first, then the one b waits for: the
+		// wait finds the unrelated one and hands the worker over.
+		if _, err := c.Add(&Task{Kernel: ks}); err != nil {
+			return err
+		}
+		id, err := c.Add(&Task{Kernel: ks})
+		if err != nil {
+			return err
+		}
+		return c.Wait(id)
+	}})
+	must(t, err)
+	kp, err := s.Kernels().RegisterNext(Kernel{Name: "parent", CPU: func(c *Ctx, d *TaskData) error {
+		return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
+	}})
+	must(t, err)
+	within(t, 20*time.Second, "joins whose half waits", func() {
+		ids := make([]TaskID, 50)
+		for i := range ids {
+			id, err := m.Add(&Task{Kernel: kp})
+			must(t, err)
+			ids[i] = id
+		}
+		for _, id := range ids {
+			must(t, m.Wait(id))
+		}
+		for slow.Load() != 100 { // the unrelated tasks have no waiter
+			time.Sleep(time.Millisecond)
+		}
+	})
+	if aRuns.Load() != 50 || slow.Load() != 100 {
+		t.Fatalf("a ran %d times (want 50), slow %d (want 100)", aRuns.Load(), slow.Load())
+	}
+}
+
+// TestJoinDeeperThanItsStack: Joins nested past joinDepth run their
+// deeper halves in turn, with the same result.
+func TestJoinDeeperThanItsStack(t *testing.T) {
+	s, err := New(Config{Workers: 2})
+	must(t, err)
+	defer s.Close()
+	m, err := s.RegisterThread("main")
+	must(t, err)
+	var leaves atomic.Int32
+	var kd KernelID
+	kd, err = s.Kernels().RegisterNext(Kernel{Name: "deep", CPU: func(c *Ctx, d *TaskData) error {
+		n := d.Params[0]
+		if n == 0 {
+			leaves.Add(1)
+			return nil
+		}
+		// a is a leaf, b goes on down
+		return c.Join(Call{Kernel: kd}, Call{Kernel: kd, Params: Params{n - 1}})
+	}})
+	must(t, err)
+	depth := uint32(3 * joinDepth)
+	tk := Task{Kernel: kd}
+	tk.Data.Params[0] = depth
+	must(t, m.RunInPlace(&tk))
+	if got := leaves.Load(); got != int32(depth)+1 {
+		t.Fatalf("%d leaves ran, want %d", got, depth+1)
+	}
+}
+
+// TestJoinHalfGoexit: runtime.Goexit in a half run in place on a worker
+// fails the joining task (ErrKernelPanic), the worker gets a new
+// goroutine, and later Joins and tasks run; Close returns. The tasks are
+// added and awaited from a goroutine that is no thread, so only the
+// worker runs them.
+func TestJoinHalfGoexit(t *testing.T) {
+	s, err := New(Config{Workers: 1})
+	must(t, err)
+	registerFibJoin(t, s)
+	var aRuns, exits atomic.Int32
+	ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(*Ctx, *TaskData) error { aRuns.Add(1); return nil }})
+	must(t, err)
+	kx, err := s.Kernels().RegisterNext(Kernel{Name: "exit", CPU: func(c *Ctx, d *TaskData) error {
+		if c.Index() != 0 {
+			t.Errorf("the exiting half ran on thread %d, not the worker", c.Index())
+			return nil
+		}
+		exits.Add(1)
+		runtime.Goexit()
+		return nil
+	}})
+	must(t, err)
+	kp, err := s.Kernels().RegisterNext(Kernel{Name: "parent", CPU: func(c *Ctx, d *TaskData) error {
+		return c.Join(Call{Kernel: ka}, Call{Kernel: kx})
+	}})
+	must(t, err)
+	within(t, 20*time.Second, "a join whose half exits its goroutine", func() {
+		for range 3 {
+			id, err := s.Add(&Task{Kernel: kp})
+			must(t, err)
+			if err := s.Wait(id); !errors.Is(err, ErrKernelPanic) {
+				t.Errorf("joining task: %v, want ErrKernelPanic", err)
+			}
+		}
+		cells := make([]uint32, fibSizes[16])
+		tk := Task{Kernel: fibJoinID}
+		tk.Data.Params[0], tk.Data.Data = 16, &cells
+		id, err := s.Add(&tk)
+		must(t, err)
+		must(t, s.Wait(id))
+		if cells[0] != 987 {
+			t.Errorf("fib(16) after the exits = %d", cells[0])
+		}
+		must(t, s.Close())
+	})
+	if exits.Load() != 3 {
+		t.Fatalf("the exiting half ran %d times, want 3", exits.Load())
+	}
+	if n := aRuns.Load(); n > 3 {
+		t.Fatalf("a ran %d times in 3 joins", n)
+	}
+}
+
+// TestJoinWithStreamsUnderRaceChecks: with Config.CheckRaces, halves
+// that name streams run in turn on the calling thread, with the same
+// results.
+func TestJoinWithStreamsUnderRaceChecks(t *testing.T) {
+	s, m, _ := newTestSched(t, Config{Workers: 2, CheckRaces: true})
+	x := make([]float32, 256)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	y1, y2 := make([]float32, 256), make([]float32, 256)
+	a := Task{Kernel: kScale}
+	a.Data.Elements = 256
+	a.Data.In[0], a.Data.Out[0] = StreamOf(x), StreamOf(y1)
+	b := a
+	b.Data.Out[0] = StreamOf(y2)
+	must(t, m.JoinTasks(&a, &b))
+	for i := range x {
+		if y1[i] != 2*x[i] || y2[i] != 2*x[i] {
+			t.Fatalf("item %d: %v %v, want %v", i, y1[i], y2[i], 2*x[i])
+		}
+	}
+	_ = s
+}
+
+// TestJoinHalfWaitsForTheOther: b waits for an event that only a
+// signals. a is queued under b, so a join that ran b's wait on top of the
+// caller's stack with a behind it would never end (Rayon's join blocks
+// for ever on this shape). Here the wait hands the worker over, or on a
+// registered thread runs a itself, and the join ends: from a worker's
+// task and from a registered thread, with 1 and 2 workers.
+func TestJoinHalfWaitsForTheOther(t *testing.T) {
+	for _, w := range []int{1, 2} {
+		for _, fromTask := range []bool{false, true} {
+			s, err := New(Config{Workers: w})
+			must(t, err)
+			m, err := s.RegisterThread("main")
+			must(t, err)
+			ev := s.NewEvent()
+			ka, err := s.Kernels().RegisterNext(Kernel{Name: "signal", CPU: func(*Ctx, *TaskData) error {
+				ev.Signal()
+				return nil
+			}})
+			must(t, err)
+			kb, err := s.Kernels().RegisterNext(Kernel{Name: "wait", CPU: func(c *Ctx, d *TaskData) error {
+				c.WaitEvent(ev)
+				if !ev.IsSet() {
+					return errors.New("WaitEvent returned without the event")
+				}
+				return nil
+			}})
+			must(t, err)
+			kp, err := s.Kernels().RegisterNext(Kernel{Name: "joiner", CPU: func(c *Ctx, d *TaskData) error {
+				return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
+			}})
+			must(t, err)
+			within(t, 20*time.Second, "a join whose b waits for a", func() {
+				if fromTask {
+					id, err := s.Add(&Task{Kernel: kp})
+					must(t, err)
+					must(t, s.Wait(id))
+				} else {
+					must(t, m.Join(Call{Kernel: ka}, Call{Kernel: kb}))
+				}
+				must(t, s.Close())
+			})
+		}
+	}
+}
