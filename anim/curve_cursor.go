@@ -36,6 +36,11 @@ func ringOf(cs *slotWords) *[4][format.RingWords]uint32 {
 //     written in place (updateCoeffsFast), without calls.
 //   - Evaluation skips the cubic terms of linear segments (c2 = c3 = +0),
 //     with the same result bit for bit (see evalLinear).
+//   - On amd64 CPUs with BMI1 and BMI2, a need frame's record loop
+//     (curvePassAsm) and the fresh points' decoding (curveDecodeAsm) run
+//     in assembly (curve_decode_amd64.s); records the assembly does not
+//     take go to readRecordFast. The build tag purego, or another
+//     architecture, keeps the Go code (needPass, decodeFresh).
 //
 // h is the clip header, f the clamped frame, kindOff writeDefaultPose's
 // offsets; the default pose is already written.
@@ -64,20 +69,15 @@ func sampleCurve(words []uint32, clip uint32, h []uint32, f float32, cur []uint3
 		pos, next = seekSegment(stream, tracks, slots, segStart, segEnd)
 		cur[format.CurClip], cur[format.CurSeg] = clip, seg
 	}
-	// The reference's record loop (sampleOne), with readRecordFast.
+	// The reference's record loop (sampleOne), with readRecordFast, or
+	// with curvePassAsm where the CPU has it.
 	reseeked := false
 	for float32(next) <= local && pos < segStop {
 		F := next
-		next = format.NoNeed
-		for s := range nslot {
-			cs := slot(s)
-			params := cs[format.SlParams]
-			for cs[format.SlT2] == F && format.MorePoints(params, cs[format.SlT2], cs[format.SlT3], segEnd) && pos < segStop {
-				pos = readRecordFast(stream, pos, tracks[s*format.TrackDescWords]>>16, cs)
-			}
-			if t2 := cs[format.SlT2]; t2 < next && format.MorePoints(params, t2, cs[format.SlT3], segEnd) {
-				next = t2
-			}
+		if curveHasAsm {
+			pos, next = needPassAsm(stream, tracks, slots, F, segEnd, segStop, pos)
+		} else {
+			pos, next = needPass(stream, tracks, slots, F, segEnd, segStop, pos)
 		}
 		if next <= F {
 			if reseeked {
@@ -131,6 +131,45 @@ func sampleCurve(words []uint32, clip uint32, h []uint32, f float32, cur []uint3
 		} else {
 			p[0], p[1], p[2], p[3] = 0, 0, 0, 1
 		}
+	}
+}
+
+// needPass is the reference's visit of need frame F (sampleOne): every
+// slot whose p2 is at F reads its records (readRecordFast) while it has
+// points left and pos is before segStop, in slot order; it returns the
+// position and the next need frame, the earliest p2 of a slot with
+// points left.
+func needPass(stream, tracks, slots []uint32, F, segEnd, segStop, pos uint32) (uint32, uint32) {
+	next := uint32(format.NoNeed)
+	for s := range len(slots) / CursorSlotWords {
+		cs := (*slotWords)(slots[s*CursorSlotWords:])
+		params := cs[format.SlParams]
+		for cs[format.SlT2] == F && format.MorePoints(params, cs[format.SlT2], cs[format.SlT3], segEnd) && pos < segStop {
+			pos = readRecordFast(stream, pos, tracks[s*format.TrackDescWords]>>16, cs)
+		}
+		if t2 := cs[format.SlT2]; t2 < next && format.MorePoints(params, t2, cs[format.SlT3], segEnd) {
+			next = t2
+		}
+	}
+	return pos, next
+}
+
+// needPassAsm is needPass with curvePassAsm: the assembly reads the
+// records, and each record it leaves to the Go code (an escape, a record
+// longer than its window, a window past the stream's end) is read by
+// readRecordFast before the assembly goes on from the same slot.
+// slots holds at least one slot.
+func needPassAsm(stream, tracks, slots []uint32, F, segEnd, segStop, pos uint32) (uint32, uint32) {
+	nslot := len(slots) / CursorSlotWords
+	tracks = tracks[:nslot*format.TrackDescWords]
+	base := unsafe.Pointer(unsafe.SliceData(stream))
+	next := uint32(format.NoNeed)
+	for s := 0; ; {
+		s, pos, next = curvePassAsm(base, len(stream), &tracks[0], &slots[0], s, nslot, F, segEnd, segStop, pos, next)
+		if s >= nslot {
+			return pos, next
+		}
+		pos = readRecordFast(stream, pos, tracks[s*format.TrackDescWords]>>16, (*slotWords)(slots[s*CursorSlotWords:]))
 	}
 }
 
@@ -266,15 +305,15 @@ func riceFast(w uint64, k uint32) (u, l, q uint32) {
 	return q<<(k&31) | uint32(w>>((q+1)&63))&(1<<(k&31)-1), q + 1 + k, q
 }
 
-// updateCoeffsFast is updateCoeffs on a slot array, with the fresh
-// points decoded in place: format.DecodePoint's float32 operations in its
-// order (dequantise; for a rotation with a dropped component, 1 - a0² -
-// a1² - a2² left to right, its square root, the component put back at
-// its place; the hemisphere of the point before), then
-// format.CurveCoeffsV, whose linear case is written out here. The point
-// decode is format.DecodePoint's body inlined, not a call: a shared
-// function (too large for Go's inliner) made forward playback about 15%
-// slower.
+// updateCoeffsFast is updateCoeffs on a slot array: the fresh points
+// decoded in one call per slot (decodeFresh, or curveDecodeAsm), with
+// format.DecodePoint's float32 operations in its order (dequantise; for a
+// rotation with a dropped component, 1 - a0² - a1² - a2² left to right,
+// its square root, the component put back at its place; the hemisphere
+// of the point before), then format.CurveCoeffsV, whose linear case is
+// written out here. decodeFresh has format.DecodePoint's body inlined
+// rather than calling it per point: that function is too large for Go's
+// inliner, and a call per point made forward playback measurably slower.
 func updateCoeffsFast(cs *slotWords, kind uint32, step float32) {
 	ring := ringOf(cs)
 	head := cs[format.SlHead] & 3
@@ -282,6 +321,39 @@ func updateCoeffsFast(cs *slotWords, kind uint32, step float32) {
 	mode := params & 7
 	fresh := min(cs[format.SlFresh], 4)
 	rot := kind == uint32(format.TrackRotation)
+	if curveHasAsm {
+		var r uint32
+		if rot {
+			r = 1
+		}
+		curveDecodeAsm(cs, r, step)
+	} else {
+		decodeFresh(ring, head, mode, fresh, rot, step)
+	}
+	r0, r1, r2, r3 := &ring[head], &ring[(head+1)&3], &ring[(head+2)&3], &ring[(head+3)&3]
+	t1, t2 := float32(r1[0]), float32(r2[0])
+	c := (*[16]float32)(unsafe.Pointer(&cs[format.SlCoef]))
+	var invH float32
+	if h := t2 - t1; params>>30&1 != 0 && h > 0 {
+		b1, b2 := format.RingValue(r1), format.RingValue(r2)
+		for i := range 4 {
+			c[i], c[4+i], c[8+i], c[12+i] = b1[i], b2[i]-b1[i], 0, 0
+		}
+		invH = format.Recip(h)
+	} else {
+		invH = format.CurveCoeffsV(float32(r0[0]), t1, t2, float32(r3[0]), format.RingValue(r0), format.RingValue(r1), format.RingValue(r2), format.RingValue(r3), params>>30&1 == 1, c)
+	}
+	cs[format.SlT1] = math.Float32bits(t1)
+	cs[format.SlInvH] = math.Float32bits(invH)
+	cs[format.SlFresh] = 0
+}
+
+// decodeFresh is updateCoeffsFast's point decoding: the fresh newest
+// points of a ring whose oldest is at head (mode: the segment's rotation
+// mode; step: the track's grid step), oldest first, each rotation
+// aligned to the point before it. curveDecodeAsm does the same in
+// assembly.
+func decodeFresh(ring *[4][format.RingWords]uint32, head, mode, fresh uint32, rot bool, step float32) {
 	for k := 4 - fresh; k < 4; k++ {
 		e := &ring[(head+k)&3]
 		a0, a1, a2 := float32(int32(e[1]))*step, float32(int32(e[2]))*step, float32(int32(e[3]))*step
@@ -312,20 +384,4 @@ func updateCoeffsFast(cs *slotWords, kind uint32, step float32) {
 		}
 		e[5], e[6], e[7], e[8] = math.Float32bits(v[0]), math.Float32bits(v[1]), math.Float32bits(v[2]), math.Float32bits(v[3])
 	}
-	r0, r1, r2, r3 := &ring[head], &ring[(head+1)&3], &ring[(head+2)&3], &ring[(head+3)&3]
-	t1, t2 := float32(r1[0]), float32(r2[0])
-	c := (*[16]float32)(unsafe.Pointer(&cs[format.SlCoef]))
-	var invH float32
-	if h := t2 - t1; params>>30&1 != 0 && h > 0 {
-		b1, b2 := format.RingValue(r1), format.RingValue(r2)
-		for i := range 4 {
-			c[i], c[4+i], c[8+i], c[12+i] = b1[i], b2[i]-b1[i], 0, 0
-		}
-		invH = format.Recip(h)
-	} else {
-		invH = format.CurveCoeffsV(float32(r0[0]), t1, t2, float32(r3[0]), format.RingValue(r0), format.RingValue(r1), format.RingValue(r2), format.RingValue(r3), params>>30&1 == 1, c)
-	}
-	cs[format.SlT1] = math.Float32bits(t1)
-	cs[format.SlInvH] = math.Float32bits(invH)
-	cs[format.SlFresh] = 0
 }

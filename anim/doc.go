@@ -122,12 +122,14 @@
 // segment. A glTF clip is imported on its keys' grid (a frame rate, or
 // the millisecond for keys exported at rounded times; 30 Hz when none
 // holds them), at 24 Hz at least and 60 Hz with CUBICSPLINE keys, and
-// ParseGLTF then doubles the rate while interpolating the samples misses
-// the file's interpolation between them (a cubic's curvature, a tangent
-// corner at a key, LINEAR keys off the grid) by more than a fraction of
-// the default target (offline.ResampleMax, ResampleP99, in the error
-// metric below): both codecs interpolate between the clip's samples, so
-// what the resampling loses no codec restores. The rejected alternative,
+// ParseGLTF then doubles the rate while interpolating the samples as the
+// codecs do (lerp, and nlerp for rotations) misses the file's
+// interpolation between them (a cubic's curvature, a tangent corner at a
+// key, LINEAR keys off the grid, slerp across keys far apart) by more
+// than a fraction of the default target (offline.ResampleMax,
+// ResampleP99, in the error metric below): both codecs interpolate
+// between the clip's samples, so what the resampling loses no codec
+// restores. The rejected alternative,
 // samples at the key times themselves (a clip with non-uniform times),
 // would leave the uniform codec, which addresses frames by rate, without
 // a rate to use. Where keys are sparser than the samples the import
@@ -391,6 +393,20 @@
 //     and 2 (consecutive points at full or half slope: nearly every
 //     record of densely sampled motion) are a multiply and a shift; Go's
 //     truncating division by a constant 2 is the reference's d*k/den.
+//   - On amd64 CPUs with BMI1 and BMI2 a need frame's record loop and
+//     the fresh points' decoding run in assembly (curve_decode_amd64.s;
+//     the build tag purego, or another architecture, keeps the Go code).
+//     A code is a trailing-zero count, a shift and a bit-field extract
+//     on the window in a register, where the compiled Go (at the default
+//     GOAMD64 level) shifts through CL and keeps part of the window in
+//     stack slots, lengthening the chain of dependent codes, and the
+//     stream position stays in a register from record to record. Records
+//     with a unary count of 16 or more (escapes included), longer than
+//     the window or at the stream's end are left to the Go code, the slot
+//     untouched. The point decoding is scalar SSE: the Go code's float32
+//     operations in its order, correctly rounded, no fused multiply-add.
+//     Both write the Go code's slot words bit for bit (TestCurvePassAsm,
+//     TestCurveDecodeAsm).
 //   - Cursor slots are fixed-size arrays (no bounds checks in the loops),
 //     and fresh points are decoded and a linear segment's coefficients
 //     written in place, without calls (updateCoeffsFast).
@@ -403,7 +419,11 @@
 // characters two at a time with their record loops alternating record by
 // record (so that the processor could overlap two chains of dependent
 // codes): the loop is bound by its instructions and branches, not by one
-// chain's latency. The fast path does not change what a pose costs in
+// chain's latency. Also no faster: the Go record reader with the
+// divisor's case chosen once per record rather than per component, and
+// evaluating the tracks in passes (values, then every rotation's square
+// root and division, then the stores) so that the divisions overlap.
+// The fast path does not change what a pose costs in
 // kind: a record per track and source frame played (at 0.01 cm nearly
 // every sample is a point), read one after another because each starts
 // where the previous one ends, and a seek still reads from its segment's
@@ -413,7 +433,14 @@
 // snapshots every few frames) that bounds a seek's reading, or a
 // frame-addressable layout with this codec's quantiser. Each spends part
 // of the ratio on its offsets or snapshots, and each must reach the GLSL
-// port and keep it bit-exact.
+// port and keep it bit-exact. A seek index in particular cannot bring a
+// seek near a frame-addressable codec's cost and keep the ratio: a
+// snapshot holds every animated track's window (four points with their
+// frames) and bit position, several times what a record of the same track
+// costs, and a seek still reads the records from the snapshot before it,
+// about one per track and source frame; snapshots frequent enough to
+// bound that reading to a few records per track cost more bits than the
+// records themselves.
 //
 // For the GLSL port: every read is a bit field of at most 32 bits from
 // uint words (format.ReadBits), Rice codes need findLSB, and predict's integer
