@@ -464,3 +464,73 @@ func TestJoinHalfWaitsForTheOther(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinUnderAbandonAndClose: the joining task is abandoned while its
+// shared half runs on another thread and adds children to it, and Close
+// is called while Joins are in flight on every thread: nothing panics or
+// hangs, every half that ran once ran only once, and the abandoned
+// task's waiters see ErrAbandoned.
+func TestJoinUnderAbandonAndClose(t *testing.T) {
+	for round := range 20 {
+		s, err := New(Config{Workers: 1 + round%4})
+		must(t, err)
+		m, err := s.RegisterThread("main")
+		must(t, err)
+		var runs [2]atomic.Int32
+		release := make(chan struct{})
+		var started atomic.Int32
+		leaf, err := s.Kernels().RegisterNext(Kernel{Name: "leaf", CPU: func(*Ctx, *TaskData) error { return nil }})
+		must(t, err)
+		var half KernelID
+		half, err = s.Kernels().RegisterNext(Kernel{Name: "half", CPU: func(c *Ctx, d *TaskData) error {
+			runs[d.Params[0]].Add(1)
+			if d.Params[0] == 0 {
+				started.Add(1)
+				<-release
+			}
+			// Children of the joining task (abandoned or not by now).
+			if id, err := c.Add(&Task{Kernel: leaf, Parent: c.Current()}); err == nil {
+				return c.Wait(id)
+			}
+			return nil
+		}})
+		must(t, err)
+		kp, err := s.Kernels().RegisterNext(Kernel{Name: "joiner", CPU: func(c *Ctx, d *TaskData) error {
+			return c.Join(Call{Kernel: half, Params: Params{0}}, Call{Kernel: half, Params: Params{1}})
+		}})
+		must(t, err)
+		fib, err := s.Kernels().RegisterNext(Kernel{Name: "fib-join", CPU: fibJoinKernel})
+		must(t, err)
+		fibJoinID = fib
+		within(t, 20*time.Second, "joins under Abandon and Close", func() {
+			id, err := m.Add(&Task{Kernel: kp})
+			must(t, err)
+			// Joins in flight elsewhere while the first one is abandoned.
+			cells := make([]uint32, fibSizes[18])
+			tk := Task{Kernel: fib}
+			tk.Data.Params[0], tk.Data.Data = 18, &cells
+			other, err := m.Add(&tk)
+			must(t, err)
+			for started.Load() == 0 { // a worker runs the joiner
+				runtime.Gosched()
+			}
+			must(t, s.Abandon(id, nil))
+			if err := m.Wait(id); !errors.Is(err, ErrAbandoned) {
+				t.Errorf("round %d: the abandoned joiner: %v", round, err)
+			}
+			close(release)
+			if round%2 == 0 {
+				must(t, m.Wait(other))
+				if cells[0] != 2584 {
+					t.Errorf("round %d: fib(18) = %d", round, cells[0])
+				}
+			}
+			must(t, s.Close()) // with the other Joins maybe still in flight
+		})
+		for i := range runs {
+			if n := runs[i].Load(); n > 1 {
+				t.Fatalf("round %d: half %d ran %d times", round, i, n)
+			}
+		}
+	}
+}
