@@ -47,9 +47,14 @@ package sched
 // uint32 slot indices, and a pointer stored for another thread makes the
 // caller's Task escape: an allocation per call); records found by a
 // tombstone state rather than by the owner's pop (an entry left in a
-// deque after its record was reused runs the wrong task); and helping in
+// deque after its record was reused runs the wrong task); helping in
 // the slow path with any task found (the deadlock that handoff.go exists
-// to prevent).
+// to prevent); and publishing records lazily, only when a thread is
+// hungry (heartbeat scheduling, lazy binary splitting), which would save
+// the pop's fence on a split nobody takes: a half that blocks outside the
+// scheduler (a channel, a mutex) for the other half would hide that half
+// from every thief for as long as it blocks, since only the owner's next
+// Join could publish it.
 
 import (
 	"errors"

@@ -534,3 +534,36 @@ func TestJoinUnderAbandonAndClose(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinHalfBlockedOutsideScheduler: b blocks on a Go channel (outside
+// the scheduler: no wait hands anything over) until a sends on it. a is
+// on the deque from the start, so another worker takes it and the join
+// ends; a join that published its shared half only on demand, at the
+// owner's next Join, would hang here.
+func TestJoinHalfBlockedOutsideScheduler(t *testing.T) {
+	s, err := New(Config{Workers: 2})
+	must(t, err)
+	defer s.Close()
+	ch := make(chan struct{})
+	ka, err := s.Kernels().RegisterNext(Kernel{Name: "send", CPU: func(*Ctx, *TaskData) error {
+		ch <- struct{}{}
+		return nil
+	}})
+	must(t, err)
+	kb, err := s.Kernels().RegisterNext(Kernel{Name: "receive", CPU: func(*Ctx, *TaskData) error {
+		<-ch
+		return nil
+	}})
+	must(t, err)
+	kp, err := s.Kernels().RegisterNext(Kernel{Name: "joiner", CPU: func(c *Ctx, d *TaskData) error {
+		return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
+	}})
+	must(t, err)
+	within(t, 20*time.Second, "a join whose b blocks on a channel for a", func() {
+		for range 20 {
+			id, err := s.Add(&Task{Kernel: kp})
+			must(t, err)
+			must(t, s.Wait(id))
+		}
+	})
+}
