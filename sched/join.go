@@ -17,7 +17,8 @@ package sched
 //     priority: joinBit, the stack's index in the scheduler's table of
 //     stacks, and the record's depth. Entries are unique while queued: a
 //     record is reused only after its Join returned, and a Join returns
-//     only after its entry was taken. The deque's push publishes the
+//     only after its entry was taken (or its goroutine unwound through
+//     it: 5). The deque's push publishes the
 //     record (a release store) to whoever takes the entry.
 //  2. b runs in place (RunInPlace's path). Then the owner pops its deque.
 //     If it gets its own entry, no other thread saw the record: a runs in
@@ -28,20 +29,24 @@ package sched
 //     worker loop after a wait in b handed the worker to another
 //     goroutine), or b left tasks on the deque above it. The owner puts
 //     back what it popped and waits for the record with WaitEvent, which
-//     hands the worker over with what it finds (handoff.go): a wait never
-//     runs a record on top of the suspended caller, since b's tasks or a
-//     could need the caller to go on. Whoever takes an entry runs the
+//     on a worker hands the thread over with what it finds (handoff.go):
+//     b's tasks or a could need the caller to go on, so they do not run
+//     on top of it. Where waits help instead (a registered thread, a
+//     worker at its limit of runners, Add's back-pressure, RunOne), a
+//     record may run on top of the caller as any task may there. Whoever takes an entry runs the
 //     record through runJoin, as part of the owner's task (Current is the
 //     owner's), stores its error, sets the record's event and then its
 //     done mark (the record's sequence number), and touches it no more.
 //  4. A record's event is set only by the thread that ran it, before its
 //     done mark: the owner clears it after seeing the mark, so an event
 //     never stays set into the next use of the record.
-//  5. A worker's goroutine that unwinds through a Join (runtime.Goexit in
-//     a kernel) cannot wait for its entry: the goroutine that replaces it
-//     (runnerMain) marks the dead one's whole stack dead and makes a new
-//     one; a dead stack's entries are skipped when taken. Close fails
-//     entries still queued with ErrClosed.
+//  5. A goroutine that unwinds through a Join (runtime.Goexit in a
+//     kernel) cannot wait for its entry: the Join's deferred call
+//     (joinAbort; JoinTasks' own) marks the goroutine's whole stack dead
+//     and drops it from the Ctx, and so does the goroutine that replaces
+//     a worker's (runnerMain); the next in-place call makes a new stack,
+//     and a dead stack's entries are skipped when taken. Close fails
+//     entries still queued with ErrClosed (a then never runs).
 //
 // Rejected: a pointer to the caller's Task in the deque (deques hold
 // uint32 slot indices, and a pointer stored for another thread makes the
@@ -88,7 +93,7 @@ type joinRecord struct {
 	task TaskID // the owner's Current: the half runs as part of it
 	// streams: d held streams, cleared before a simple kernel's data.
 	streams bool
-	seq     uint32 // this use of the record (owner only)
+	seq     uint32 // this use (never 0): written by the owner, read by whoever runs it
 	err     error  // the half's error, written by whoever ran it
 	done    atomic.Uint32
 	ev      Event
@@ -150,8 +155,10 @@ type Call struct {
 // that does nothing.
 //
 // a runs in turn on this thread, after b, when Joins (or RunInPlace
-// calls) nest deeper than 64 on this goroutine: a recursion that deep
-// has shared its upper levels already.
+// calls) nest deeper than 64 on this goroutine (a recursion that deep
+// has shared its upper levels already) or the thread's deque is full.
+// A half queued when Close drains the scheduler fails with ErrClosed
+// without running.
 //
 // Like any wait, a Join whose shared half another thread took hands the
 // worker over while it waits (see Wait): a kernel must not keep
@@ -242,6 +249,7 @@ func (c *Ctx) joinAbort(st *inPlaceStack, r *joinRecord, x uint32, kid KernelID,
 		st.n--
 		d.Data = nil
 		if v == nil {
+			c.dropInPlaceStack(st)
 			return
 		}
 		*eb = fmt.Errorf("sched: join: kernel %d %q: %w: %v", kid, k.Name, ErrKernelPanic, v)
@@ -249,14 +257,26 @@ func (c *Ctx) joinAbort(st *inPlaceStack, r *joinRecord, x uint32, kid KernelID,
 	case joinInA:
 		r.d.Data = nil
 		if v == nil {
+			c.dropInPlaceStack(st)
 			return
 		}
 		*ea = fmt.Errorf("sched: join: kernel %d %q: %w: %v", r.kid, r.k.Name, ErrKernelPanic, v)
 		st.nj--
 	default:
+		c.dropInPlaceStack(st)
 		if v != nil {
 			panic(v) // the scheduler's own wait: not a kernel's panic to hide
 		}
+	}
+}
+
+// dropInPlaceStack marks st dead (its goroutine unwinds through a Join
+// whose entry may still be queued: 5 above) on any thread, registered
+// ones included, and has the next user of c make a new stack.
+func (c *Ctx) dropInPlaceStack(st *inPlaceStack) {
+	st.dead.Store(true)
+	if c.inPlace == st {
+		c.inPlace = nil
 	}
 }
 
@@ -291,6 +311,18 @@ func (c *Ctx) JoinTasks(a, b *Task) error {
 				r, x = st.pushJoin(c, ka, a.Kernel, nil, nil, &a.Data)
 			}
 		}
+	}
+	if r != nil {
+		returned := false
+		defer func() {
+			if !returned {
+				c.dropInPlaceStack(st) // a Goexit in b: see joinAbort
+			}
+		}()
+		eb := c.runPrepared(b, kb)
+		ea := c.joinRest(st, r, x)
+		returned = true
+		return joinErrs(ea, eb)
 	}
 	eb := c.runPrepared(b, kb)
 	var ea error
@@ -343,7 +375,9 @@ func (st *inPlaceStack) pushJoin(c *Ctx, k *Kernel, kid KernelID, p *Params, dat
 		r.streams = true
 	}
 	r.k, r.kid, r.task = k, kid, c.current
-	r.seq++
+	if r.seq++; r.seq == 0 {
+		r.seq = 1 // 0 is "not done"
+	}
 	x := joinBit | st.id<<joinShift | uint32(st.nj)
 	if !c.dq[1].push(x) {
 		r.d.Data = nil
@@ -391,11 +425,20 @@ func (c *Ctx) joinWait(r *joinRecord) error {
 		c.WaitEvent(&r.ev)
 		if r.done.Load() != r.seq && c.s.drained.Load() {
 			// Close ran everything it could and WaitEvent returns at
-			// once now; the record is still running on another thread.
+			// once now, before it resumes parked runners: the record
+			// may be running on one of this worker's (parked in a
+			// wait that drained ended). Let it go on.
+			if c.self != nil && len(c.parked) != 0 {
+				if next := c.readyParked(); next != nil {
+					c.park(noItem, next, NoTask, &r.ev)
+					continue
+				}
+			}
 			runtime.Gosched()
 		}
 	}
-	r.ev.Reset() // set before done (4 above)
+	r.ev.Reset()    // set before done (4 above)
+	r.done.Store(0) // the mark never outlives this use: seq may wrap
 	return r.err
 }
 

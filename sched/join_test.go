@@ -567,3 +567,161 @@ func TestJoinHalfBlockedOutsideScheduler(t *testing.T) {
 		}
 	})
 }
+
+// TestJoinCloseWhileHalfParkedOnSameWorker: the joiner (runner G1)
+// waits in joinWait for its half a, which runs on G2, a runner of the
+// same worker, parked in a WaitEvent nobody signals. Close drains and
+// sets drained, so WaitEvent returns at once: joinWait must resume the
+// ready G2 (its WaitEvent ends at the drain) rather than spin holding the
+// worker, or a never ends and Close waits for ever.
+func TestJoinCloseWhileHalfParkedOnSameWorker(t *testing.T) {
+	s, err := New(Config{Workers: 1})
+	must(t, err)
+	ea, eb := s.NewEvent(), s.NewEvent()
+	var aIn, bOut atomic.Bool
+	ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(c *Ctx, d *TaskData) error {
+		aIn.Store(true)
+		c.WaitEvent(ea) // never signalled: returns at Close (drained)
+		return nil
+	}})
+	must(t, err)
+	kb, err := s.Kernels().RegisterNext(Kernel{Name: "b", CPU: func(c *Ctx, d *TaskData) error {
+		c.WaitEvent(eb) // finds a's entry: hands the worker (and a) to G2
+		bOut.Store(true)
+		return nil
+	}})
+	must(t, err)
+	kp, err := s.Kernels().RegisterNext(Kernel{Name: "joiner", CPU: func(c *Ctx, d *TaskData) error {
+		return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
+	}})
+	must(t, err)
+	if _, err := s.Add(&Task{Kernel: kp}); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(f *atomic.Bool, what string) {
+		for deadline := time.Now().Add(5 * time.Second); !f.Load(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never happened", what)
+			}
+		}
+	}
+	wait(&aIn, "a started")
+	time.Sleep(20 * time.Millisecond) // G2 sleeps in a's WaitEvent
+	eb.Signal()                       // G2 swaps with G1: b returns, G1 waits for a
+	wait(&bOut, "b returned")
+	time.Sleep(20 * time.Millisecond) // G1 sleeps in joinWait: the scheduler is quiescent
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs: the joiner spins in joinWait while its half's runner, parked on the same worker, is never resumed")
+	}
+}
+
+// TestJoinGoexitOnRegisteredThread: a kernel on a registered thread
+// whose Join's b calls runtime.Goexit fails its task; the record's entry
+// stays on the thread's deque, and the worker that later takes it must
+// skip it (the stack is dead), not run a as part of a task that already
+// failed.
+func TestJoinGoexitOnRegisteredThread(t *testing.T) {
+	s, err := New(Config{Workers: 1, MainThreads: 1})
+	must(t, err)
+	release := make(chan struct{})
+	blockerRunning := make(chan struct{})
+	kblock, err := s.Kernels().RegisterNext(Kernel{Name: "block-worker", CPU: func(*Ctx, *TaskData) error {
+		close(blockerRunning)
+		<-release
+		return nil
+	}})
+	must(t, err)
+	var aRuns atomic.Int32
+	var aAfterFinish atomic.Bool
+	ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(c *Ctx, d *TaskData) error {
+		aRuns.Add(1)
+		if s.IsFinished(c.Current()) {
+			aAfterFinish.Store(true)
+		}
+		return nil
+	}})
+	must(t, err)
+	kx, err := s.Kernels().RegisterNext(Kernel{Name: "exit", CPU: func(c *Ctx, d *TaskData) error {
+		runtime.Goexit()
+		return nil
+	}})
+	must(t, err)
+	kp, err := s.Kernels().RegisterNext(Kernel{Name: "parent", CPU: func(c *Ctx, d *TaskData) error {
+		return c.Join(Call{Kernel: ka}, Call{Kernel: kx})
+	}})
+	must(t, err)
+	// Keep the only worker busy so that it cannot steal a before b exits.
+	if _, err := s.Add(&Task{Kernel: kblock}); err != nil {
+		t.Fatal(err)
+	}
+	<-blockerRunning
+	var pid TaskID
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		m, err := s.RegisterThread("main")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		pid, err = m.Add(&Task{Kernel: kp, Affinity: OnThread(0)})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		m.RunPinned() // the kernel Goexits this goroutine
+	}()
+	<-gone
+	if err := s.Wait(pid); !errors.Is(err, ErrKernelPanic) {
+		t.Fatalf("joining task: %v, want ErrKernelPanic", err)
+	}
+	close(release) // the worker is free: it finds the entry left behind
+	time.Sleep(200 * time.Millisecond)
+	s.Close()
+	if aAfterFinish.Load() {
+		t.Fatalf("a ran %d time(s) after its Join's task had failed (Current names a finished task)", aRuns.Load())
+	}
+}
+
+// TestJoinRecordSeqWrap: a record's done mark is compared with a 32-bit
+// sequence number that wraps; a use whose seq equals a mark left by an
+// earlier use (here the initial 0, after 2^32 uses nobody stole) must
+// not let the owner's joinWait return before the thief has run a.
+func TestJoinRecordSeqWrap(t *testing.T) {
+	s, err := New(Config{Workers: 1})
+	must(t, err)
+	defer s.Close()
+	m, err := s.RegisterThread("main")
+	must(t, err)
+	var aDone, aStarted atomic.Bool
+	ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(*Ctx, *TaskData) error {
+		aStarted.Store(true)
+		time.Sleep(100 * time.Millisecond)
+		aDone.Store(true)
+		return nil
+	}})
+	must(t, err)
+	kb, err := s.Kernels().RegisterNext(Kernel{Name: "b", CPU: func(*Ctx, *TaskData) error {
+		for deadline := time.Now().Add(5 * time.Second); !aStarted.Load() && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+		return nil
+	}})
+	must(t, err)
+	st := m.inPlaceStack()
+	st.joins[0].seq = ^uint32(0) // 2^32-1 uses so far, none stolen: done is still 0
+	must(t, m.Join(Call{Kernel: ka}, Call{Kernel: kb}))
+	if !aStarted.Load() {
+		t.Skip("a was not stolen")
+	}
+	if !aDone.Load() {
+		t.Fatal("Join returned while its shared half was still running on another thread")
+	}
+}

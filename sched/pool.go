@@ -167,6 +167,7 @@ func (sl *slot) genLoad() uint32 { return uint32(sl.deps.Load() >> 32) }
 func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
 	resolved := c != nil
 	var stuckSince time.Time
+	var stuckAct uint64  // s.activity when stuckSince was taken
 	var wake *time.Timer // a caller that is no thread: wakes it when the limit is up
 	defer func() {
 		if wake != nil {
@@ -216,8 +217,10 @@ func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
 		}
 		if s.nfree.Load() == 0 && s.cachedSlots() == 0 {
 			if s.poolStuckLocked(c) {
-				if stuckSince.IsZero() {
-					stuckSince = time.Now()
+				// A thread woke since the last look (a Run readied a
+				// task that ran and freed nothing): that was a break.
+				if act := s.activity.Load(); stuckSince.IsZero() || act != stuckAct {
+					stuckSince, stuckAct = time.Now(), act
 				}
 				limit := s.cfg.PoolStallLimit
 				stuck := time.Since(stuckSince)

@@ -425,3 +425,62 @@ func TestSlotCacheTakenWhileOwnerAdds(t *testing.T) {
 	}
 	t.Logf("%d caches taken back", takes.Load())
 }
+
+// TestPoolStallLimitRestartsAfterABreak: an Add fails only once the pool
+// has stayed stuck for Config.PoolStallLimit without a break. A Run of a
+// held task that ran (the pool was not stuck while it ran) but freed no
+// slot (it waits for a held child) is such a break, though the blocked
+// Add sleeps through it: the limit counts again from there.
+func TestPoolStallLimitRestartsAfterABreak(t *testing.T) {
+	const pool = 16
+	const limit = 400 * time.Millisecond
+	reg := NewRegistry()
+	k, err := reg.RegisterNext(Kernel{Name: "nop", CPU: func(*Ctx, *TaskData) error { return nil }})
+	must(t, err)
+	s, err := New(Config{Kernels: reg, Workers: 1, PoolSize: pool, PoolStallLimit: limit})
+	must(t, err)
+	defer s.Close()
+	p, err := s.Create(&Task{Kernel: k})
+	must(t, err)
+	c, err := s.Create(&Task{Kernel: k, Parent: p})
+	must(t, err)
+	gate, err := s.Create(&Task{})
+	must(t, err)
+	var ids []TaskID
+	for len(ids) < pool-3 {
+		id, err := s.Add(&Task{Kernel: k, Dependency: gate})
+		must(t, err)
+		ids = append(ids, id)
+	}
+	type added struct {
+		id  TaskID
+		err error
+		at  time.Duration
+	}
+	late := make(chan added, 1)
+	start := time.Now()
+	go func() {
+		id, err := s.Add(&Task{Kernel: k, Dependency: gate})
+		late <- added{id, err, time.Since(start)}
+	}()
+	time.Sleep(250 * time.Millisecond)
+	must(t, s.Run(p)) // p runs (a break), then waits for its held child c
+	select {
+	case a := <-late:
+		if errors.Is(a.err, ErrPoolDeadlock) {
+			t.Errorf("Add failed %v after it began, %v after a Run that ran a task (limit %v): %v", a.at, a.at-250*time.Millisecond, limit, a.err)
+		} else {
+			t.Errorf("Add returned early: %v", a.err)
+		}
+		must(t, s.Run(c))
+		must(t, s.Run(gate))
+		return
+	case <-time.After(300 * time.Millisecond): // t = 550 ms < 250+limit
+	}
+	must(t, s.Run(c))
+	must(t, s.Run(gate))
+	a := <-late
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+}
