@@ -266,9 +266,9 @@ type inPlaceStack struct {
 	d       [inPlaceDepth]TaskData
 	streams [inPlaceDepth]bool // d[i] held streams: clear it before a simple kernel
 
-	id    uint32                // index in Scheduler.joinStacks
-	nj    int                   // Join calls in progress, innermost last
-	joins [joinDepth]joinRecord // their shared halves
+	id    uint32                 // index in Scheduler.joinStacks
+	nj    int                    // Join calls in progress, innermost last
+	joins *[joinDepth]joinRecord // their shared halves, made at the first Join (33 KB)
 	// dead: the goroutine that owned the stack unwound (runtime.Goexit)
 	// through a Join; entries of its records still queued are skipped.
 	dead atomic.Bool

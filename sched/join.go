@@ -104,9 +104,6 @@ type joinRecord struct {
 // no lock).
 func (s *Scheduler) newInPlaceStack() *inPlaceStack {
 	st := new(inPlaceStack)
-	for i := range st.joins {
-		st.joins[i].ev.s = s
-	}
 	s.joinMu.Lock()
 	defer s.joinMu.Unlock()
 	var old []*inPlaceStack
@@ -355,13 +352,22 @@ func (c *Ctx) simpleKernel(id KernelID) (*Kernel, error) {
 // run in place above it, gets a slot of the in-place stack, so that a
 // runtime.Goexit in it unwinds through runKernelInPlace (5 above).
 func (st *inPlaceStack) canJoin() bool {
-	return st.nj < len(st.joins) && st.n < len(st.d) && st.id != noJoinStack
+	return st.nj < joinDepth && st.n < len(st.d) && st.id != noJoinStack
 }
 
 // pushJoin fills the next record with a's half (simple: params p and
 // data; otherwise the task data full) and pushes its entry onto c's deque
 // (1 above). It returns nil when the deque is full: a then runs in turn.
 func (st *inPlaceStack) pushJoin(c *Ctx, k *Kernel, kid KernelID, p *Params, data any, full *TaskData) (*joinRecord, uint32) {
+	if st.joins == nil {
+		// Most goroutines that serve a thread never Join (a worker's
+		// spare runners): the records cost nothing until one does. The
+		// deque's push publishes them to thieves with the first entry.
+		st.joins = new([joinDepth]joinRecord)
+		for i := range st.joins {
+			st.joins[i].ev.s = c.s
+		}
+	}
 	r := &st.joins[st.nj]
 	if full == nil {
 		if r.streams {

@@ -715,6 +715,9 @@ func TestJoinRecordSeqWrap(t *testing.T) {
 		return nil
 	}})
 	must(t, err)
+	ok, err := s.Kernels().RegisterNext(Kernel{Name: "ok", CPU: func(*Ctx, *TaskData) error { return nil }})
+	must(t, err)
+	must(t, m.Join(Call{Kernel: ok}, Call{Kernel: ok})) // makes the records
 	st := m.inPlaceStack()
 	st.joins[0].seq = ^uint32(0) // 2^32-1 uses so far, none stolen: done is still 0
 	must(t, m.Join(Call{Kernel: ka}, Call{Kernel: kb}))
