@@ -17,7 +17,7 @@ func TestAutoSPU(t *testing.T) {
 	must(t, kernels.Register(reg)) // no SPU bindings: instanced skinning misfits
 	x, err := spu.New(spu.Options{})
 	must(t, err)
-	p := New(Options{SPU: x, TrackEvery: 1})
+	p := New(Options{SPU: x, TrackEvery: 1, ExploreBudget: -1}) // 40 tasks: explore fully
 	s, err := sched.New(sched.Config{Kernels: reg, Placer: p, Observer: p})
 	must(t, err)
 	defer s.Close()

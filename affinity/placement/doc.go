@@ -57,7 +57,14 @@
 // difference (by at most 75%), and only when the median of the last three
 // runs is slower too. Interference from other work only ever slows a
 // run down, so isolated outliers leave the estimate alone while a lasting
-// change takes over in a few runs. The latency and per-item time are a
+// change takes over in a few runs. That estimate follows the faster runs,
+// but a task costs the mean: each class also keeps its inflation, the
+// decaying mean of each run's ratio to the estimate it found (clipped to
+// [1/2, 3]), and predicts the estimate times the inflation. Workers that
+// fan a task out on a loaded machine, and wait for their slowest piece,
+// are often slowed far beyond their undisturbed time, one core rarely:
+// the estimate alone would prefer the workers where one core costs less
+// on average. The latency and per-item time are a
 // least-squares line through the class estimates, weighted for relative
 // error; a size class without samples is predicted from the line, one
 // with samples from its own estimate corrected along the line's slope.
@@ -68,6 +75,44 @@
 // the class) is tried once, and one predicted 8x slower is not tried (nor
 // tried further once its own samples in the class say so): exploring it
 // would cost more than it could ever save.
+//
+// Exploration budget: what learning may cost is bounded by a fraction
+// of the kernel's run time (Options.ExploreBudget, default 2%). The
+// Placer keeps, per kernel, its run time R (the best device's predicted
+// service time, summed over the kernel's placements), what explorations
+// cost S (each exploration's measured time beyond the best device's
+// prediction for the same task, when it completes) and what those in
+// flight are predicted to cost. A device other than the predicted best
+// is explored (a task of its quota, a slice probe, a re-probe, a
+// co-execution probe) only if S, the predictions in flight and this
+// exploration's predicted cost stay within the budget times R. The rule
+// is checked at every decision, so S <= budget x R holds up to the error
+// of the predictions: the invariant is that exploring never costs more
+// than the budget of the run time plus what was unpredictable. A device
+// k times slower than the best costs k-1 tasks of the best per
+// exploration, so the budget spaces its explorations (re-probes
+// included) at least (k-1)/budget tasks apart, and the longer it is
+// slower the rarer they get, however large k is.
+// What is unpredictable is a device's cost before its line is
+// identified: before it has samples in the class or in two classes (its
+// first run, which is not learned from, and its first samples), the
+// predicted cost is a lower bound: a task takes at least the estimate of
+// the largest sampled class below it, the longest slice of it measured,
+// and the shortest time the device took for any kernel (its fixed
+// latency, a GPU's dispatch, transfers and fence, is every kernel's: so
+// only the first kernel to try a device has nothing to price it by).
+// Those explorations are let through at their lower bound,
+// and what they cost beyond it is counted apart (Snapshot's
+// SurpriseCost), not in S: it is paid once, by a few runs per device,
+// and cheaper explorations that the model can price are not held up by
+// it. So exploration's regret is at most the budget plus those few runs
+// over the sequence's time, which tends to the budget. Scaling a small
+// first sample up by items (an upper bound, rejected) would make a device
+// whose small tasks are all latency look hopeless at every size and
+// never be explored where it wins. Counting a fixed number of
+// explorations per device (the quotas alone, rejected as the only
+// bound) lets a device hundreds of times slower cost more than all the
+// gain.
 //
 // Slice probes: a whole exploration task on a device far slower than the
 // best costs as many tasks of the best as it is slower (a software GPU
@@ -106,7 +151,14 @@
 // co-executes, the best single device), after ReprobeEvery*(r-1) when it
 // is predicted r > 2 times slower, which bounds each device's probes at
 // about 1% of the time however slow it is and still notices when a load
-// that slowed it far is gone. A schedule per device, not one for the
+// that slowed it far is gone. With an exploration budget, probes come
+// sooner when the budget affords them: a device predicted r times slower
+// after (r-1)/ExploreBudget decisions (at least 10), the pace at which
+// its probes cost the budget, so that a device close to the best (one
+// core beside the workers, within the noise of each other on a loaded
+// machine) is re-measured every few tens of tasks and a choice made on a
+// few unlucky samples does not last; and a probe the budget cannot pay
+// for waits. A schedule per device, not one for the
 // runner-up, keeps a device that is close to the best (one core beside
 // the workers) from hiding a third one that became fast. A probe's run
 // moves its device's estimate at once, with weight 1/2, without waiting

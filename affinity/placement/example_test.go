@@ -58,7 +58,9 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	p := placement.New(placement.Options{SPU: x})
+	// A short run: explore every device fully rather than within the
+	// default budget of 2% of the kernel's run time.
+	p := placement.New(placement.Options{SPU: x, ExploreBudget: -1})
 	s, err := sched.New(sched.Config{Kernels: reg, Placer: p, Observer: p})
 	if err != nil {
 		panic(err)

@@ -67,6 +67,28 @@ type classEst struct {
 	est    float64    // estimated service time, ns
 	x      float64    // effective items of the class's tasks (running mean)
 	recent [3]float64 // the last three samples, recent[(n-1)%3] the newest
+	// infl is the mean ratio of a sample to the estimate it found
+	// (exponentially decaying, each ratio clipped to [inflMin, inflMax];
+	// 0 until the fourth sample: 1). The estimate follows the faster runs;
+	// infl scales it up to the mean that the device's tasks cost.
+	infl float64
+}
+
+// Inflation: each sample's ratio to the estimate it found is clipped to
+// [inflMin, inflMax] and averaged with weight inflWeight.
+const (
+	inflMin    = 0.5
+	inflMax    = 3
+	inflWeight = 1.0 / 16
+)
+
+// inflation returns the class's mean sample over its estimate (1 before
+// it is known).
+func (ce *classEst) inflation() float64 {
+	if ce.infl <= 0 {
+		return 1
+	}
+	return ce.infl
 }
 
 // costFit is one (kernel, device) cost model.
@@ -82,6 +104,20 @@ type classEst struct {
 // the estimate, while a lasting change (the device got slower or faster)
 // takes over within a few samples, and one probe of a device that got
 // faster is enough to bring it back.
+//
+// That estimate follows a low quantile of the samples, not their mean,
+// and what a task costs is the mean: a device whose runs are often slowed
+// (CPU workers fanning a task out on a loaded machine, which wait for
+// their slowest piece) would look as fast as its undisturbed runs, and
+// beat a steadier device (one core) that costs less on average. So each
+// class also keeps its inflation, the decaying mean of each sample's
+// ratio to the estimate it found (clipped to [1/2, 3], so that one
+// pause moves it by at most an eighth), and predictions from the class
+// are the estimate times the inflation: the expected time. A device whose
+// runs are not disturbed has an inflation of 1. Tracking the mean alone
+// (rejected) would give up the estimate's quick fall when a device gets
+// faster and its deafness to isolated outliers; the product keeps both
+// and lets the spread of the samples count.
 //
 // Across classes the model is a line, service time = a + b*x ns (fixed
 // latency plus time per effective item, transfers included), fitted by
@@ -130,6 +166,10 @@ func (f *costFit) add(c int, x, y, decay float64, probe bool) {
 	ce.recent[ce.n%3] = y
 	if ce.n < math.MaxUint32 {
 		ce.n++
+	}
+	if ce.n > 3 {
+		r := min(max(y/ce.est, inflMin), inflMax)
+		ce.infl = ce.inflation() + inflWeight*(r-ce.inflation())
 	}
 	switch {
 	case ce.n <= 3:
@@ -213,9 +253,46 @@ func (f *costFit) predict(c int, x float64) float64 {
 		return math.Inf(1)
 	}
 	if ce := &f.classes[c]; ce.n > 0 {
-		return max(ce.est+f.b*(x-ce.x), ce.est/2)
+		return max(ce.est+f.b*(x-ce.x), ce.est/2) * ce.inflation()
 	}
 	return max(f.a+f.b*x, f.floor[c])
+}
+
+// cost is the predicted cost of running a task of x effective items in
+// size class c on the device beyond ref (the best device's predicted
+// time), for the exploration budget; 0 when ref is unknown. From the
+// class's samples, or the line once two classes identify its latency and
+// slope. Before that the line is a guess (from one class, all latency or
+// all time per item), so the cost is a lower bound: time grows with
+// items, so a task takes at least the estimate of the largest sampled
+// class below it and the longest slice of it measured (0 without
+// either). A lower bound, not an upper one: scaling one small sample up
+// by items would make a device whose small tasks are all latency look
+// hopeless at every size, and never explored where it wins.
+// floor, the shortest time the device took for any kernel's task (0:
+// none), is a lower bound too: the device's fixed latency (a GPU's
+// dispatch, transfer and fence) is every kernel's, so a kernel's first
+// run on a device whose latency alone exceeds the best's task is priced
+// at that latency, not at nothing. known reports whether the cost is
+// predicted (true) or a lower bound.
+func (f *costFit) cost(c int, x, ref, floor float64) (cost float64, known bool) {
+	known = f.classes[c].n > 0 || f.nclasses >= 2
+	if !finite(ref) {
+		return 0, known
+	}
+	var t float64
+	if known {
+		t = f.predict(c, x)
+	} else {
+		t = max(f.floor[c], floor)
+		for i := c - 1; i >= 0; i-- {
+			if ce := &f.classes[i]; ce.n > 0 {
+				t = max(t, ce.est)
+				break
+			}
+		}
+	}
+	return max(0, t-ref), known
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

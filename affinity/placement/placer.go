@@ -30,8 +30,9 @@ type Options struct {
 	// class) without a probe of it when its predicted finish is within 2x
 	// of the best, so that a device that got faster is noticed; a device
 	// predicted r > 2 times slower after ReprobeEvery*(r-1) decisions
-	// (its probes cost about 1/ReprobeEvery of the time either way).
-	// Default 100; negative disables.
+	// (its probes cost about 1/ReprobeEvery of the time either way), or
+	// sooner when ExploreBudget affords it: after (r-1)/ExploreBudget
+	// decisions, at least 10. Default 100; negative disables.
 	ReprobeEvery int
 	// CoExecMin is the smallest task, in work items, that may be split
 	// between the GPU and the CPU workers (default 65536).
@@ -83,6 +84,15 @@ type Options struct {
 	StaleAfter time.Duration
 	// History is how many recent decisions Snapshot returns (default 256).
 	History int
+	// ExploreBudget bounds what learning costs: a device other than the
+	// predicted best is explored (its exploration quota, a slice probe, a
+	// re-probe) only while the time exploration has cost, over what the
+	// best device was predicted to take, stays within this fraction of
+	// the kernel's run time (its tasks' predicted time on the best
+	// device), the exploration's own predicted cost included; see the
+	// package documentation. Default 0.02; negative: no bound (the
+	// quotas and re-probe schedule alone).
+	ExploreBudget float64
 	// TrackEvery: of the placements whose device is a clear call (the
 	// runner-up predicted to finish 4x later or more), only every
 	// TrackEvery-th is tracked to completion and learned from (default 8;
@@ -115,6 +125,7 @@ type Placer struct {
 	outstanding [numDevices]float64 // predicted ns of tracked placements not yet done
 	active      [numDevices]int     // tracked entries per device
 	lastFinish  [numDevices]int64   // latest RunEvent.Stop of a completed entry
+	fastest     [numDevices]float64 // the shortest service time measured on the device, any kernel (0: none)
 	ring        []entry
 	head, tail  uint64 // entries [head, tail) may be live; seq numbers from 1
 	decs        []decRec
@@ -133,6 +144,14 @@ type kernelModel struct {
 	coEff     float64                        // measured / predicted co-execution finish (EWMA)
 	coN       uint32
 	inflight  atomic.Int32
+	// The exploration budget (Options.ExploreBudget), in ns: runNs sums
+	// the best device's predicted service time over the kernel's
+	// placements, spentNs what completed explorations cost beyond the
+	// best's prediction (of an unidentified device's, up to the lower
+	// bound predicted), reservedNs the predicted cost of those in flight,
+	// surpriseNs what unidentified devices' explorations cost beyond
+	// their lower bounds.
+	runNs, spentNs, reservedNs, surpriseNs float64
 }
 
 // entry tracks one placement (one device's part of a task) until the
@@ -146,6 +165,8 @@ type entry struct {
 	backlogged bool // the device had tracked work when this was placed
 	coexec     bool // a part of a split task (co-execution or slice probe)
 	probe      bool
+	charge     bool  // an exploration: its cost beyond ref counts against the budget
+	surprise   bool  // charged, on an unidentified device: resv is a lower bound
 	noLearn    bool  // the CPU part of a slice probe: slowed by the probe beside it
 	sliceOf    uint8 // slice probe: the size class of the whole task + 1; 0 otherwise
 	failed     bool
@@ -154,6 +175,8 @@ type entry struct {
 	root       sched.TaskID // parent of the CPU pieces, once seen
 	x          float64      // effective items
 	pred       float64      // predicted service ns
+	ref        float64      // charged: the best device's predicted ns for the task (+Inf: none)
+	resv       float64      // charged: the predicted cost reserved in kernelModel.reservedNs
 	bound      float64      // slice probe: the best device's predicted time for the whole task
 	whole      uint32       // slice probe: the whole task's items
 	left       float64      // part of pred still counted in outstanding
@@ -249,6 +272,9 @@ func New(opts Options) *Placer {
 	}
 	if opts.TrackEvery == 0 {
 		opts.TrackEvery = 8
+	}
+	if opts.ExploreBudget == 0 {
+		opts.ExploreBudget = 0.02
 	}
 	p := &Placer{
 		opts:  opts,
@@ -411,6 +437,13 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 			best = dv
 		}
 	}
+	// The kernel's run time, for the exploration budget: what its tasks
+	// are predicted to take on the best device. mbest is that device,
+	// which exploring costs nothing.
+	mbest := best
+	if finite(svc[best]) {
+		km.runNs += svc[best]
+	}
 	reason := reasonModel
 	// Exploration: the least-tried device still short of its quota; an
 	// executor device that can be probed with a slice of the task is
@@ -446,10 +479,14 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 			continue
 		}
 		if sliceable && isExecutor(dv) && f.phase[class] != phaseWhole && f.classes[class].n == 0 {
-			if f.phase[class] == phaseSlices && !f.sliceBusy[class] && dv != best && finite(svc[best]) && sliceDev < 0 {
+			if f.phase[class] == phaseSlices && !f.sliceBusy[class] && dv != best && finite(svc[best]) && sliceDev < 0 &&
+				p.affordableSlice(km, dv, class, n, grain, svc[best]) {
 				sliceDev = dv
 			}
 			continue
+		}
+		if dv != best && !p.affordableCost(km, dv, class, p.effItems(dv, n, grain), svc[best]) {
+			continue // within its quota, but the budget cannot pay for it yet
 		}
 		if explore < 0 || f.tries[class] < km.dev[explore].tries[class] {
 			explore = dv
@@ -468,7 +505,7 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 			// compilation, not learned from) is one too.
 			f.slice[class] = max(n/sliceFirst, 1)
 		}
-		split, reason = min(f.slice[class], n-1), reasonSlice
+		split, reason = sliceItems(f, class, n), reasonSlice
 	default:
 		km.decisions[class]++
 		probe := p.opts.ReprobeEvery > 0 && km.decisions[class]%uint32(p.opts.ReprobeEvery) == 0
@@ -476,7 +513,7 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 			adj := co * km.coEff
 			if adj < fin[best]*(1-p.opts.CoExecGain) {
 				split, predFinish, reason = s, co, reasonCoExec
-			} else if probe && adj < 2*fin[best] {
+			} else if probe && adj < 2*fin[best] && p.affordable(km, max(0, adj-fin[best])) {
 				split, predFinish, reason = s, co, reasonCoProbe
 				probe = false
 			}
@@ -492,7 +529,8 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 			if ru < 0 || fin[dv] < fin[ru] {
 				ru = dv
 			}
-			if p.probeDue(km.unprobed[class][dv], fin[dv]/fin[best]) && (due < 0 || fin[dv] < fin[due]) {
+			if p.probeDue(km.unprobed[class][dv], fin[dv]/fin[best]) && (due < 0 || fin[dv] < fin[due]) &&
+				p.affordableCost(km, dv, class, p.effItems(dv, n, grain), svc[best]) {
 				due = dv
 			}
 		}
@@ -544,6 +582,8 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 		p.track(km, sliceDev, sc, d.Begin, d.Begin+split, sx, f.predict(sc, sx), true, true, now)
 		e := &p.ring[(p.tail-1)&uint64(len(p.ring)-1)]
 		e.sliceOf, e.bound, e.whole = uint8(class+1), svc[best], n
+		cost, known := f.cost(sc, sx, svc[best], p.fastest[sliceDev])
+		p.charge(km, e, svc[best], cost, known)
 		p.track(km, devCPU, rc, d.Begin+split, d.End, rx, km.dev[devCPU].predict(rc, rx), true, false, now)
 		p.ring[(p.tail-1)&uint64(len(p.ring)-1)].noLearn = true
 		where = devAffinity(sliceDev)
@@ -554,18 +594,104 @@ func (p *Placer) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (s
 		cx := p.effItems(devCPU, n-split, grain)
 		gc, cc := sizeClass(split), sizeClass(n-split)
 		p.track(km, devGPU, gc, d.Begin, d.Begin+split, gx, km.dev[devGPU].predict(gc, gx), true, true, now)
+		if reason == reasonCoProbe {
+			// Each part is charged what it takes beyond the best single
+			// device's task: at least what the split cost.
+			p.charge(km, &p.ring[(p.tail-1)&uint64(len(p.ring)-1)], svc[mbest], max(0, predFinish*km.coEff-fin[mbest]), true)
+		}
 		p.track(km, devCPU, cc, d.Begin+split, d.End, cx, km.dev[devCPU].predict(cc, cx), true, true, now)
+		if reason == reasonCoProbe {
+			p.charge(km, &p.ring[(p.tail-1)&uint64(len(p.ring)-1)], svc[mbest], 0, true)
+		}
 		where = sched.GPU
 	default:
 		dr.where = uint8(best)
 		dr.parts = 1
-		p.track(km, best, class, d.Begin, d.End, p.effItems(best, n, grain), svc[best], false, true, now)
-		p.ring[(p.tail-1)&uint64(len(p.ring)-1)].probe = reason == reasonProbe
+		x := p.effItems(best, n, grain)
+		p.track(km, best, class, d.Begin, d.End, x, svc[best], false, true, now)
+		e := &p.ring[(p.tail-1)&uint64(len(p.ring)-1)]
+		e.probe = reason == reasonProbe
+		if best != mbest && (reason == reasonExplore || reason == reasonProbe) {
+			cost, known := km.dev[best].cost(class, x, svc[mbest], p.fastest[best])
+			p.charge(km, e, svc[mbest], cost, known)
+		}
 		where = p.route(best, d, n)
 	}
 	p.placed++
 	p.mu.Unlock()
 	return where, split
+}
+
+// sliceItems is the size of the next slice probing f's device with a
+// task of n items of size class c.
+func sliceItems(f *costFit, c int, n uint32) uint32 {
+	s := f.slice[c]
+	if s == 0 || !f.warm {
+		s = max(n/sliceFirst, 1)
+	}
+	return min(s, n-1)
+}
+
+// affordableSlice is affordable for probing device dv with a slice of a
+// task of n items of size class c, whose best device is predicted to take
+// ref: the cost is the slice's time beyond ref (the rest of the task runs
+// beside it, on the CPU workers).
+func (p *Placer) affordableSlice(km *kernelModel, dv, c int, n, grain uint32, ref float64) bool {
+	f := &km.dev[dv]
+	s := sliceItems(f, c, n)
+	cost, _ := f.cost(sizeClass(s), float64(s), ref, p.fastest[dv])
+	return p.affordable(km, cost)
+}
+
+// affordableCost is affordable for a whole task of x effective items of
+// size class c on device dv.
+func (p *Placer) affordableCost(km *kernelModel, dv, c int, x, ref float64) bool {
+	cost, _ := km.dev[dv].cost(c, x, ref, p.fastest[dv])
+	return p.affordable(km, cost)
+}
+
+// affordable reports whether kernel km's exploration budget can pay for
+// an exploration predicted to cost cost ns beyond the best device (p.mu
+// held): what explorations cost so far (an unidentified device's up to
+// its lower bound), those in flight and this one within ExploreBudget of
+// the kernel's run time.
+func (p *Placer) affordable(km *kernelModel, cost float64) bool {
+	return p.opts.ExploreBudget < 0 || km.spentNs+km.reservedNs+cost <= p.opts.ExploreBudget*km.runNs
+}
+
+// charge makes the tracked entry e an exploration whose cost beyond ref
+// (the best device's predicted time) counts against km's budget when it
+// completes, and reserves its predicted cost (known: predicted; otherwise
+// a lower bound) until then (p.mu held).
+func (p *Placer) charge(km *kernelModel, e *entry, ref, cost float64, known bool) {
+	e.charge, e.surprise, e.ref, e.resv = true, !known, ref, cost
+	km.reservedNs += cost
+}
+
+// settle moves a charged entry's cost from reserved to spent: y, its
+// measured time, beyond its reference, or with y < 0 (dropped, never
+// measured) its reservation (p.mu held).
+func (p *Placer) settle(e *entry, y float64) {
+	km := p.model(e.kernel)
+	if !e.charge || km == nil {
+		return
+	}
+	e.charge = false
+	km.reservedNs = max(0, km.reservedNs-e.resv)
+	switch {
+	case y < 0:
+		km.spentNs += e.resv
+	case !finite(e.ref):
+	case e.surprise:
+		// Beyond its lower bound, an unidentified device's cost was
+		// unpredictable: counted apart, so that it does not hold up
+		// the explorations the model can price.
+		c := max(0, y-e.ref)
+		km.spentNs += min(c, e.resv)
+		km.surpriseNs += c - min(c, e.resv)
+	default:
+		km.spentNs += max(0, y-e.ref)
+	}
 }
 
 // route returns the affinity for a whole task placed on dv; for one core
@@ -584,13 +710,28 @@ func (p *Placer) route(dv int, d *sched.TaskData, n uint32) sched.Affinity {
 // it is slower, so that probing it costs at most about 1/ReprobeEvery of
 // the time however slow it is predicted, and a device that was slowed
 // down far (another process loading it) is still re-measured when that
-// load is gone.
+// load is gone. With an exploration budget, a device is due sooner when
+// the budget affords it: after (r-1)/ExploreBudget decisions (at least
+// probeMin), at which pace its probes cost the budget. A device close to
+// the best (one core beside the workers, both within the noise of a
+// loaded machine) is then re-measured every few tens of tasks rather than
+// every hundred, so that a choice made on a few unlucky samples does not
+// last; the budget's check (affordable) still bounds what all probes
+// cost together.
 func (p *Placer) probeDue(since uint32, r float64) bool {
 	if p.opts.ReprobeEvery <= 0 || !finite(r) {
 		return false
 	}
-	return float64(since)+1 >= float64(p.opts.ReprobeEvery)*max(1, r-1)
+	every := float64(p.opts.ReprobeEvery) * max(1, r-1)
+	if b := p.opts.ExploreBudget; b > 0 {
+		every = min(every, max(probeMin, (r-1)/b))
+	}
+	return float64(since)+1 >= every
 }
+
+// probeMin is the fewest model decisions between two probes of a device
+// that the exploration budget brings its re-probes forward to.
+const probeMin = 10
 
 // coSplit returns the GPU share s of an n-item task that makes both parts
 // finish together, and the predicted finish, or 0 when co-execution does
@@ -675,6 +816,7 @@ func (p *Placer) drop(e *entry) {
 	if km := p.model(e.kernel); km != nil && e.sliceOf > 0 {
 		km.dev[e.dev].sliceBusy[e.sliceOf-1] = false
 	}
+	p.settle(e, -1)
 	p.release(e)
 }
 
@@ -813,6 +955,10 @@ func (p *Placer) complete(km *kernelModel, e *entry) {
 	}
 	svc := float64(max(e.lastStop-start, 1))
 	p.lastFinish[dv] = max(p.lastFinish[dv], e.evStop)
+	if !e.failed && (p.fastest[dv] == 0 || svc < p.fastest[dv]) {
+		p.fastest[dv] = svc
+	}
+	p.settle(e, svc)
 	learned := false
 	if !e.failed && !e.noLearn {
 		// Co-executed parts are learned too, in the size classes of the

@@ -41,6 +41,12 @@ func newWorld(opts Options) *world {
 	if opts.CPUThreads == 0 {
 		opts.CPUThreads = 1 // effective items = items
 	}
+	if opts.ExploreBudget == 0 {
+		// The tests of the model, slices, re-probes and co-execution
+		// run short sequences that a budget would leave unexplored;
+		// those of the budget set it.
+		opts.ExploreBudget = -1
+	}
 	return &world{
 		p:      New(opts),
 		id:     7,
@@ -572,6 +578,9 @@ func TestPlacerLoadErrors(t *testing.T) {
 	if err := p.Load(strings.NewReader(good)); err != nil {
 		t.Fatalf("good file: %v", err)
 	}
+	if err := New(Options{}).Load(strings.NewReader(strings.Replace(good, `"recent":[40,41,39]`, `"recent":[40,41,39],"inflation":1.25`, 1))); err != nil {
+		t.Fatalf("good file with an inflation: %v", err)
+	}
 	for _, bad := range []string{
 		`{`,
 		`{"version":2,"kernels":[]}`,
@@ -582,6 +591,8 @@ func TestPlacerLoadErrors(t *testing.T) {
 		strings.Replace(good, `"samples":3,"estimate`, `"samples":2,"estimate`, 1), // two samples, three values
 		strings.Replace(good, `"estimate_ns":40`, `"estimate_ns":-40`, 1),
 		strings.Replace(good, `"coexec_efficiency":1`, `"coexec_efficiency":-2`, 1),
+		strings.Replace(good, `"recent":[40,41,39]`, `"recent":[40,41,39],"inflation":7`, 1),
+		strings.Replace(good, `"recent":[40,41,39]`, `"recent":[40,41,39],"inflation":-1`, 1),
 		strings.Replace(good, `}]}`, `},{"id":3,"name":"k","devices":{}}]}`, 1),
 	} {
 		p := New(Options{})

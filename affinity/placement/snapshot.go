@@ -43,6 +43,16 @@ type KernelModel struct {
 	// co-execution are multiplied by it.
 	CoExecEfficiency float64
 	CoExecSamples    int
+	// The exploration budget (Options.ExploreBudget): RunTime is the
+	// kernel's tasks' predicted time on the best device, summed over its
+	// placements; ExploreCost what explorations of other devices cost
+	// beyond that prediction (completed ones measured, those in flight as
+	// predicted), an unidentified device's up to the lower bound its
+	// exploration was predicted from; SurpriseCost the rest of those
+	// (see the package documentation).
+	RunTime      time.Duration
+	ExploreCost  time.Duration
+	SurpriseCost time.Duration
 }
 
 // DeviceModel is one (kernel, device) cost model: service time =
@@ -141,7 +151,8 @@ func (p *Placer) Snapshot() Snapshot {
 		if km == nil {
 			continue
 		}
-		m := KernelModel{ID: km.id, Name: km.name, CoExecEfficiency: km.coEff, CoExecSamples: int(km.coN)}
+		m := KernelModel{ID: km.id, Name: km.name, CoExecEfficiency: km.coEff, CoExecSamples: int(km.coN),
+			RunTime: dur(km.runNs), ExploreCost: dur(km.spentNs + km.reservedNs), SurpriseCost: dur(km.surpriseNs)}
 		for dv := range numDevices {
 			f := &km.dev[dv]
 			var tries uint64
@@ -316,6 +327,8 @@ type savedClass struct {
 	EstimateNS float64   `json:"estimate_ns"`
 	Items      float64   `json:"items"`
 	Recent     []float64 `json:"recent"` // the last (up to 3) samples, ns, oldest first
+	// Inflation is the class's mean sample over its estimate (absent: 1).
+	Inflation float64 `json:"inflation,omitempty"`
 }
 
 const savedVersion = 1
@@ -348,7 +361,7 @@ func (p *Placer) Save(w io.Writer) error {
 			}
 			for c := range f.classes {
 				if ce := &f.classes[c]; ce.n > 0 {
-					sc := savedClass{Samples: ce.n, EstimateNS: ce.est, Items: ce.x}
+					sc := savedClass{Samples: ce.n, EstimateNS: ce.est, Items: ce.x, Inflation: ce.infl}
 					for i := max(ce.n, 3) - 3; i < ce.n; i++ {
 						sc.Recent = append(sc.Recent, ce.recent[i%3])
 					}
@@ -420,12 +433,15 @@ func (p *Placer) Load(r io.Reader) error {
 					return fmt.Errorf("%w: kernel %d device %s: size class %q %+v", ErrBadModel, sk.ID, name, cs, sc)
 				}
 				ce := &f.classes[c]
-				ce.n, ce.est, ce.x = sc.Samples, sc.EstimateNS, sc.Items
+				ce.n, ce.est, ce.x, ce.infl = sc.Samples, sc.EstimateNS, sc.Items, sc.Inflation
 				f.nclasses++
 				for i, v := range sc.Recent {
 					ce.recent[(int(ce.n)-len(sc.Recent)+i)%3] = v
 				}
 				f.tries[c] = sc.Samples
+				if sc.Inflation != 0 && !(sc.Inflation >= inflMin && sc.Inflation <= inflMax) {
+					return fmt.Errorf("%w: kernel %d device %s: size class %q: inflation %v outside [%v, %v]", ErrBadModel, sk.ID, name, cs, sc.Inflation, inflMin, inflMax)
+				}
 				vals = append(vals, ce.est, ce.x)
 				vals = append(vals, sc.Recent...)
 			}

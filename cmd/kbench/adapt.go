@@ -200,7 +200,7 @@ func runAdapt(o *options, b *bench, rec *placeRecorder, tr *trace.Recorder, stdo
 	// The decisions (every one tracked: PlacerOptions.TrackEvery 1), in
 	// order, are the tasks'.
 	var decs []placement.Decision
-	for _, d := range rec.p.Snapshot().Decisions {
+	for _, d := range rec.placer().Snapshot().Decisions {
 		if d.Kernel == id && int(d.Items) == w.chunk {
 			decs = append(decs, d)
 		}
@@ -383,9 +383,9 @@ func writeAdaptPlot(file, title string, tasks []adaptTask, on, off int) error {
 // so that the plot has each task's predictions, but without OneCore: the
 // run follows the CPU workers against the GPU (a slice probing the GPU
 // shows as a split task).
-func newAdaptPlacer(dev *gpu.Device, reprobe int) *placement.Placer {
+func newAdaptPlacer(dev *gpu.Device, reprobe int, budget float64) *placement.Placer {
 	shared := dev != nil && dev.Selection().Chosen.Type == gpu.TypeCPU
-	return placement.New(placement.Options{SharedCores: shared, History: 1 << 16, TrackEvery: 1, ReprobeEvery: reprobe})
+	return placement.New(placement.Options{SharedCores: shared, History: 1 << 16, TrackEvery: 1, ReprobeEvery: reprobe, ExploreBudget: budget})
 }
 
 // writeTraces writes -adapt's Chrome trace and SVG timeline.

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
+	"math"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vkjobs/vkjobs/affinity/placement"
@@ -31,16 +32,37 @@ type placed struct {
 
 // placeRecorder is a sched.Placer that asks a placement.Placer and keeps
 // its answers, so that each of Auto's tasks can be judged against the
-// oracle's columns.
+// oracle's columns, and a sched.Observer that passes the scheduler's
+// events on to that Placer. The Placer can be replaced between rounds
+// (reset): an executor's late report of an earlier round's task reaches
+// the new one, which tracks nothing of it.
 type placeRecorder struct {
-	p    *placement.Placer
+	cur  atomic.Pointer[placement.Placer]
 	mu   sync.Mutex
 	list []placed
 }
 
+func newPlaceRecorder(p *placement.Placer) *placeRecorder {
+	r := &placeRecorder{}
+	r.cur.Store(p)
+	return r
+}
+
+// placer returns the Placer in use.
+func (r *placeRecorder) placer() *placement.Placer { return r.cur.Load() }
+
+// reset makes p, attached to s, the Placer in use.
+func (r *placeRecorder) reset(p *placement.Placer, s *sched.Scheduler) {
+	p.Attach(s)
+	r.cur.Store(p)
+}
+
+// TaskRan implements sched.Observer for the Placer in use.
+func (r *placeRecorder) TaskRan(ev *sched.RunEvent) { r.placer().TaskRan(ev) }
+
 func (r *placeRecorder) Place(id sched.KernelID, k *sched.Kernel, d *sched.TaskData) (sched.Affinity, uint32) {
 	grain := d.Grain
-	where, split := r.p.Place(id, k, d)
+	where, split := r.placer().Place(id, k, d)
 	one := where == sched.AnyWorker && d.Grain != grain
 	r.mu.Lock()
 	r.list = append(r.list, placed{kernel: id, items: d.End - d.Begin, where: where, split: split, oneCore: one})
@@ -69,14 +91,15 @@ func (p placed) task() autoTask {
 	return autoTask{Column: devCPUAll}
 }
 
-// newAutoPlacer returns the Placer -auto measures: the library's defaults,
-// SharedCores when the Vulkan device computes on the host's cores (as
-// package placement recommends), OneCore because the oracle counts one
-// core (cpu-1) as a choice, and a decision history long enough to count a
-// sweep's exploration.
-func newAutoPlacer(dev *gpu.Device) *placement.Placer {
+// newAutoPlacer returns the Placer -auto measures: the library's defaults
+// (but budget, the ExploreBudget, when not 0), SharedCores when the
+// Vulkan device computes on the host's cores (as package placement
+// recommends), OneCore because the oracle counts one core (cpu-1) as a
+// choice, and a decision history long enough to count a sweep's
+// exploration.
+func newAutoPlacer(dev *gpu.Device, budget float64) *placement.Placer {
 	shared := dev != nil && dev.Selection().Chosen.Type == gpu.TypeCPU
-	return placement.New(placement.Options{SharedCores: shared, OneCore: true, History: 1 << 17})
+	return placement.New(placement.Options{SharedCores: shared, OneCore: true, History: 1 << 17, ExploreBudget: budget})
 }
 
 // loadAvg returns the first three fields of /proc/loadavg, or "unknown".
@@ -122,20 +145,17 @@ func (b *bench) runSplit(w *workload, share float64) error {
 	return firstErr
 }
 
-// measureAuto measures kernel id at size for the -auto table: the
-// oracle's columns (cpu-1, cpu-all, gpu+xfer, the split sweep) and Auto's
-// sequence, in interleaved rounds. Each column's output is checked once
-// against cpu-1's, Auto's first run included (which counts: it is the
-// start of Auto's sequence).
-func (b *bench) measureAuto(o *options, rec *placeRecorder, id sched.KernelID, size int) (AutoRow, error) {
-	name := b.reg.Lookup(id).Name
-	w, err := newWorkload(b.reg, id, size)
-	if err != nil {
-		return AutoRow{}, err
-	}
-	failed := func(dev string, err error) error {
-		return fmt.Errorf("%s, size %s, %s: %w", name, formatSize(size), dev, err)
-	}
+// autoCols is what the first round measured of one kernel and size: the
+// columns' means (cpu-1, cpu-all, gpu+xfer) and the swept splits.
+type autoCols struct {
+	cols   map[string]float64
+	splits []splitTime
+}
+
+// columnOps returns the oracle's columns for w: cpu-1, cpu-all, gpu+xfer,
+// then the splits swept (for a streaming kernel of two chunks or more
+// items).
+func (b *bench) columnOps(w *workload) []op {
 	ops := []op{
 		{devCPU1, wallOp(func() error { return b.runCPU1(w) })},
 		{devCPUAll, wallOp(func() error { return b.runTasks(w, sched.AnyWorker, nil) })},
@@ -146,111 +166,209 @@ func (b *bench) measureAuto(o *options, rec *placeRecorder, id sched.KernelID, s
 			ops = append(ops, op{fmt.Sprintf("%s %.3f", devSplit, sh), wallOp(func() error { return b.runSplit(w, sh) })})
 		}
 	}
-	// Auto's runs, every one kept.
-	var runs []float64
-	var tasks []autoTask
-	rec.take()
-	auto := op{devAuto, func() (time.Duration, time.Duration, error) {
-		t0 := time.Now()
-		err := b.runTasks(w, sched.Auto, nil)
-		d := time.Since(t0)
-		runs = append(runs, d.Seconds())
-		for _, p := range rec.take() {
-			tasks = append(tasks, p.task())
-		}
-		return d, d, err
-	}}
+	return ops
+}
 
-	// Check every column once (this warms them up too).
+// measureColumns measures the oracle's columns for w in interleaved
+// rounds (each sample after a collection), checking each column's output
+// once against cpu-1's.
+func (b *bench) measureColumns(o *options, w *workload, ops []op, failed func(string, error) error) (autoCols, error) {
 	if _, _, err := ops[0].run(); err != nil {
-		return AutoRow{}, failed(devCPU1, err)
+		return autoCols{}, failed(devCPU1, err)
 	}
 	want := snapshot(w)
-	for _, op := range slices.Concat(ops[1:], []op{auto}) {
+	for _, op := range ops[1:] {
 		poison(w)
 		if _, _, err := op.run(); err != nil {
-			return AutoRow{}, failed(op.name, err)
+			return autoCols{}, failed(op.name, err)
 		}
 		if err := compare(w, op.name, want, views(w)); err != nil {
-			return AutoRow{}, failed(op.name, err)
+			return autoCols{}, failed(op.name, err)
 		}
 	}
-	want = nil
-
-	// Runs per sample: enough for -min-sample (one timed run decides);
-	// Auto's runs per round also make its sequence at least -auto-tasks.
-	all := slices.Concat(ops, []op{auto})
-	ks := make([]int, len(all))
-	for i, op := range all {
+	ks := make([]int, len(ops))
+	for i, op := range ops {
 		_, d, err := op.run()
 		if err != nil {
-			return AutoRow{}, failed(op.name, err)
+			return autoCols{}, failed(op.name, err)
 		}
 		ks[i] = 1
 		if d < o.minSample {
 			ks[i] = int(min(int64(o.minSample/max(d, time.Microsecond))+1, 1<<20))
 		}
 	}
-	// Auto's runs per round: as many as a sample of its own would take,
-	// and enough for -auto-tasks over the rounds; in as many pieces as
-	// there are columns.
-	kAuto := max(ks[len(ops)], (o.autoTasks+o.reps-1)/o.reps)
-	piece := (kAuto + len(ops) - 1) / len(ops)
 	samples := make([][]float64, len(ops))
-	// Each round runs the columns' samples and as many pieces of Auto's
-	// sequence in one shuffled order (seeded by the kernel and size), so
-	// that neither a burst of load from other processes nor what the
-	// previous item left behind (its garbage, the software GPU's threads
-	// and the executor's reports winding down) falls on one column or on
-	// Auto more than on the others; each sample and each piece starts
-	// after a collection, so that it pays for its own garbage only.
-	r := rand.New(rand.NewPCG(uint64(id), uint64(size)))
-	order := make([]int, 2*len(ops)) // i < len(ops): column i; else a piece of Auto's
-	for i := range order {
-		order[i] = i
-	}
 	for range o.reps {
-		r.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-		for _, i := range order {
+		for i, op := range ops {
 			runtime.GC()
-			if i >= len(ops) {
-				for range piece {
-					if _, _, err := auto.run(); err != nil {
-						return AutoRow{}, failed(auto.name, err)
-					}
-				}
-				continue
-			}
 			var sum time.Duration
 			for range ks[i] {
-				c, _, err := ops[i].run()
+				c, _, err := op.run()
 				if err != nil {
-					return AutoRow{}, failed(ops[i].name, err)
+					return autoCols{}, failed(op.name, err)
 				}
 				sum += c
 			}
 			samples[i] = append(samples[i], sum.Seconds()/float64(ks[i]))
 		}
 	}
-	cols := map[string]float64{}
-	var splits []splitTime
+	ac := autoCols{cols: map[string]float64{}}
 	for i, op := range ops {
-		// The mean, not the median: Auto's time is a sum over its runs,
-		// load spikes included, and the rounds spread those over every
-		// column alike.
+		// The mean: Auto's time is a sum over its runs.
 		m := mean(samples[i])
 		if o.best {
 			m = minFloat(samples[i])
 		}
 		if i < 3 {
-			cols[op.name] = m
+			ac.cols[op.name] = m
 		} else {
-			splits = append(splits, splitTime{GPUShare: splitShares[i-3], Seconds: m})
+			ac.splits = append(ac.splits, splitTime{GPUShare: splitShares[i-3], Seconds: m})
 		}
 	}
-	row := newAutoRow(name, size, cols, splits, runs, tasks)
-	row.Explored = explored(rec.p, id, uint32(w.chunk))
-	return row, nil
+	return ac, nil
+}
+
+// pairRuns runs auto n times (auto(i) is its i-th run), each paired with
+// one run of every candidate, and returns the sums of their times. At
+// step i the participants (Auto, then the candidates) run in turn from
+// the (i mod k)-th of the k, so that each takes every place in a pair
+// equally often: what one run leaves behind for the next (caches, the
+// software GPU's threads winding down) and the machine's load at the
+// moment fall on Auto and on the candidates alike.
+func pairRuns(n int, auto func(i int) (float64, error), cands []func() (float64, error)) (autoSum float64, candSums []float64, err error) {
+	candSums = make([]float64, len(cands))
+	k := 1 + len(cands)
+	for i := range n {
+		for j := range k {
+			switch p := (i + j) % k; p {
+			case 0:
+				d, err := auto(i)
+				if err != nil {
+					return 0, nil, err
+				}
+				autoSum += d
+			default:
+				d, err := cands[p-1]()
+				if err != nil {
+					return 0, nil, err
+				}
+				candSums[p-1] += d
+			}
+		}
+	}
+	return autoSum, candSums, nil
+}
+
+// measureAuto measures kernel id at size for the -auto table: with ac
+// nil, first the oracle's columns (returned for the later rounds); then
+// Auto's sequence of -auto-tasks runs through rec's Placer, each run
+// paired with one run of every oracle candidate (the columns within
+// candidateFactor of the fastest), Auto first in every other pair. Auto's
+// first run is checked against cpu-1's output (it counts: it is the
+// start of Auto's sequence).
+func (b *bench) measureAuto(o *options, rec *placeRecorder, id sched.KernelID, size int, ac *autoCols) (AutoRow, *autoCols, error) {
+	name := b.reg.Lookup(id).Name
+	w, err := newWorkload(b.reg, id, size)
+	if err != nil {
+		return AutoRow{}, nil, err
+	}
+	failed := func(dev string, err error) error {
+		return fmt.Errorf("%s, size %s, %s: %w", name, formatSize(size), dev, err)
+	}
+	ops := b.columnOps(w)
+	if ac == nil {
+		c, err := b.measureColumns(o, w, ops, failed)
+		if err != nil {
+			return AutoRow{}, nil, err
+		}
+		ac = &c
+	}
+	// The candidates: one core and the workers always (cheap, and on a
+	// loaded machine often within the noise of each other's means), the
+	// GPU and the splits when their means are within candidateFactor of
+	// the fastest's.
+	fastest := math.Inf(1)
+	for _, v := range ac.cols {
+		if v > 0 {
+			fastest = min(fastest, v)
+		}
+	}
+	for _, sp := range ac.splits {
+		if sp.Seconds > 0 {
+			fastest = min(fastest, sp.Seconds)
+		}
+	}
+	var cands []op
+	var candCol []string
+	for i, op := range ops {
+		v, col := ac.cols[op.name], op.name
+		if i >= 3 {
+			v, col = ac.splits[i-3].Seconds, devSplit
+		}
+		if col == devCPU1 || col == devCPUAll || v > 0 && v <= candidateFactor*fastest {
+			cands = append(cands, op)
+			candCol = append(candCol, col)
+		}
+	}
+
+	var runs []float64
+	var tasks []autoTask
+	rec.take()
+	var want [][]byte
+	auto := func(i int) (float64, error) {
+		if i == 0 {
+			// Auto's first run, checked against cpu-1's output.
+			if _, _, err := ops[0].run(); err != nil {
+				return 0, failed(devCPU1, err)
+			}
+			want = snapshot(w)
+			poison(w)
+		}
+		t0 := time.Now()
+		err := b.runTasks(w, sched.Auto, nil)
+		d := time.Since(t0).Seconds()
+		runs = append(runs, d)
+		for _, p := range rec.take() {
+			tasks = append(tasks, p.task())
+		}
+		if err != nil {
+			return 0, failed(devAuto, err)
+		}
+		if i == 0 {
+			err = compare(w, devAuto, want, views(w))
+			want = nil
+			if err != nil {
+				return 0, failed(devAuto, err)
+			}
+		}
+		return d, nil
+	}
+	candRuns := make([]func() (float64, error), len(cands))
+	for i, op := range cands {
+		candRuns[i] = func() (float64, error) {
+			c, _, err := op.run()
+			if err != nil {
+				return 0, failed(op.name, err)
+			}
+			return c.Seconds(), nil
+		}
+	}
+	runtime.GC()
+	_, sums, err := pairRuns(o.autoTasks, auto, candRuns)
+	if err != nil {
+		return AutoRow{}, nil, err
+	}
+	row := newAutoRow(name, size, ac.cols, ac.splits, runs, tasks)
+	paired := map[string]float64{}
+	for i, col := range candCol {
+		v := sums[i] / float64(len(runs))
+		if old, ok := paired[col]; !ok || v < old {
+			paired[col] = v // of the splits, the fastest
+		}
+	}
+	row.setPaired(paired, ac.splits, tasks)
+	row.Explored = explored(rec.placer(), id, uint32(w.chunk))
+	return row, ac, nil
 }
 
 func mean(x []float64) float64 {
@@ -281,20 +399,57 @@ func explored(p *placement.Placer, id sched.KernelID, items uint32) int {
 	return n
 }
 
-// runAuto is kbench -auto: the regret table.
+// runAuto is kbench -auto: the regret table. Each of -auto-rounds
+// rounds runs the sweep with a Placer that starts knowing nothing (the
+// columns are measured in the first); each row is that of the round with
+// the median regret, with every round's regret, and the totals are the
+// median round's with the spread.
 func runAuto(o *options, b *bench, rec *placeRecorder, rep *AutoReport, stdout, stderr io.Writer) error {
 	load0 := loadAvg()
 	start := time.Now()
-	for ki, id := range o.kernels {
-		for _, size := range o.sizes {
-			row, err := b.measureAuto(o, rec, id, size)
-			if err != nil {
-				return err
-			}
-			rep.Rows = append(rep.Rows, row)
-		}
-		fmt.Fprintf(stderr, "kbench: %d/%d %s measured (%.1f s so far)\n", ki+1, len(o.kernels), b.reg.Lookup(id).Name, time.Since(start).Seconds())
+	type key struct {
+		id   sched.KernelID
+		size int
 	}
+	cols := map[key]*autoCols{}
+	var rounds [][]AutoRow
+	for round := range o.autoRounds {
+		if round > 0 {
+			rec.reset(newAutoPlacer(b.dev, o.exploreBudget), b.s)
+		}
+		var rows []AutoRow
+		for _, id := range o.kernels {
+			for _, size := range o.sizes {
+				row, ac, err := b.measureAuto(o, rec, id, size, cols[key{id, size}])
+				if err != nil {
+					return err
+				}
+				cols[key{id, size}] = ac
+				rows = append(rows, row)
+			}
+		}
+		rounds = append(rounds, rows)
+		t := autoTotal(rows, minOracleTask)
+		rep.RoundTotals = append(rep.RoundTotals, t)
+		fmt.Fprintf(stderr, "kbench: round %d/%d: regret %+.1f%% over %d rows >= 50us (%.1f s so far, load %s)\n",
+			round+1, o.autoRounds, 100*t.Regret, t.Rows, time.Since(start).Seconds(), loadAvg())
+	}
+	for i := range rounds[0] {
+		var regs []float64
+		for _, rows := range rounds {
+			regs = append(regs, rows[i].Regret())
+		}
+		// The round of the median regret (of an even count, the lower).
+		order := make([]int, len(rounds))
+		for r := range order {
+			order[r] = r
+		}
+		slices.SortFunc(order, func(a, b int) int { return cmpFloat(regs[a], regs[b]) })
+		row := rounds[order[(len(order)-1)/2]][i]
+		row.RoundRegrets = regs
+		rep.Rows = append(rep.Rows, row)
+	}
+	rep.RoundRows = rounds
 	rep.Load = fmt.Sprintf("%s before, %s after (1, 5, 15 min)", load0, loadAvg())
 	rep.Total = autoTotal(rep.Rows, minOracleTask)
 	rep.TotalAll = autoTotal(rep.Rows, 0)

@@ -8,7 +8,7 @@
 //	kbench [-kernels LIST] [-sizes LIST] [-reps N] [-min-sample D]
 //	       [-quick] [-cpu-only] [-json | -csv] [-plot FILE.svg|FILE.png]
 //	       [-validate] [-device NAME] [-spu-store BYTES] [-spu-chunk ITEMS] [-best] [-version]
-//	kbench -auto [-auto-tasks N] [-kernels LIST] [-sizes LIST] [-reps N] [-min-sample D] [-json]
+//	kbench -auto [-auto-tasks N] [-auto-rounds N] [-explore-budget F] [-kernels LIST] [-sizes LIST] [-reps N] [-min-sample D] [-json]
 //	kbench -adapt [-adapt-load cpu|gpu|spin] [-adapt-tasks N] [-reprobe N] -kernels K -sizes S
 //	       [-plot FILE] [-trace FILE.json] [-timeline FILE.svg]
 //
@@ -37,6 +37,8 @@
 //	-version    print the version and exit
 //	-auto       measure Auto placement against the oracle and print the regret table (below)
 //	-auto-tasks with -auto: Auto's sequence per kernel and size is at least this many runs (default 200)
+//	-auto-rounds with -auto: rounds of the sweep, each with a fresh Placer; rows give the median regret and spread (default 3)
+//	-explore-budget with -auto or -adapt: the Placer's ExploreBudget (0: its default, 2%; negative: no budget)
 //	-adapt      Auto's decisions over time while a load comes and goes (below)
 //	-adapt-load with -adapt: cpu (default), gpu or spin
 //	-adapt-tasks with -adapt: the number of tasks (default 600)
@@ -137,14 +139,23 @@
 // choice, as in the oracle) and is shared by the
 // whole sweep, as one program's would be. Every run of Auto counts: the
 // first (checked against cpu-1 like every column), the exploration, the
-// re-probes. The columns and Auto are timed in interleaved rounds: each
-// round runs a sample of every column and as many pieces of Auto's
-// sequence in one (seeded) shuffled order, each after a garbage
-// collection, so that neither load from other processes nor what one item
-// leaves behind for the next (the software GPU's threads and the
-// executor's reports winding down) falls on one column or on Auto more
-// than on the others. Each column's time is the mean of its samples, as Auto's
-// time is a sum, load spikes included.
+// re-probes. The columns are first timed in interleaved rounds (a sample
+// of every column in turn, each after a garbage collection; each
+// column's time is the mean of its samples). Their means only pick the
+// oracle's candidates: cpu-1 and cpu-all always, gpu+xfer and the splits
+// when within 15% of the fastest. Auto's sequence then runs paired with
+// the candidates, run by run: each step runs Auto once and every
+// candidate once, starting from a different one each step so that each
+// takes every place equally often, and the oracle is the candidate with
+// the least time over those paired runs. So the load of other processes
+// at each moment, and what one run leaves behind for the next (caches,
+// the software GPU's threads winding down), fall on Auto and on the
+// oracle alike: a column's mean from other moments (the earlier harness)
+// left the load's changes in each row's regret. The sweep is repeated
+// -auto-rounds times, each round with a fresh Placer (the columns are
+// measured in the first only); each row shown is its median round's, with
+// every round's least and greatest regret, and the total is given for
+// the rows shown and as the median and spread of the rounds' totals.
 //
 // Per row: each column's time per run, the oracle, Auto's mean time per
 // run and where its tasks went, the tasks it placed to explore, its

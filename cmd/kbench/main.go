@@ -47,28 +47,30 @@ const maxSize = 100_000_000
 
 // options are the parsed flags.
 type options struct {
-	kernels    []sched.KernelID
-	sizes      []int
-	reps       int
-	minSample  time.Duration
-	quick      bool
-	cpuOnly    bool
-	json, csv  bool
-	plot       string
-	validate   bool
-	device     string
-	spuStore   int // bytes of the SPU executor's local store
-	spuChunk   int // work items per SPU task (0: the chunks of the other columns)
-	version    bool
-	best       bool   // report the fastest sample instead of the median
-	auto       bool   // -auto: Auto placement against the oracle
-	autoTasks  int    // -auto-tasks: the least length of Auto's sequence per kernel and size
-	adapt      bool   // -adapt: Auto's decisions over time under a changing load
-	adaptTasks int    // -adapt-tasks
-	adaptLoad  string // -adapt-load: cpu or gpu
-	reprobe    int    // -reprobe: PlacerOptions.ReprobeEvery for -adapt (0: its default)
-	trace      string // -trace: Chrome trace of the -adapt run
-	timeline   string // -timeline: SVG timeline of the -adapt run's tasks when the load starts
+	kernels       []sched.KernelID
+	sizes         []int
+	reps          int
+	minSample     time.Duration
+	quick         bool
+	cpuOnly       bool
+	json, csv     bool
+	plot          string
+	validate      bool
+	device        string
+	spuStore      int // bytes of the SPU executor's local store
+	spuChunk      int // work items per SPU task (0: the chunks of the other columns)
+	version       bool
+	best          bool    // report the fastest sample instead of the median
+	auto          bool    // -auto: Auto placement against the oracle
+	autoTasks     int     // -auto-tasks: the least length of Auto's sequence per kernel and size
+	autoRounds    int     // -auto-rounds: rounds of the sweep, each with a fresh Placer
+	exploreBudget float64 // -explore-budget: the Placer's ExploreBudget (0: its default)
+	adapt         bool    // -adapt: Auto's decisions over time under a changing load
+	adaptTasks    int     // -adapt-tasks
+	adaptLoad     string  // -adapt-load: cpu or gpu
+	reprobe       int     // -reprobe: PlacerOptions.ReprobeEvery for -adapt (0: its default)
+	trace         string  // -trace: Chrome trace of the -adapt run
+	timeline      string  // -timeline: SVG timeline of the -adapt run's tasks when the load starts
 }
 
 const usageText = `usage: kbench [flags]
@@ -111,6 +113,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	best := fs.Bool("best", false, "report each measurement's fastest sample instead of the median (the fractions of the bounds are always the median of the rounds' ratios): on a machine shared with other work, the run least disturbed by it")
 	auto := fs.Bool("auto", false, "measure Auto placement (a placement.Placer learning as it goes) against the oracle, the fastest of cpu-1, cpu-all, gpu+xfer and the best static CPU/GPU split, and print the regret table instead")
 	autoTasks := fs.Int("auto-tasks", 200, "with -auto: Auto's sequence per kernel and size is at least this many runs, learning included")
+	autoRounds := fs.Int("auto-rounds", 3, "with -auto: rounds of the sweep, each with a Placer that starts knowing nothing; each row's median regret and spread are reported")
+	exploreBudget := fs.Float64("explore-budget", 0, "with -auto or -adapt: the Placer's ExploreBudget, the fraction of a kernel's run time its exploration may cost (0: the default; negative: no budget)")
 	adapt := fs.Bool("adapt", false, "run the first of -kernels at the first of -sizes as Auto tasks, with a load beside it from the first third to the second, and print (and -plot) Auto's decisions over time")
 	adaptTasks := fs.Int("adapt-tasks", 600, "with -adapt: the number of tasks")
 	adaptLoad := fs.String("adapt-load", "cpu", "with -adapt: the load, cpu (a child process of busy loops, one per CPU), gpu (GPU tasks of 4x the size kept queued) or spin (busy goroutines in kbench, 16 per GOMAXPROCS)")
@@ -136,7 +140,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	o := &options{reps: *reps, minSample: *minSample, quick: *quick, cpuOnly: *cpuOnly,
 		json: *jsonOut, csv: *csvOut, plot: *plotFile, validate: *validate, device: *device,
 		spuStore: *spuStore, spuChunk: *spuChunk, version: *showVersion, best: *best,
-		auto: *auto, autoTasks: *autoTasks, adapt: *adapt, adaptTasks: *adaptTasks, adaptLoad: *adaptLoad,
+		auto: *auto, autoTasks: *autoTasks, autoRounds: *autoRounds, exploreBudget: *exploreBudget, adapt: *adapt, adaptTasks: *adaptTasks, adaptLoad: *adaptLoad,
 		reprobe: *reprobe, trace: *traceFile, timeline: *timelineFile}
 	if o.version {
 		return o, exitOK
@@ -173,6 +177,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	}
 	if o.autoTasks < 1 {
 		return bad("-auto-tasks %d: need at least 1", o.autoTasks)
+	}
+	if o.autoRounds < 1 {
+		return bad("-auto-rounds %d: need at least 1", o.autoRounds)
 	}
 	if o.auto && (o.csv || o.cpuOnly || o.plot != "" || o.adapt) {
 		return bad("-auto writes its own table (or -json) and needs the GPU: not with -csv, -cpu-only, -plot or -adapt")
@@ -326,9 +333,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return fail(errors.New("-auto and -adapt need a Vulkan device"))
 		}
 		if o.auto {
-			rec = &placeRecorder{p: newAutoPlacer(dev)}
+			rec = newPlaceRecorder(newAutoPlacer(dev, o.exploreBudget))
 		} else {
-			rec = &placeRecorder{p: newAdaptPlacer(dev, o.reprobe)}
+			rec = newPlaceRecorder(newAdaptPlacer(dev, o.reprobe, o.exploreBudget))
 		}
 		if o.trace != "" || o.timeline != "" {
 			tr = trace.New(runtime.GOMAXPROCS(0)+8, 1<<16)
@@ -501,7 +508,7 @@ func newBench(reg *sched.Registry, dev *gpu.Device, spuStore int, rec *placeReco
 	cfg := sched.Config{Kernels: reg, Observer: placement.Observers(b.obs, extra), MainThreads: 2,
 		Workers: max(1, runtime.GOMAXPROCS(0)-1)}
 	if rec != nil {
-		cfg.Placer, cfg.Observer = rec, placement.Observers(b.obs, rec.p, extra)
+		cfg.Placer, cfg.Observer = rec, placement.Observers(b.obs, rec, extra)
 	}
 	s, err := sched.New(cfg)
 	if err != nil {
@@ -532,7 +539,7 @@ func newBench(reg *sched.Registry, dev *gpu.Device, spuStore int, rec *placeReco
 		}
 	}
 	if rec != nil {
-		rec.p.Attach(s)
+		rec.placer().Attach(s)
 	}
 	if b.main, err = s.RegisterThread("kbench"); err != nil {
 		s.Close()

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -19,7 +20,18 @@ import (
 // time is the sum of every run of the sequence, learning included.
 //
 // Regret is Auto's time over the oracle's for the same number of runs,
-// minus one. A task counts as misplaced when the column it ran on
+// minus one. The columns are first measured in interleaved rounds (their
+// means pick the candidates for the oracle: cpu-1, cpu-all, and the
+// others within candidateFactor of the fastest); then Auto's sequence runs paired with
+// the candidates, run by run in one process (Auto first in every other
+// pair), so that the machine's load at each moment falls on Auto and on
+// the oracle alike, and the oracle is the candidate with the least time
+// over those paired runs. Comparing Auto's sum with a column's mean from
+// other moments (rejected) leaves the load's changes between those
+// moments in the regret: tens of percent per row on a machine shared with
+// other processes. The whole sequence is repeated in rounds, each with a
+// Placer that starts knowing nothing, and the table gives each row's
+// median regret over the rounds and its spread. A task counts as misplaced when the column it ran on
 // (cpu-1 for a task the Placer ran unsplit on one worker, cpu-all for CPU
 // workers, gpu+xfer for the GPU, the nearest swept split for a split
 // task: co-execution or a slice probing the GPU) took more than
@@ -34,6 +46,11 @@ const (
 // slowFactor: a task on a column this much slower than the oracle, or
 // more, is misplaced.
 const slowFactor = 1.1
+
+// candidateFactor: the GPU and split columns whose mean is within this
+// factor of the fastest's are run beside Auto's sequence with cpu-1 and
+// cpu-all, and the oracle is the fastest of them over those paired runs.
+const candidateFactor = 1.15
 
 // splitTime is the mean time per run of one swept static split.
 type splitTime struct {
@@ -73,6 +90,54 @@ type AutoRow struct {
 	// Explored is the number of Auto's tasks placed to learn (the
 	// Placer's exploration) rather than by the model.
 	Explored int `json:"explored"`
+	// Paired is each oracle candidate's mean time per run over the runs
+	// paired with Auto's; when set, the oracle is the fastest of them.
+	Paired map[string]float64 `json:"paired,omitempty"`
+	// RoundRegrets is the row's regret in each round (this row is the
+	// round of the median).
+	RoundRegrets []float64 `json:"round_regrets,omitempty"`
+}
+
+// setPaired makes the oracle the fastest of the candidates measured
+// paired with Auto's runs (mean seconds per run), and re-judges Auto's
+// tasks against it.
+func (r *AutoRow) setPaired(paired map[string]float64, splits []splitTime, tasks []autoTask) {
+	r.Paired = paired
+	r.Oracle, r.OracleSeconds = "", math.Inf(1)
+	for _, c := range []string{devCPU1, devCPUAll, devGPUXfer, devSplit} {
+		if v, ok := paired[c]; ok && v > 0 && v < r.OracleSeconds {
+			r.Oracle, r.OracleSeconds = c, v
+		}
+	}
+	if r.Oracle == "" {
+		r.OracleSeconds = 0
+	}
+	// A column measured beside Auto is judged by that measure.
+	cols := maps.Clone(r.Seconds)
+	for c, v := range paired {
+		if c != devSplit && v > 0 {
+			cols[c] = v
+		}
+	}
+	r.Misplaced = countMisplaced(cols, splits, tasks, r.OracleSeconds)
+}
+
+// countMisplaced counts the tasks on a column more than slowFactor slower
+// than oracle seconds per run (by the columns' means; a split task by the
+// nearest swept split).
+func countMisplaced(cols map[string]float64, splits []splitTime, tasks []autoTask, oracle float64) int {
+	n := 0
+	for _, t := range tasks {
+		perRun := cols[t.Column]
+		if t.Column == devSplit {
+			perRun = nearestSplit(splits, t.GPUShare)
+		}
+		// A task on a column that was not measured cannot be judged.
+		if perRun > 0 && oracle > 0 && perRun > slowFactor*oracle {
+			n++
+		}
+	}
+	return n
 }
 
 // OracleTotal is the oracle's time for Auto's sequence.
@@ -140,15 +205,8 @@ func newAutoRow(kernel string, size int, cols map[string]float64, splits []split
 	}
 	for _, t := range tasks {
 		r.Placed[t.Column]++
-		perRun := r.Seconds[t.Column]
-		if t.Column == devSplit {
-			perRun = nearestSplit(splits, t.GPUShare)
-		}
-		// A task on a column that was not measured cannot be judged.
-		if perRun > 0 && r.OracleSeconds > 0 && perRun > slowFactor*r.OracleSeconds {
-			r.Misplaced++
-		}
 	}
+	r.Misplaced = countMisplaced(r.Seconds, splits, tasks, r.OracleSeconds)
 	return r
 }
 
@@ -221,8 +279,36 @@ type AutoReport struct {
 	Reps     int       `json:"reps"`
 	MinTasks int       `json:"min_tasks"`
 	Rows     []AutoRow `json:"rows"`
-	Total    AutoTotal `json:"total"`     // rows whose oracle takes >= 50 us
-	TotalAll AutoTotal `json:"total_all"` // every row
+	Total    AutoTotal `json:"total"`     // the rows shown (each its median round's) whose oracle takes >= 50 us
+	TotalAll AutoTotal `json:"total_all"` // every row shown
+	// RoundTotals is each round's total over its rows whose oracle takes
+	// >= 50 us.
+	RoundTotals []AutoTotal `json:"round_totals"`
+	// RoundRows holds every round's rows (Rows has each row's median
+	// round).
+	RoundRows [][]AutoRow `json:"round_rows,omitempty"`
+}
+
+// roundSpread returns the median, least and greatest of the rounds'
+// total regrets.
+func (a *AutoReport) roundSpread() (med, lo, hi float64) {
+	var v []float64
+	for _, t := range a.RoundTotals {
+		v = append(v, t.Regret)
+	}
+	if len(v) == 0 {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	slices.Sort(v)
+	return v[(len(v)-1)/2], v[0], v[len(v)-1]
+}
+
+// regretSpread formats the least and greatest of regrets as percentages.
+func regretSpread(regrets []float64) string {
+	if len(regrets) < 2 {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f..%+.1f", 100*slices.Min(regrets), 100*slices.Max(regrets))
 }
 
 // writeAutoTable writes the regret table: per kernel and size the
@@ -233,9 +319,10 @@ func (a *AutoReport) writeTable(w io.Writer) error {
 	fmt.Fprintf(&b, "kbench -auto: Auto placement against the oracle (fastest of cpu-1, cpu-all, gpu+xfer, best static split)\n")
 	fmt.Fprintf(&b, "machine: %s/%s, %d CPUs, GOMAXPROCS %d, GPU %s; load %s\n", a.Machine.GOOS, a.Machine.GOARCH,
 		a.Machine.NumCPU, a.Machine.GOMAXPROCS, a.Machine.GPU, a.Load)
-	fmt.Fprintf(&b, "mean of %d samples per column; Auto's sequence at least %d tasks, every run counted (learning included)\n\n", a.Reps, a.MinTasks)
-	fmt.Fprintf(&b, "%-20s %6s %9s %9s %9s %13s | %-9s %9s | %9s %-22s %5s %7s %6s\n",
-		"kernel", "size", "cpu-1", "cpu-all", "gpu+xfer", "split(gpu%)", "oracle", "time", "auto", "placed", "expl", "regret", "slow")
+	fmt.Fprintf(&b, "columns: mean of %d samples; Auto: %d runs, every run counted (learning included), each paired with a run of the oracle's candidates (columns within %.0f%% of the fastest); %d rounds, each with a fresh Placer\n\n",
+		a.Reps, a.MinTasks, 100*(candidateFactor-1), len(a.RoundTotals))
+	fmt.Fprintf(&b, "%-20s %6s %9s %9s %9s %13s | %-9s %9s | %9s %-22s %5s %7s %6s %13s\n",
+		"kernel", "size", "cpu-1", "cpu-all", "gpu+xfer", "split(gpu%)", "oracle", "time", "auto", "placed", "expl", "regret", "slow", "rounds")
 	us := func(s float64) string {
 		if s <= 0 {
 			return "-"
@@ -255,13 +342,14 @@ func (a *AutoReport) writeTable(w io.Writer) error {
 				placed = append(placed, fmt.Sprintf("%s:%d", shortCol(c), n))
 			}
 		}
-		fmt.Fprintf(&b, "%-20s %6s %9s %9s %9s %13s | %-9s %9s | %9s %-22s %5d %+6.1f%% %5.1f%%\n",
+		fmt.Fprintf(&b, "%-20s %6s %9s %9s %9s %13s | %-9s %9s | %9s %-22s %5d %+6.1f%% %5.1f%% %13s\n",
 			r.Kernel, formatSize(r.Size), us(r.Seconds[devCPU1]), us(r.Seconds[devCPUAll]), us(r.Seconds[devGPUXfer]), split,
 			r.Oracle, us(r.OracleSeconds), us(r.AutoSeconds/float64(max(r.Runs, 1))), strings.Join(placed, " "),
-			r.Explored, 100*r.Regret(), 100*r.MisplacedShare())
+			r.Explored, 100*r.Regret(), 100*r.MisplacedShare(), regretSpread(r.RoundRegrets))
 	}
-	fmt.Fprintf(&b, "\n(times in us per run; auto: its mean per run, learning included; placed: Auto's tasks per column;\n")
-	fmt.Fprintf(&b, " expl: tasks placed to learn; slow: share of Auto's tasks on a column >10%% slower than the oracle)\n\n")
+	fmt.Fprintf(&b, "\n(times in us per run; oracle, time: the fastest candidate over the runs paired with Auto's; auto: its mean per run,\n")
+	fmt.Fprintf(&b, " learning included; placed: Auto's tasks per column; expl: tasks placed to learn; slow: share of Auto's tasks on a\n")
+	fmt.Fprintf(&b, " column >10%% slower than the oracle; each row is its median round's, rounds: the least and greatest regret, %%)\n\n")
 	names := []string{}
 	for i := range a.Rows {
 		if !slices.Contains(names, a.Rows[i].Kernel) {
@@ -288,6 +376,9 @@ func (a *AutoReport) writeTable(w io.Writer) error {
 		t    AutoTotal
 	}{{"total (>=50us)", a.Total}, {"total (all rows)", a.TotalAll}} {
 		fmt.Fprintf(&b, "%-20s %5d %12.4f %12.4f %+7.1f%% %6.1f%%\n", t.name, t.t.Rows, t.t.AutoSeconds, t.t.OracleSeconds, 100*t.t.Regret, 100*t.t.MisplacedShare)
+	}
+	if med, lo, hi := a.roundSpread(); len(a.RoundTotals) > 0 {
+		fmt.Fprintf(&b, "%-20s %5s %12s %12s %+7.1f%%  (rounds %+.1f..%+.1f%%)\n", "rounds' total (>=50us)", "", "", "", 100*med, 100*lo, 100*hi)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,7 +127,7 @@ func TestAutoTableShowsRegret(t *testing.T) {
 // combine with, and -trace and -timeline belong to -adapt.
 func TestAutoAndAdaptFlags(t *testing.T) {
 	for _, bad := range [][]string{
-		{"-auto", "-csv"}, {"-auto", "-cpu-only"}, {"-auto", "-adapt"}, {"-auto", "-auto-tasks", "0"},
+		{"-auto", "-csv"}, {"-auto", "-cpu-only"}, {"-auto", "-adapt"}, {"-auto", "-auto-tasks", "0"}, {"-auto", "-auto-rounds", "0"},
 		{"-adapt", "-json"}, {"-adapt", "-adapt-load", "disk"}, {"-adapt", "-adapt-tasks", "10"},
 		{"-trace", "x.json"}, {"-auto", "-timeline", "x.svg"},
 	} {
@@ -138,7 +141,7 @@ func TestAutoAndAdaptFlags(t *testing.T) {
 		t.Fatalf("-adapt flags: %+v, status %d", o, code)
 	}
 	o, _ = parseFlags([]string{"-auto"}, &bytes.Buffer{})
-	if o == nil || !o.auto || o.autoTasks != 200 {
+	if o == nil || !o.auto || o.autoTasks != 200 || o.autoRounds != 3 || o.exploreBudget != 0 {
 		t.Fatalf("-auto defaults: %+v", o)
 	}
 }
@@ -159,7 +162,7 @@ func TestAutoRowOneCoreJudgedByCPU1(t *testing.T) {
 	}
 
 	p := placement.New(placement.Options{OneCore: true, CPUThreads: 2})
-	rec := &placeRecorder{p: p}
+	rec := newPlaceRecorder(p)
 	k := &sched.Kernel{Name: "k", Kind: sched.Streaming, Grain: 64, GPU: &bind.Binding{}}
 	one := 0
 	for range 40 {
@@ -176,5 +179,113 @@ func TestAutoRowOneCoreJudgedByCPU1(t *testing.T) {
 	}
 	if one == 0 || one == 40 {
 		t.Fatalf("%d of 40 placements on one core: the Placer explores both", one)
+	}
+}
+
+// TestPairRunsRotatesPlaces: each of Auto and the candidates runs once per
+// step, and takes every place in a step equally often.
+func TestPairRunsRotatesPlaces(t *testing.T) {
+	const n = 12
+	var order []int // participant per run: 0 Auto, i the i-th candidate
+	autoCalls := []int{}
+	auto := func(i int) (float64, error) {
+		order = append(order, 0)
+		autoCalls = append(autoCalls, i)
+		return 1, nil
+	}
+	cands := []func() (float64, error){
+		func() (float64, error) { order = append(order, 1); return 2, nil },
+		func() (float64, error) { order = append(order, 2); return 3, nil },
+	}
+	a, sums, err := pairRuns(n, auto, cands)
+	if err != nil || a != n || !slices.Equal(sums, []float64{2 * n, 3 * n}) {
+		t.Fatalf("sums %v %v, %v", a, sums, err)
+	}
+	for i, c := range autoCalls {
+		if c != i {
+			t.Fatalf("Auto's runs numbered %v", autoCalls)
+		}
+	}
+	var places [3][3]int // participant x place in its step
+	for i, who := range order {
+		places[who][i%3]++
+	}
+	for who := range places {
+		for place, c := range places[who] {
+			if c != n/3 {
+				t.Fatalf("participant %d took place %d %d times, want %d: %v", who, place, c, n/3, order)
+			}
+		}
+	}
+	// An error stops the runs.
+	bad := errors.New("bad")
+	if _, _, err := pairRuns(n, auto, []func() (float64, error){func() (float64, error) { return 0, bad }}); !errors.Is(err, bad) {
+		t.Fatalf("error %v", err)
+	}
+}
+
+// TestPairedRegretCancelsLoad: an Auto that runs exactly as the oracle's
+// column, on a machine whose load changes from run to run (bursts that
+// slow everything 3x for a while), shows no regret when paired run by
+// run; its sum against the column's mean from other moments shows the
+// load instead.
+func TestPairedRegretCancelsLoad(t *testing.T) {
+	// The load: 3x slower in bursts of about 10 runs, about half the
+	// time, switching at random (seeded) moments.
+	r := rand.New(rand.NewPCG(1, 2))
+	busy := false
+	load := func() float64 {
+		if r.IntN(10) == 0 {
+			busy = !busy
+		}
+		if busy {
+			return 3
+		}
+		return 1
+	}
+	const base = 1e-3
+	auto := func(int) (float64, error) { return base * load(), nil }
+	cand := func() (float64, error) { return base * load(), nil }
+	const n = 2000
+	a, sums, err := pairRuns(n, auto, []func() (float64, error){cand})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := a/sums[0] - 1; math.Abs(r) > 0.05 {
+		t.Fatalf("paired regret %+.1f%% for an Auto that is the oracle", 100*r)
+	} else {
+		t.Logf("paired regret %+.2f%%", 100*r)
+	}
+	// The column's mean over a quiet stretch, as a sample taken at
+	// another moment would be: the load shows as regret.
+	busy = false
+	quiet := 0.0
+	for range 5 {
+		quiet += base * load()
+	}
+	if r := a/(n*quiet/5) - 1; r < 0.5 {
+		t.Fatalf("unpaired regret %+.1f%%: the load should show", 100*r)
+	}
+}
+
+// TestAutoRowPairedOracle: with paired measures, the oracle is the
+// fastest of them (not of the columns' means), regret is Auto's sum over
+// the oracle's paired time, and a task is judged by its column's paired
+// time.
+func TestAutoRowPairedOracle(t *testing.T) {
+	// By the means, cpu-1 wins; measured beside Auto, cpu-all does.
+	cols := map[string]float64{devCPU1: 1e-3, devCPUAll: 1.3e-3, devGPUXfer: 20e-3}
+	tasks := []autoTask{{Column: devCPUAll}, {Column: devCPUAll}, {Column: devCPU1}, {Column: devCPUAll}}
+	r := newAutoRow("k", 1, cols, nil, []float64{0.9e-3, 0.9e-3, 1.2e-3, 0.9e-3}, tasks)
+	r.setPaired(map[string]float64{devCPU1: 1.2e-3, devCPUAll: 0.9e-3}, nil, tasks)
+	if r.Oracle != devCPUAll || !near(r.OracleSeconds, 0.9e-3) {
+		t.Fatalf("oracle %s %g, want cpu-all 0.9e-3", r.Oracle, r.OracleSeconds)
+	}
+	if !near(r.Regret(), 3.9/3.6-1) {
+		t.Fatalf("regret %g, want %g", r.Regret(), 3.9/3.6-1)
+	}
+	// cpu-1 is 1.33x the oracle by its paired time: one misplaced task.
+	if r.Misplaced != 1 {
+		t.Fatalf("misplaced %d, want 1", r.Misplaced)
 	}
 }
