@@ -33,7 +33,7 @@ RESULTS=${RESULTS:-benchmarks/results}
 # s). Every benchmark compares its variants in one process.
 SETS=(
 	"./sched/ $BENCHTIME rounds BenchmarkEmptyTask,BenchmarkPeersEmpty,BenchmarkGraphReplay,BenchmarkTaskflowShapes,BenchmarkPeersDAG,BenchmarkParallelFor,BenchmarkPeersParallelFor,BenchmarkPeersEmptyMix,BenchmarkPeersFibMix,BenchmarkPeersDAGMix,BenchmarkPeersParallelForMix"
-	"./sched/ 1x rounds BenchmarkPeersFib/^(sched|sched-inplace|waitgroup|errgroup|ants-unbounded)\$"
+	"./sched/ 1x rounds BenchmarkPeersFib/^(sched|sched-inplace|sched-join|waitgroup|errgroup|ants-unbounded)\$"
 	"./kernels/ $BENCHTIME rounds BenchmarkLocalToModel,BenchmarkSkinLBS"
 	"./kernels/ 40x rounds BenchmarkSkinDQSOverLBS"
 	"./render/ $BENCHTIME rounds BenchmarkMergeSort"
