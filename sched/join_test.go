@@ -9,6 +9,24 @@ import (
 	"time"
 )
 
+// joinSched makes a scheduler with w workers and a registered thread.
+func joinSched(t testing.TB, w int) (*Scheduler, *Ctx) {
+	t.Helper()
+	s, err := New(Config{Workers: w})
+	must(t, err)
+	m, err := s.RegisterThread("main")
+	must(t, err)
+	return s, m
+}
+
+// kernelOf registers f as a simple kernel named name in s's registry.
+func kernelOf(t testing.TB, s *Scheduler, name string, f KernelFunc) KernelID {
+	t.Helper()
+	id, err := s.Kernels().RegisterNext(Kernel{Name: name, CPU: f})
+	must(t, err)
+	return id
+}
+
 // fibJoinID is the Join fib kernel's ID in the registry it was last
 // registered with.
 var fibJoinID KernelID
@@ -67,10 +85,7 @@ func runFibJoin(t testing.TB, m *Ctx, n uint32, cells *[]uint32) uint32 {
 // nothing.
 func TestJoinFib(t *testing.T) {
 	for _, w := range []int{1, 2, 4} {
-		s, err := New(Config{Workers: w})
-		must(t, err)
-		m, err := s.RegisterThread("main")
-		must(t, err)
+		s, m := joinSched(t, w)
 		registerFibJoin(t, s)
 		cells := make([]uint32, fibSizes[20])
 		run := func() {
@@ -101,31 +116,26 @@ func TestJoinFib(t *testing.T) {
 // worker takes a, runs it as part of the caller's task (Current), and
 // Join returns after both; a's error comes back.
 func TestJoinSharedHalfRunsElsewhere(t *testing.T) {
-	s, err := New(Config{Workers: 2})
-	must(t, err)
+	s, m := joinSched(t, 2)
 	defer s.Close()
-	m, err := s.RegisterThread("main")
-	must(t, err)
 	var aThread, bThread atomic.Int32
 	var aStarted atomic.Bool
 	var aCurrent atomic.Uint64
 	errA := errors.New("a failed")
-	ka, err := s.Kernels().RegisterNext(Kernel{Name: "half-a", CPU: func(c *Ctx, d *TaskData) error {
+	ka := kernelOf(t, s, "half-a", func(c *Ctx, d *TaskData) error {
 		aThread.Store(int32(c.Index()))
 		aCurrent.Store(uint64(c.Current()))
 		aStarted.Store(true)
 		return errA
-	}})
-	must(t, err)
-	kb, err := s.Kernels().RegisterNext(Kernel{Name: "half-b", CPU: func(c *Ctx, d *TaskData) error {
+	})
+	kb := kernelOf(t, s, "half-b", func(c *Ctx, d *TaskData) error {
 		bThread.Store(int32(c.Index()))
 		for deadline := time.Now().Add(10 * time.Second); !aStarted.Load() && time.Now().Before(deadline); {
 			runtime.Gosched()
 		}
 		return nil
-	}})
-	must(t, err)
-	kp, err := s.Kernels().RegisterNext(Kernel{Name: "joiner", CPU: func(c *Ctx, d *TaskData) error {
+	})
+	kp := kernelOf(t, s, "joiner", func(c *Ctx, d *TaskData) error {
 		err := c.Join(Call{Kernel: ka}, Call{Kernel: kb})
 		if !errors.Is(err, errA) {
 			t.Errorf("Join: %v, want a's error", err)
@@ -134,10 +144,10 @@ func TestJoinSharedHalfRunsElsewhere(t *testing.T) {
 			t.Error("Join returned before a ran")
 		}
 		return nil
-	}})
-	must(t, err)
+	})
 	var p TaskID
 	within(t, 20*time.Second, "join with a stolen half", func() {
+		var err error
 		p, err = m.Add(&Task{Kernel: kp})
 		must(t, err)
 		must(t, m.Wait(p))
@@ -162,10 +172,8 @@ func TestJoinErrors(t *testing.T) {
 		return id
 	}
 	k1, k2 := fail(e1), fail(e2)
-	ok, err := s.Kernels().RegisterNext(Kernel{Name: "ok", CPU: func(*Ctx, *TaskData) error { return nil }})
-	must(t, err)
-	boom, err := s.Kernels().RegisterNext(Kernel{Name: "boom", CPU: func(*Ctx, *TaskData) error { panic("boom") }})
-	must(t, err)
+	ok := kernelOf(t, s, "ok", func(*Ctx, *TaskData) error { return nil })
+	boom := kernelOf(t, s, "boom", func(*Ctx, *TaskData) error { panic("boom") })
 
 	for _, tasks := range []bool{false, true} {
 		join := func(a, b KernelID) error { return m.Join(Call{Kernel: a}, Call{Kernel: b}) }
@@ -221,33 +229,26 @@ func TestJoinErrors(t *testing.T) {
 // and the children all run.
 func TestJoinWhenHalfLeavesTasks(t *testing.T) {
 	for _, w := range []int{1, 3} {
-		s, err := New(Config{Workers: w})
-		must(t, err)
-		m, err := s.RegisterThread("main")
-		must(t, err)
+		s, m := joinSched(t, w)
 		var aRuns, kids atomic.Int32
-		kid, err := s.Kernels().RegisterNext(Kernel{Name: "kid", CPU: func(*Ctx, *TaskData) error { kids.Add(1); return nil }})
-		must(t, err)
-		ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(*Ctx, *TaskData) error { aRuns.Add(1); return nil }})
-		must(t, err)
-		kb, err := s.Kernels().RegisterNext(Kernel{Name: "b", CPU: func(c *Ctx, d *TaskData) error {
+		kid := kernelOf(t, s, "kid", func(*Ctx, *TaskData) error { kids.Add(1); return nil })
+		ka := kernelOf(t, s, "a", func(*Ctx, *TaskData) error { aRuns.Add(1); return nil })
+		kb := kernelOf(t, s, "b", func(c *Ctx, d *TaskData) error {
 			for range 5 {
 				if _, err := c.Add(&Task{Kernel: kid, Parent: c.Current()}); err != nil {
 					return err
 				}
 			}
 			return nil
-		}})
-		must(t, err)
-		kp, err := s.Kernels().RegisterNext(Kernel{Name: "parent", CPU: func(c *Ctx, d *TaskData) error {
+		})
+		kp := kernelOf(t, s, "parent", func(c *Ctx, d *TaskData) error {
 			for range 20 {
 				if err := c.Join(Call{Kernel: ka}, Call{Kernel: kb}); err != nil {
 					return err
 				}
 			}
 			return nil
-		}})
-		must(t, err)
+		})
 		within(t, 20*time.Second, "join under queued children", func() {
 			id, err := m.Add(&Task{Kernel: kp})
 			must(t, err)
@@ -264,21 +265,16 @@ func TestJoinWhenHalfLeavesTasks(t *testing.T) {
 // to another goroutine, whose loop then takes a's entry); the join still
 // completes with both halves run once.
 func TestJoinHalfThatWaits(t *testing.T) {
-	s, err := New(Config{Workers: 2})
-	must(t, err)
+	s, m := joinSched(t, 2)
 	defer s.Close()
-	m, err := s.RegisterThread("main")
-	must(t, err)
 	var aRuns, slow atomic.Int32
-	ks, err := s.Kernels().RegisterNext(Kernel{Name: "slow", CPU: func(*Ctx, *TaskData) error {
+	ks := kernelOf(t, s, "slow", func(*Ctx, *TaskData) error {
 		time.Sleep(time.Millisecond)
 		slow.Add(1)
 		return nil
-	}})
-	must(t, err)
-	ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(*Ctx, *TaskData) error { aRuns.Add(1); return nil }})
-	must(t, err)
-	kb, err := s.Kernels().RegisterNext(Kernel{Name: "b", CPU: func(c *Ctx, d *TaskData) error {
+	})
+	ka := kernelOf(t, s, "a", func(*Ctx, *TaskData) error { aRuns.Add(1); return nil })
+	kb := kernelOf(t, s, "b", func(c *Ctx, d *TaskData) error {
 		// An unrelated task added first, then the one b waits for: the
 		// wait finds the unrelated one and hands the worker over.
 		if _, err := c.Add(&Task{Kernel: ks}); err != nil {
@@ -289,12 +285,10 @@ func TestJoinHalfThatWaits(t *testing.T) {
 			return err
 		}
 		return c.Wait(id)
-	}})
-	must(t, err)
-	kp, err := s.Kernels().RegisterNext(Kernel{Name: "parent", CPU: func(c *Ctx, d *TaskData) error {
+	})
+	kp := kernelOf(t, s, "parent", func(c *Ctx, d *TaskData) error {
 		return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
-	}})
-	must(t, err)
+	})
 	within(t, 20*time.Second, "joins whose half waits", func() {
 		ids := make([]TaskID, 50)
 		for i := range ids {
@@ -317,14 +311,11 @@ func TestJoinHalfThatWaits(t *testing.T) {
 // TestJoinDeeperThanItsStack: Joins nested past joinDepth run their
 // deeper halves in turn, with the same result.
 func TestJoinDeeperThanItsStack(t *testing.T) {
-	s, err := New(Config{Workers: 2})
-	must(t, err)
+	s, m := joinSched(t, 2)
 	defer s.Close()
-	m, err := s.RegisterThread("main")
-	must(t, err)
 	var leaves atomic.Int32
 	var kd KernelID
-	kd, err = s.Kernels().RegisterNext(Kernel{Name: "deep", CPU: func(c *Ctx, d *TaskData) error {
+	kd = kernelOf(t, s, "deep", func(c *Ctx, d *TaskData) error {
 		n := d.Params[0]
 		if n == 0 {
 			leaves.Add(1)
@@ -332,8 +323,7 @@ func TestJoinDeeperThanItsStack(t *testing.T) {
 		}
 		// a is a leaf, b goes on down
 		return c.Join(Call{Kernel: kd}, Call{Kernel: kd, Params: Params{n - 1}})
-	}})
-	must(t, err)
+	})
 	depth := uint32(3 * joinDepth)
 	tk := Task{Kernel: kd}
 	tk.Data.Params[0] = depth
@@ -353,9 +343,8 @@ func TestJoinHalfGoexit(t *testing.T) {
 	must(t, err)
 	registerFibJoin(t, s)
 	var aRuns, exits atomic.Int32
-	ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(*Ctx, *TaskData) error { aRuns.Add(1); return nil }})
-	must(t, err)
-	kx, err := s.Kernels().RegisterNext(Kernel{Name: "exit", CPU: func(c *Ctx, d *TaskData) error {
+	ka := kernelOf(t, s, "a", func(*Ctx, *TaskData) error { aRuns.Add(1); return nil })
+	kx := kernelOf(t, s, "exit", func(c *Ctx, d *TaskData) error {
 		if c.Index() != 0 {
 			t.Errorf("the exiting half ran on thread %d, not the worker", c.Index())
 			return nil
@@ -363,12 +352,10 @@ func TestJoinHalfGoexit(t *testing.T) {
 		exits.Add(1)
 		runtime.Goexit()
 		return nil
-	}})
-	must(t, err)
-	kp, err := s.Kernels().RegisterNext(Kernel{Name: "parent", CPU: func(c *Ctx, d *TaskData) error {
+	})
+	kp := kernelOf(t, s, "parent", func(c *Ctx, d *TaskData) error {
 		return c.Join(Call{Kernel: ka}, Call{Kernel: kx})
-	}})
-	must(t, err)
+	})
 	within(t, 20*time.Second, "a join whose half exits its goroutine", func() {
 		for range 3 {
 			id, err := s.Add(&Task{Kernel: kp})
@@ -429,28 +416,22 @@ func TestJoinWithStreamsUnderRaceChecks(t *testing.T) {
 func TestJoinHalfWaitsForTheOther(t *testing.T) {
 	for _, w := range []int{1, 2} {
 		for _, fromTask := range []bool{false, true} {
-			s, err := New(Config{Workers: w})
-			must(t, err)
-			m, err := s.RegisterThread("main")
-			must(t, err)
+			s, m := joinSched(t, w)
 			ev := s.NewEvent()
-			ka, err := s.Kernels().RegisterNext(Kernel{Name: "signal", CPU: func(*Ctx, *TaskData) error {
+			ka := kernelOf(t, s, "signal", func(*Ctx, *TaskData) error {
 				ev.Signal()
 				return nil
-			}})
-			must(t, err)
-			kb, err := s.Kernels().RegisterNext(Kernel{Name: "wait", CPU: func(c *Ctx, d *TaskData) error {
+			})
+			kb := kernelOf(t, s, "wait", func(c *Ctx, d *TaskData) error {
 				c.WaitEvent(ev)
 				if !ev.IsSet() {
 					return errors.New("WaitEvent returned without the event")
 				}
 				return nil
-			}})
-			must(t, err)
-			kp, err := s.Kernels().RegisterNext(Kernel{Name: "joiner", CPU: func(c *Ctx, d *TaskData) error {
+			})
+			kp := kernelOf(t, s, "joiner", func(c *Ctx, d *TaskData) error {
 				return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
-			}})
-			must(t, err)
+			})
 			within(t, 20*time.Second, "a join whose b waits for a", func() {
 				if fromTask {
 					id, err := s.Add(&Task{Kernel: kp})
@@ -472,17 +453,12 @@ func TestJoinHalfWaitsForTheOther(t *testing.T) {
 // task's waiters see ErrAbandoned.
 func TestJoinUnderAbandonAndClose(t *testing.T) {
 	for round := range 20 {
-		s, err := New(Config{Workers: 1 + round%4})
-		must(t, err)
-		m, err := s.RegisterThread("main")
-		must(t, err)
+		s, m := joinSched(t, 1+round%4)
 		var runs [2]atomic.Int32
 		release := make(chan struct{})
 		var started atomic.Int32
-		leaf, err := s.Kernels().RegisterNext(Kernel{Name: "leaf", CPU: func(*Ctx, *TaskData) error { return nil }})
-		must(t, err)
-		var half KernelID
-		half, err = s.Kernels().RegisterNext(Kernel{Name: "half", CPU: func(c *Ctx, d *TaskData) error {
+		leaf := kernelOf(t, s, "leaf", func(*Ctx, *TaskData) error { return nil })
+		half := kernelOf(t, s, "half", func(c *Ctx, d *TaskData) error {
 			runs[d.Params[0]].Add(1)
 			if d.Params[0] == 0 {
 				started.Add(1)
@@ -493,12 +469,10 @@ func TestJoinUnderAbandonAndClose(t *testing.T) {
 				return c.Wait(id)
 			}
 			return nil
-		}})
-		must(t, err)
-		kp, err := s.Kernels().RegisterNext(Kernel{Name: "joiner", CPU: func(c *Ctx, d *TaskData) error {
+		})
+		kp := kernelOf(t, s, "joiner", func(c *Ctx, d *TaskData) error {
 			return c.Join(Call{Kernel: half, Params: Params{0}}, Call{Kernel: half, Params: Params{1}})
-		}})
-		must(t, err)
+		})
 		fib, err := s.Kernels().RegisterNext(Kernel{Name: "fib-join", CPU: fibJoinKernel})
 		must(t, err)
 		fibJoinID = fib
@@ -545,20 +519,17 @@ func TestJoinHalfBlockedOutsideScheduler(t *testing.T) {
 	must(t, err)
 	defer s.Close()
 	ch := make(chan struct{})
-	ka, err := s.Kernels().RegisterNext(Kernel{Name: "send", CPU: func(*Ctx, *TaskData) error {
+	ka := kernelOf(t, s, "send", func(*Ctx, *TaskData) error {
 		ch <- struct{}{}
 		return nil
-	}})
-	must(t, err)
-	kb, err := s.Kernels().RegisterNext(Kernel{Name: "receive", CPU: func(*Ctx, *TaskData) error {
+	})
+	kb := kernelOf(t, s, "receive", func(*Ctx, *TaskData) error {
 		<-ch
 		return nil
-	}})
-	must(t, err)
-	kp, err := s.Kernels().RegisterNext(Kernel{Name: "joiner", CPU: func(c *Ctx, d *TaskData) error {
+	})
+	kp := kernelOf(t, s, "joiner", func(c *Ctx, d *TaskData) error {
 		return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
-	}})
-	must(t, err)
+	})
 	within(t, 20*time.Second, "a join whose b blocks on a channel for a", func() {
 		for range 20 {
 			id, err := s.Add(&Task{Kernel: kp})
@@ -579,22 +550,19 @@ func TestJoinCloseWhileHalfParkedOnSameWorker(t *testing.T) {
 	must(t, err)
 	ea, eb := s.NewEvent(), s.NewEvent()
 	var aIn, bOut atomic.Bool
-	ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(c *Ctx, d *TaskData) error {
+	ka := kernelOf(t, s, "a", func(c *Ctx, d *TaskData) error {
 		aIn.Store(true)
 		c.WaitEvent(ea) // never signalled: returns at Close (drained)
 		return nil
-	}})
-	must(t, err)
-	kb, err := s.Kernels().RegisterNext(Kernel{Name: "b", CPU: func(c *Ctx, d *TaskData) error {
+	})
+	kb := kernelOf(t, s, "b", func(c *Ctx, d *TaskData) error {
 		c.WaitEvent(eb) // finds a's entry: hands the worker (and a) to G2
 		bOut.Store(true)
 		return nil
-	}})
-	must(t, err)
-	kp, err := s.Kernels().RegisterNext(Kernel{Name: "joiner", CPU: func(c *Ctx, d *TaskData) error {
+	})
+	kp := kernelOf(t, s, "joiner", func(c *Ctx, d *TaskData) error {
 		return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
-	}})
-	must(t, err)
+	})
 	if _, err := s.Add(&Task{Kernel: kp}); err != nil {
 		t.Fatal(err)
 	}
@@ -632,31 +600,27 @@ func TestJoinGoexitOnRegisteredThread(t *testing.T) {
 	must(t, err)
 	release := make(chan struct{})
 	blockerRunning := make(chan struct{})
-	kblock, err := s.Kernels().RegisterNext(Kernel{Name: "block-worker", CPU: func(*Ctx, *TaskData) error {
+	kblock := kernelOf(t, s, "block-worker", func(*Ctx, *TaskData) error {
 		close(blockerRunning)
 		<-release
 		return nil
-	}})
-	must(t, err)
+	})
 	var aRuns atomic.Int32
 	var aAfterFinish atomic.Bool
-	ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(c *Ctx, d *TaskData) error {
+	ka := kernelOf(t, s, "a", func(c *Ctx, d *TaskData) error {
 		aRuns.Add(1)
 		if s.IsFinished(c.Current()) {
 			aAfterFinish.Store(true)
 		}
 		return nil
-	}})
-	must(t, err)
-	kx, err := s.Kernels().RegisterNext(Kernel{Name: "exit", CPU: func(c *Ctx, d *TaskData) error {
+	})
+	kx := kernelOf(t, s, "exit", func(c *Ctx, d *TaskData) error {
 		runtime.Goexit()
 		return nil
-	}})
-	must(t, err)
-	kp, err := s.Kernels().RegisterNext(Kernel{Name: "parent", CPU: func(c *Ctx, d *TaskData) error {
+	})
+	kp := kernelOf(t, s, "parent", func(c *Ctx, d *TaskData) error {
 		return c.Join(Call{Kernel: ka}, Call{Kernel: kx})
-	}})
-	must(t, err)
+	})
 	// Keep the only worker busy so that it cannot steal a before b exits.
 	if _, err := s.Add(&Task{Kernel: kblock}); err != nil {
 		t.Fatal(err)
@@ -695,28 +659,22 @@ func TestJoinGoexitOnRegisteredThread(t *testing.T) {
 // earlier use (here the initial 0, after 2^32 uses nobody stole) must
 // not let the owner's joinWait return before the thief has run a.
 func TestJoinRecordSeqWrap(t *testing.T) {
-	s, err := New(Config{Workers: 1})
-	must(t, err)
+	s, m := joinSched(t, 1)
 	defer s.Close()
-	m, err := s.RegisterThread("main")
-	must(t, err)
 	var aDone, aStarted atomic.Bool
-	ka, err := s.Kernels().RegisterNext(Kernel{Name: "a", CPU: func(*Ctx, *TaskData) error {
+	ka := kernelOf(t, s, "a", func(*Ctx, *TaskData) error {
 		aStarted.Store(true)
 		time.Sleep(100 * time.Millisecond)
 		aDone.Store(true)
 		return nil
-	}})
-	must(t, err)
-	kb, err := s.Kernels().RegisterNext(Kernel{Name: "b", CPU: func(*Ctx, *TaskData) error {
+	})
+	kb := kernelOf(t, s, "b", func(*Ctx, *TaskData) error {
 		for deadline := time.Now().Add(5 * time.Second); !aStarted.Load() && time.Now().Before(deadline); {
 			runtime.Gosched()
 		}
 		return nil
-	}})
-	must(t, err)
-	ok, err := s.Kernels().RegisterNext(Kernel{Name: "ok", CPU: func(*Ctx, *TaskData) error { return nil }})
-	must(t, err)
+	})
+	ok := kernelOf(t, s, "ok", func(*Ctx, *TaskData) error { return nil })
 	must(t, m.Join(Call{Kernel: ok}, Call{Kernel: ok})) // makes the records
 	st := m.inPlaceStack()
 	st.joins[0].seq = ^uint32(0) // 2^32-1 uses so far, none stolen: done is still 0
