@@ -29,6 +29,14 @@ type GLTFOptions struct {
 	Skin int
 	// Dir resolves relative buffer URIs; nil refuses external buffers.
 	Dir fs.FS
+	// MergeAnimations imports all the file's animations as one clip, as
+	// a viewer plays them together: the shape of exporters that write one
+	// animation per animated node (COLLADA2GLTF, whose output Khronos's
+	// RiggedFigure and many older samples are). Two channels for the same
+	// node and path, in one animation or two, are then an error naming
+	// both. Without it each animation is its own clip, and a file whose
+	// animations animate disjoint nodes gets a note saying so.
+	MergeAnimations bool
 }
 
 // Limits on glTF content, so a hostile file cannot make us allocate without
@@ -96,8 +104,10 @@ func (g *gltfReader) errf(elem, format string, args ...any) error {
 // so is a rotation key of (near) zero length, and a glTF 1.0 file
 // (asset.version). A skinned mesh compressed by an extension the file
 // only uses (Draco, meshopt) is not imported: Import.MeshErr names the
-// extension, and the skeleton and clips still are. Import.Animations ties
-// each clip to its animation. Errors name the file and the element.
+// extension, and the skeleton and clips still are. Each animation is a
+// clip, or all are one with GLTFOptions.MergeAnimations (files that write
+// one animation per node); Import.Animations ties each clip to its
+// animation. Errors name the file and the element.
 func ParseGLTF(name string, data []byte, opt GLTFOptions) (*Import, error) {
 	g := &gltfReader{file: name}
 	jsonData, bin, err := g.container(data)
@@ -133,6 +143,21 @@ func ParseGLTF(name string, data []byte, opt GLTFOptions) (*Import, error) {
 		im.notef("%v", im.MeshErr)
 	} else if err := g.mesh(opt.Skin, boneOf, im); err != nil {
 		return nil, err
+	}
+	if opt.MergeAnimations {
+		c, from, err := g.mergedAnimation(sk, boneOf, opt.Rate, im)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			im.Clips = append(im.Clips, c)
+			im.Animations = append(im.Animations, AnimationRef{Index: from[0], Name: c.Name})
+			im.Merged = from
+		}
+		return im, nil
+	}
+	if g.disjointAnimations() {
+		im.notef("animations: the file's %d animations animate different nodes (one animation per node, as COLLADA2GLTF writes them): each is a clip of its own; GLTFOptions.MergeAnimations imports them as one", len(g.doc.Animations))
 	}
 	for ai := range g.doc.Animations {
 		c, err := g.animation(ai, sk, boneOf, opt.Rate, im)
@@ -674,19 +699,125 @@ type gltfChannel struct {
 // animation imports animation ai as a clip, or nil when it animates no
 // joint of the skeleton.
 func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64, im *Import) (*Clip, error) {
+	aelem := fmt.Sprintf("animations[%d]", ai)
+	chans, skipped, err := g.channels(ai, boneOf, map[[2]int]int{})
+	if err != nil {
+		return nil, err
+	}
+	name := g.doc.Animations[ai].Name
+	if name == "" {
+		name = fmt.Sprintf("animation%d", ai)
+	}
+	if len(chans) == 0 {
+		im.notef("%s %q: animates no joint of the skin nor a node above one, skipped", aelem, name)
+		return nil, nil
+	}
+	if skipped > 0 {
+		im.notef("%s %q: skipped %d channels (weights, or nodes that are neither joints nor above one)", aelem, name, skipped)
+	}
+	return g.clip(aelem, name, chans, sk, rate, im)
+}
+
+// mergedAnimation imports every animation of the file as one clip
+// (GLTFOptions.MergeAnimations), or nil when none animates a joint of
+// the skeleton. Two channels for the same node and path, in one
+// animation or two, are an error naming both.
+func (g *gltfReader) mergedAnimation(sk *Skeleton, boneOf []int, rate float64, im *Import) (*Clip, []int, error) {
+	var chans []gltfChannel
+	var from []int
+	seen := map[[2]int]int{}
+	skipped := 0
+	for ai := range g.doc.Animations {
+		c, n, err := g.channels(ai, boneOf, seen)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(c) > 0 {
+			from = append(from, ai)
+		}
+		chans, skipped = append(chans, c...), skipped+n
+	}
+	const elem = "animations"
+	if len(chans) == 0 {
+		im.notef("%s: none animates a joint of the skin nor a node above one", elem)
+		return nil, nil, nil
+	}
+	if skipped > 0 {
+		im.notef("%s: skipped %d channels (weights, or nodes that are neither joints nor above one)", elem, skipped)
+	}
+	var names []string
+	for _, ai := range from {
+		if n := g.doc.Animations[ai].Name; n != "" {
+			names = append(names, n)
+		}
+	}
+	name := "merged"
+	if len(names) > 0 && len(names) <= 4 {
+		name = strings.Join(names, "+")
+	}
+	im.notef("%s: %d animations (%v) merged into one clip %q (GLTFOptions.MergeAnimations)", elem, len(from), from, name)
+	clip, err := g.clip(elem, name, chans, sk, rate, im)
+	return clip, from, err
+}
+
+// disjointAnimations reports whether the file has two or more animations
+// and no node's path is animated by more than one of them: the shape of
+// exporters that write one animation per node (COLLADA2GLTF's output,
+// such as Khronos's RiggedFigure sample), whose animations a viewer plays
+// together.
+func (g *gltfReader) disjointAnimations() bool {
+	if len(g.doc.Animations) < 2 {
+		return false
+	}
+	owner := map[[2]int]int{}
+	for ai, a := range g.doc.Animations {
+		if a == nil {
+			return false
+		}
+		for ci, ch := range a.Channels {
+			if ch == nil || ch.Target.Node == nil {
+				continue
+			}
+			key := [2]int{*ch.Target.Node, pathKey(g.shadow.Animations[ai].Channels[ci].Target.Path)}
+			if o, ok := owner[key]; ok && o != ai {
+				return false
+			}
+			owner[key] = ai
+		}
+	}
+	return true
+}
+
+// pathKey numbers a channel's target path for the maps of channels.
+func pathKey(path string) int {
+	switch path {
+	case "translation":
+		return int(TrackTranslation)
+	case "rotation":
+		return int(TrackRotation)
+	case "scale":
+		return int(TrackScale)
+	}
+	return 3
+}
+
+// channels reads animation ai's channels that animate a joint of the
+// skeleton or a folded node above one, and counts those it skips. seen
+// holds, for each (node, kind) already read, the animation that read it:
+// a second channel for it is an error naming both.
+func (g *gltfReader) channels(ai int, boneOf []int, seen map[[2]int]int) ([]gltfChannel, int, error) {
 	a := g.doc.Animations[ai]
 	aelem := fmt.Sprintf("animations[%d]", ai)
 	if a == nil {
-		return nil, g.errf(aelem, "null animation")
+		return nil, 0, g.errf(aelem, "null animation")
 	}
 	sh := g.shadow.Animations[ai]
 	var chans []gltfChannel
-	seen := map[[2]int]bool{}
 	skipped := 0
 	for ci, ch := range a.Channels {
 		celem := fmt.Sprintf("%s.channels[%d]", aelem, ci)
 		if ch == nil {
-			return nil, g.errf(celem, "null channel")
+			return nil, 0, g.errf(celem, "null channel")
 		}
 		path := sh.Channels[ci].Target.Path
 		var kind TrackKind
@@ -701,7 +832,7 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 			skipped++
 			continue
 		default:
-			return nil, g.errf(celem+".target.path", "unknown path %q", path)
+			return nil, 0, g.errf(celem+".target.path", "unknown path %q", path)
 		}
 		if ch.Target.Node == nil {
 			skipped++
@@ -709,10 +840,10 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 		}
 		node := *ch.Target.Node
 		if node < 0 || node >= len(g.doc.Nodes) {
-			return nil, g.errf(celem+".target.node", "node index %d out of range (%d nodes)", node, len(g.doc.Nodes))
+			return nil, 0, g.errf(celem+".target.node", "node index %d out of range (%d nodes)", node, len(g.doc.Nodes))
 		}
 		if ch.Sampler < 0 || ch.Sampler >= len(a.Samplers) || a.Samplers[ch.Sampler] == nil {
-			return nil, g.errf(celem+".sampler", "sampler index %d out of range (%d samplers)", ch.Sampler, len(a.Samplers))
+			return nil, 0, g.errf(celem+".sampler", "sampler index %d out of range (%d samplers)", ch.Sampler, len(a.Samplers))
 		}
 		bone := boneOf[node]
 		if bone < 0 && !g.folded[node] {
@@ -720,10 +851,13 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 			continue
 		}
 		key := [2]int{node, int(kind)}
-		if seen[key] {
-			return nil, g.errf(celem, "second channel for node %d %s", node, path)
+		if prev, ok := seen[key]; ok {
+			if prev == ai {
+				return nil, 0, g.errf(celem, "second channel for node %d %s", node, path)
+			}
+			return nil, 0, g.errf(celem, "node %d %s is animated by animations[%d] too: merged animations must animate different nodes or paths", node, path, prev)
 		}
-		seen[key] = true
+		seen[key] = ai
 		s := a.Samplers[ch.Sampler]
 		selem := fmt.Sprintf("%s.samplers[%d]", aelem, ch.Sampler)
 		interp := "LINEAR"
@@ -731,15 +865,15 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 			interp = *p
 		}
 		if interp != "LINEAR" && interp != "STEP" && interp != "CUBICSPLINE" {
-			return nil, g.errf(selem+".interpolation", "unknown interpolation %q", interp)
+			return nil, 0, g.errf(selem+".interpolation", "unknown interpolation %q", interp)
 		}
 		times, _, err := g.floats(s.Input, selem+".input", 1)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for k, t := range times {
 			if t < 0 || (k > 0 && !(t > times[k-1])) {
-				return nil, g.errf(selem+".input", "key time %d (%v s) is negative or not increasing", k, t)
+				return nil, 0, g.errf(selem+".input", "key time %d (%v s) is negative or not increasing", k, t)
 			}
 		}
 		want := 3
@@ -748,14 +882,14 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 		}
 		vals, _, err := g.floats(s.Output, selem+".output", want)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		per := 1
 		if interp == "CUBICSPLINE" {
 			per = 3
 		}
 		if len(vals) != len(times)*want*per {
-			return nil, g.errf(selem+".output", "%d values for %d keys (want %d per key)", len(vals)/want, len(times), per)
+			return nil, 0, g.errf(selem+".output", "%d values for %d keys (want %d per key)", len(vals)/want, len(times), per)
 		}
 		if kind == TrackRotation {
 			// A key of (near) zero length is no rotation: normalising it
@@ -765,7 +899,7 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 				q := vals[(k*per+per/2)*4:][:4]
 				n := math.Sqrt(float64(q[0])*float64(q[0]) + float64(q[1])*float64(q[1]) + float64(q[2])*float64(q[2]) + float64(q[3])*float64(q[3]))
 				if n < minKeyQuatLength {
-					return nil, g.errf(selem+".output", "animation %d (%q) channel %d (node %d rotation): key %d at %v s is the quaternion %v of length %.3g, not a rotation", ai, a.Name, ci, node, k, times[k], q, n)
+					return nil, 0, g.errf(selem+".output", "animation %d (%q) channel %d (node %d rotation): key %d at %v s is the quaternion %v of length %.3g, not a rotation", ai, a.Name, ci, node, k, times[k], q, n)
 				}
 			}
 		}
@@ -774,23 +908,18 @@ func (g *gltfReader) animation(ai int, sk *Skeleton, boneOf []int, rate float64,
 			// at its keys and, for CUBICSPLINE, in its tangents.
 			for e := 0; e+2 < len(vals); e += 3 {
 				if x := float64(vals[e]); math.Abs(x-float64(vals[e+1])) > 1e-5*math.Abs(x) || math.Abs(x-float64(vals[e+2])) > 1e-5*math.Abs(x) {
-					return nil, g.errf(selem+".output", "animation %d (%q) channel %d animates the scale of node %d, a non-joint node above a joint, non-uniformly (%v): not supported", ai, a.Name, ci, node, vals[e:e+3])
+					return nil, 0, g.errf(selem+".output", "animation %d (%q) channel %d animates the scale of node %d, a non-joint node above a joint, non-uniformly (%v): not supported", ai, a.Name, ci, node, vals[e:e+3])
 				}
 			}
 		}
 		chans = append(chans, gltfChannel{bone: bone, node: node, kind: kind, interp: interp, times: times, values: vals, comps: want, elem: selem})
 	}
-	name := a.Name
-	if name == "" {
-		name = fmt.Sprintf("animation%d", ai)
-	}
-	if len(chans) == 0 {
-		im.notef("%s %q: animates no joint of the skin nor a node above one, skipped", aelem, name)
-		return nil, nil
-	}
-	if skipped > 0 {
-		im.notef("%s %q: skipped %d channels (weights, or nodes that are neither joints nor above one)", aelem, name, skipped)
-	}
+	return chans, skipped, nil
+}
+
+// clip resamples channels chans (of one animation, or of all merged) as
+// the clip name; aelem names the source in errors and notes.
+func (g *gltfReader) clip(aelem, name string, chans []gltfChannel, sk *Skeleton, rate float64, im *Import) (*Clip, error) {
 	dur := 0.0
 	for _, c := range chans {
 		dur = math.Max(dur, float64(c.times[len(c.times)-1]))

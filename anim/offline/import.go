@@ -75,6 +75,10 @@ type Import struct {
 	// (or made up when it has none) and is what anim.Blob.ClipByName
 	// finds at run time.
 	Animations []AnimationRef
+	// Merged lists the glTF animations merged into the one clip of
+	// GLTFOptions.MergeAnimations (those that animate the skeleton); nil
+	// without it.
+	Merged []int
 	// Mesh is the triangle mesh the skin deforms (glTF; nil for BVH and
 	// for a skin no node uses with a mesh).
 	Mesh *SkinnedMesh
@@ -91,18 +95,20 @@ type Import struct {
 }
 
 // AnimationRef names a glTF animation: its index in the file's animations
-// array and its name ("" when it has none).
+// array and its name ("" when it has none). For the one clip of
+// GLTFOptions.MergeAnimations, Index is the first animation merged into it
+// (Import.Merged lists them all) and Name the clip's.
 type AnimationRef struct {
 	Index int
 	Name  string
 }
 
 // ClipOf returns the clip made from the glTF animation with the given
-// index, or nil when there is none (no such animation, or it targets no
-// bone).
+// index (the merged clip for any animation merged into it), or nil when
+// there is none (no such animation, or it targets no bone).
 func (im *Import) ClipOf(animation int) *Clip {
 	for i, a := range im.Animations {
-		if a.Index == animation && i < len(im.Clips) {
+		if i < len(im.Clips) && (a.Index == animation || containsInt(im.Merged, animation)) {
 			return im.Clips[i]
 		}
 	}

@@ -206,6 +206,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
 	out := fs.String("o", "", "write the blob to this file")
 	unitName := fs.String("unit", "auto", "BVH length unit: auto, cmu, cm, m or in")
 	rate := fs.Float64("rate", 0, "glTF resample rate in Hz (0: the key grid)")
+	merge := fs.Bool("merge-animations", false, "glTF: import all animations as one clip (files with one animation per node)")
 	resample := fs.Float64("resample", 0, "resample every clip to this rate in Hz before compressing (0: keep)")
 	ratesFlag := fs.String("rates", "", "compress every clip at each of these rates in Hz, comma-separated (0: as recorded); -acl: 0,30,24")
 	acl := fs.Bool("acl", false, "compare with ACL like for like: compress "+strings.Join(aclClips, ", ")+" from "+cmuDir+" at their own rate, 30 and 24 Hz")
@@ -251,7 +252,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
 	o := &options{errCM: *errCM, out: *out, events: *events, bitsquid: *bitsquid, timing: *timing, verbose: *verbose,
 		compress: offline.CompressOptions{Tolerance: *errCM / 100, ChainShare: *share, SegmentSeconds: *segment, Passes: *passes, OpenLoop: *openLoop,
 			Codec: codec, UniformSegmentFrames: *segFrames},
-		imp: offline.ImportOptions{BVH: offline.BVHOptions{Unit: unit}, GLTF: offline.GLTFOptions{Rate: *rate}}}
+		imp: offline.ImportOptions{BVH: offline.BVHOptions{Unit: unit}, GLTF: offline.GLTFOptions{Rate: *rate, MergeAnimations: *merge}}}
 	if o.rates, err = parseRates(*ratesFlag, *resample); err != nil {
 		return nil, err
 	}
