@@ -118,10 +118,10 @@ func ParseGLTF(name string, data []byte, opt GLTFOptions) (*Import, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(jsonData, &g.doc); err != nil {
-		return nil, g.errf("json", "%v", err)
+		return nil, g.errf("json", "%s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	if err := json.Unmarshal(jsonData, &g.shadow); err != nil {
-		return nil, g.errf("json", "%v", err)
+		return nil, g.errf("json", "%s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	if err := g.checkShadow(); err != nil {
 		return nil, err
