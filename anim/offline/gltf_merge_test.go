@@ -167,3 +167,49 @@ func TestGLTFMergeAnimationsRefusesOverlap(t *testing.T) {
 		}
 	}
 }
+
+// TestGLTFMergeAnimationsCounts: merging zero animations gives no clip,
+// one gives that animation's clip, and an animation that animates no
+// joint (morph weights only) is left out of Import.Merged.
+func TestGLTFMergeAnimationsCounts(t *testing.T) {
+	doc := riggedSimpleJSON(t)
+	anims := doc["animations"].([]any)
+	one, err := parseWith(t, doc, offline.GLTFOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	doc["animations"] = []any{}
+	im, err := parseWith(t, doc, offline.GLTFOptions{MergeAnimations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Clips) != 0 || len(im.Animations) != 0 || im.Merged != nil || im.ClipOf(0) != nil {
+		t.Fatalf("no animations merged: %d clips, refs %v, merged %v", len(im.Clips), im.Animations, im.Merged)
+	}
+
+	weights := map[string]any{
+		"name":     "blink",
+		"channels": []any{map[string]any{"sampler": 0, "target": map[string]any{"node": 0, "path": "weights"}}},
+		"samplers": anims[0].(map[string]any)["samplers"].([]any)[:1],
+	}
+	doc["animations"] = []any{weights, anims[0]}
+	im, err = parseWith(t, doc, offline.GLTFOptions{MergeAnimations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Clips) != 1 || len(im.Merged) != 1 || im.Merged[0] != 1 || im.ClipOf(1) != im.Clips[0] || im.ClipOf(0) != nil {
+		t.Fatalf("one animation and a weights-only one merged: %d clips, merged %v", len(im.Clips), im.Merged)
+	}
+	a, b := one.Clips[0], im.Clips[0]
+	if a.Frames != b.Frames || a.Rate != b.Rate {
+		t.Fatalf("one animation merged: %d frames at %g Hz, alone %d at %g", b.Frames, b.Rate, a.Frames, a.Rate)
+	}
+	for i := range a.Tracks {
+		for f := range a.Tracks[i].Values {
+			if a.Tracks[i].Values[f] != b.Tracks[i].Values[f] {
+				t.Fatalf("track %d frame %d: merged %v, alone %v", i, f, b.Tracks[i].Values[f], a.Tracks[i].Values[f])
+			}
+		}
+	}
+}
