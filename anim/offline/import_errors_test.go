@@ -1,9 +1,7 @@
 package offline_test
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
@@ -13,26 +11,10 @@ import (
 const riggedSimple = "../../cmd/crowd/testdata/rigged_simple.gltf"
 
 // riggedSimpleJSON returns rigged_simple.gltf decoded, for a test to edit.
-func riggedSimpleJSON(t *testing.T) map[string]any {
-	t.Helper()
-	data, err := os.ReadFile(riggedSimple)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	return doc
-}
+func riggedSimpleJSON(t *testing.T) map[string]any { return readJSON(t, riggedSimple) }
 
 func parseJSON(t *testing.T, doc map[string]any) (*offline.Import, error) {
-	t.Helper()
-	data, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return offline.ParseGLTF("user.gltf", data, offline.GLTFOptions{})
+	return parseWith(t, doc, offline.GLTFOptions{})
 }
 
 // TestGLTFAnimationTie: every clip names the glTF animation it came from
