@@ -81,6 +81,18 @@ import (
 //     dead end is sure when every maker is blocked in the scheduler) would
 //     need Create to record its caller, a store on the task's path, and
 //     still could not see an ID handed to another goroutine.
+//  6. The slots hold pointers (the task's Data and its streams' bytes, its
+//     kernel, its error), so every garbage-collection cycle scans the whole
+//     pool, free slots included: the mark work grows with PoolSize, not
+//     with the live tasks, and it follows the pointer words, nil or not.
+//     Rejected: moving the pointer fields to a side array (as long as the
+//     pool and holding as many pointer words, it costs the scan as much;
+//     and a kernel is handed the TaskData in its slot, so Data and the
+//     streams could leave the slot only as a copy per run); making the
+//     slots in chunks on demand, so that only chunks ever handed out are
+//     scanned (every slot access on the hot path first loads a chunk
+//     pointer: EmptyTask was slower; and a program that once had many
+//     tasks live keeps its chunks).
 
 // slot is one pool entry. Hot fields first; the task copy follows.
 type slotFields struct {
