@@ -40,8 +40,10 @@ package sched
 //     together leave in one submission.
 //  5. Errors. A kernel that returns an error or panics stops its node's
 //     successors; the rest of the graph runs, and Run returns the first
-//     error, naming the node and its kernel. Counters left part-way by a
-//     failed run are reset at the start of the next.
+//     error, naming the node and its kernel. So does a runtime.Goexit in
+//     a kernel (a test's FailNow): the runner's goroutine unwinds, and
+//     hands what it still held to new runner tasks first. Counters left
+//     part-way by a failed run are reset at the start of the next.
 //  6. GPU segments. When the GPU executor is a SegmentExecutor (package
 //     gpu's is), the seal groups the GPU nodes that have the same
 //     predecessors (as a list: the nodes readied together, by whichever
@@ -106,9 +108,10 @@ package sched
 // predecessor's kernel returned; a run allocates nothing and validates
 // nothing that Add, SetData or the seal already validated; one run of a
 // graph at a time (Run and Start refuse a second while a run is in
-// progress or a started run's join has not finished; a GPU segment relies
-// on it: one job of it in flight); a graph is changed (Add, Precede,
-// SetData, Params' memory, Release) only between runs.
+// progress or a started run's join has not finished, nor, for an
+// abandoned join, while runners of its run still run; a GPU segment
+// relies on it: one job of it in flight); a graph is changed (Add,
+// Precede, SetData, Params' memory, Release) only between runs.
 //
 // A node's successors start when its kernel returns. Children a node's
 // kernel adds through its Ctx are children of the runner, so the run waits
@@ -138,7 +141,7 @@ type GraphNode int32
 
 // ErrGraphRunning is returned by a change to a graph, a second Run or a
 // Start while a run of it is in progress (a started run: until its join
-// has finished).
+// has finished and, if it was abandoned, every runner of it returned).
 var ErrGraphRunning = errors.New("sched: graph is running")
 
 // Graph is a frame graph: tasks and their order, built once and run many
@@ -224,8 +227,9 @@ func (s *Scheduler) NewGraph() *Graph {
 func (g *Graph) Len() int { return len(g.hot) }
 
 // Add adds a node that runs t. The task is validated now (kernel
-// registered, streams matching it), not at each run. Its Parent and
-// Dependency must be unset: order nodes with Precede.
+// registered, streams matching it, affinity and priority valid), not at
+// each run. Its Parent and Dependency must be unset: order nodes with
+// Precede.
 func (g *Graph) Add(t *Task) (GraphNode, error) {
 	if g.busy() {
 		return -1, ErrGraphRunning
@@ -235,6 +239,20 @@ func (g *Graph) Add(t *Task) (GraphNode, error) {
 	}
 	if len(g.hot) == 1<<31-1 {
 		return -1, fmt.Errorf("sched: graph: too many nodes")
+	}
+	// What the task's own Add would refuse whatever is attached later:
+	// refused here once, not at every run (an in-place node would never
+	// meet the check). A GPU or SPU node's executor may be attached after
+	// the build: a run without it fails that node (ErrNoExecutor).
+	if uint8(t.Priority-PriorityLow) > uint8(PriorityHigh-PriorityLow) {
+		return -1, fmt.Errorf("sched: graph node %d (kernel %d): %w %d", len(g.hot), t.Kernel, ErrBadPriority, t.Priority)
+	}
+	switch a := t.Affinity; a {
+	case AnyWorker, Auto, GPU, SPU:
+	default:
+		if i, ok := a.Thread(); !ok || i >= g.s.cfg.MainThreads {
+			return -1, fmt.Errorf("sched: graph node %d (kernel %d): %w %v (MainThreads %d)", len(g.hot), t.Kernel, ErrBadAffinity, a, g.s.cfg.MainThreads)
+		}
 	}
 	n := len(g.hot)
 	g.hot = append(g.hot, graphHot{})
@@ -525,12 +543,15 @@ func (g *Graph) RunCtx(c *Ctx) error { return g.run(c) }
 //
 // One run of a graph at a time: while the previous run's join has not
 // finished, Start (like Run and every change to the graph) returns
-// ErrGraphRunning. A run does not queue behind the previous one: its
-// nodes' counters, its error and its GPU segments' single job in flight
-// belong to the run in progress, and a refused Start tells the caller
-// that it reuses a graph (and the buffers its nodes name) too early —
-// where runs must follow each other, give each its own graph (one per
-// buffer set, say) and order them with after. Rejected: chaining the new
+// ErrGraphRunning. A join that was abandoned (Abandon, after a WaitFor
+// that timed out) reads as finished at once, but the run's nodes go on:
+// the graph stays running until every node that had started returned.
+// A run does not queue behind the previous one: its nodes' counters,
+// its error and its GPU segments' single job in flight belong to the run
+// in progress, and a refused Start tells the caller that it reuses a
+// graph (and the buffers its nodes name) too early — where runs must
+// follow each other, give each its own graph (one per buffer set, say)
+// and order them with after. Rejected: chaining the new
 // run behind the one in flight (its counters would have to be reset when
 // the previous run ends, by a task, and a failed run's reset would race
 // with the next run's start).
@@ -553,9 +574,18 @@ func (g *Graph) Start(c *Ctx, after ...TaskID) (TaskID, error) {
 }
 
 // busy reports whether a run is being started, running synchronously, or
-// in flight (its join not finished).
+// in flight (its join not settled).
 func (g *Graph) busy() bool {
-	return g.running.Load() || (g.inflight != NoTask && !g.s.IsFinished(g.inflight))
+	return g.running.Load() || (g.inflight != NoTask && !g.settled(g.inflight))
+}
+
+// settled reports whether the run whose join is root is over: the join's
+// slot has moved on, which happens only once every runner task (its
+// children) completed. IsFinished is not enough: an abandoned join reads
+// as finished at once while its runners still run nodes and count down
+// the successors' counters, which the next run would share.
+func (g *Graph) settled(root TaskID) bool {
+	return g.s.slots[root.index()].genLoad() != root.gen()
 }
 
 func (g *Graph) run(c *Ctx) error {
@@ -573,11 +603,26 @@ func (g *Graph) run(c *Ctx) error {
 	} else {
 		err = s.Wait(root)
 	}
-	if g.firstErr != nil {
+	if err != nil {
+		// The join failed: it may have been abandoned, with runners
+		// still running and failing nodes (without an error, every
+		// runner completed before the join, and wrote before it).
+		g.errMu.Lock()
+		if g.firstErr != nil {
+			err = g.firstErr
+		}
+		g.errMu.Unlock()
+	} else if g.firstErr != nil {
 		err = g.firstErr
 	}
 	if err != nil {
 		g.dirty = true
+		if !g.settled(root) {
+			// The join was abandoned (Abandon of the ID an Observer
+			// saw as a node's Parent): its runners still run. The
+			// graph stays busy until they are done, as after Start.
+			g.inflight = root
+		}
 	}
 	return err
 }
@@ -588,7 +633,7 @@ func (g *Graph) run(c *Ctx) error {
 func (g *Graph) begin(c *Ctx, after []TaskID) (TaskID, error) {
 	s := g.s
 	if prev := g.inflight; prev != NoTask {
-		if !s.IsFinished(prev) {
+		if !g.settled(prev) {
 			return NoTask, ErrGraphRunning
 		}
 		// A failed run may have left counters part-way: a node's
@@ -705,16 +750,22 @@ func (g *Graph) joinAfter(c *Ctx, after []TaskID) (TaskID, error) {
 			continue
 		}
 		t = Task{Parent: j, Dependency: a}
-		if _, err := add(&t, false); err != nil {
-			return NoTask, fmt.Errorf("sched: graph Start: joining after: %w", err)
+		if _, err = add(&t, false); err != nil {
+			break
 		}
 	}
+	// j is released even when a child could not be added: a held task
+	// never finishes, and its slot would stay taken until Close.
+	var rerr error
 	if c != nil {
-		err = c.Run(j)
+		rerr = c.Run(j)
 	} else {
-		err = s.Run(j)
+		rerr = s.Run(j)
 	}
-	return j, err
+	if err != nil {
+		return NoTask, fmt.Errorf("sched: graph Start: joining after: %w", err)
+	}
+	return j, rerr
 }
 
 // fail records a node's error (the first of the run wins).
@@ -781,16 +832,39 @@ func (r *graphRunner) runGuarded() (done bool) {
 	defer func() {
 		r.endBursts()
 		if r.cur < 0 {
-			return // not a kernel's panic (none, or Goexit): unwind
+			return // not a kernel's panic (none, or the runner's own): unwind
 		}
-		if p := recover(); p != nil {
-			r.fail(r.g.nodeErr(r.cur, fmt.Errorf("%w: %v", ErrKernelPanic, p)))
+		p := recover()
+		if p == nil {
+			// runtime.Goexit in the node's kernel: the goroutine
+			// unwinds and cannot be stopped. Fail the node, and hand
+			// what this runner still holds (roots, ready nodes) to new
+			// runners, so the nodes that do not depend on it still run.
+			r.fail(r.g.nodeErr(r.cur, fmt.Errorf("%w: runtime.Goexit", ErrKernelPanic)))
 			r.cur = -1
-			done = false
+			r.handBack()
+			return
 		}
+		r.fail(r.g.nodeErr(r.cur, fmt.Errorf("%w: %v", ErrKernelPanic, p)))
+		r.cur = -1
+		done = false
 	}()
 	r.loop()
 	return true
+}
+
+// handBack adds runner tasks for the roots and ready nodes this runner
+// still holds (its goroutine unwinds: a kernel's runtime.Goexit).
+func (r *graphRunner) handBack() {
+	g := r.g
+	if r.lo < r.hi {
+		g.spawn(r.c, runRoots, r.lo, r.hi)
+		r.lo = r.hi
+	}
+	for r.sp > 0 {
+		r.sp--
+		g.spawn(r.c, runNode, uint32(r.stack[r.sp]), 0)
+	}
 }
 
 // loop runs ready nodes, depth first from the stack, then the roots left.

@@ -151,7 +151,9 @@ func (s *Scheduler) inPlaceSlot() uint32 { return uint32(len(s.slots) - 1) }
 // child does not qualify; Add then applies back-pressure (alloc).
 //
 // A child qualifies when the caller is a thread with a kernel running
-// (Ctx.Add, or Scheduler.Add from a kernel) and the child
+// (Ctx.Add, or Scheduler.Add from a kernel; a kernel run in place by
+// RunInPlace or Join on a registered thread outside any task counts:
+// inPlaceKernel) and the child
 //   - is not made with Create (a held task waits for a Run),
 //   - runs on this thread's CPU: AnyWorker, Auto without a Placer, or
 //     OnThread of this registered thread (a GPU, SPU or placed task must
@@ -192,7 +194,7 @@ func (s *Scheduler) addInPlace(t *Task, k *Kernel, c *Ctx, hold bool) (id TaskID
 			return NoTask, false, nil
 		}
 	}
-	if c.running == 0 {
+	if c.running == 0 && !c.inPlaceKernel() {
 		return NoTask, false, nil
 	}
 	switch a := t.Affinity; {
@@ -247,6 +249,16 @@ func (s *Scheduler) addInPlace(t *Task, k *Kernel, c *Ctx, hold bool) (id TaskID
 	}
 	returned = true
 	return id, true, nil
+}
+
+// inPlaceKernel reports whether a kernel runs in place on this thread's
+// goroutine (RunInPlace, or either half of a Join): its task data is on
+// the in-place stack, or a Join is in progress. A registered thread that
+// runs a kernel so, outside any task, has no kernel running by c.running,
+// yet the caller of Add is that kernel.
+func (c *Ctx) inPlaceKernel() bool {
+	st := c.inPlace
+	return st != nil && (st.n > 0 || st.nj > 0)
 }
 
 // inPlaceDepth is how deep RunInPlace calls nest on one thread before the

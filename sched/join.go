@@ -47,6 +47,11 @@ package sched
 //     a worker's (runnerMain); the next in-place call makes a new stack,
 //     and a dead stack's entries are skipped when taken. Close fails
 //     entries still queued with ErrClosed (a then never runs).
+//  6. Where a cannot be a record (Joins nested deeper than joinDepth, or
+//     deeper than the in-place stack, or a full deque), it is added as a
+//     task and waited for after b (joinTask), as RunInPlace's deeper calls
+//     take the dynamic path: a slot and a Wait, only at such depths. Run
+//     in turn after b, a could never run where b waits for it.
 //
 // Rejected: a pointer to the caller's Task in the deque (deques hold
 // uint32 slot indices, and a pointer stored for another thread makes the
@@ -151,9 +156,12 @@ type Call struct {
 // kernel. The Observer is not told of either half. KernelNone is a call
 // that does nothing.
 //
-// a runs in turn on this thread, after b, when Joins (or RunInPlace
-// calls) nest deeper than 64 on this goroutine (a recursion that deep
-// has shared its upper levels already) or the thread's deque is full.
+// When Joins (or RunInPlace calls) nest deeper than 64 on this goroutine
+// (a recursion that deep has shared its upper levels already), or the
+// thread's deque is full, a is added as a task instead (a slot, and a
+// Wait after b; its Current is then its own task, as for RunInPlace's
+// deeper calls), so that b may still wait for it; a runs in turn after
+// b only if that Add fails.
 // A half queued when Close drains the scheduler fails with ErrClosed
 // without running.
 //
@@ -172,9 +180,16 @@ func (c *Ctx) Join(a, b Call) error {
 		}
 	}
 	st := c.inPlaceStack()
-	if a.Kernel != KernelNone && b.Kernel != KernelNone && st.canJoin() {
-		if r, x := st.pushJoin(c, ka, a.Kernel, &a.Params, a.Data, nil); r != nil {
-			return c.joinRun(st, r, x, b.Kernel, kb, &b.Params, b.Data)
+	if a.Kernel != KernelNone && b.Kernel != KernelNone {
+		if st.canJoin() {
+			if r, x := st.pushJoin(c, ka, a.Kernel, &a.Params, a.Data, nil); r != nil {
+				return c.joinRun(st, r, x, b.Kernel, kb, &b.Params, b.Data)
+			}
+		}
+		var t Task
+		t.Kernel, t.Data.Params, t.Data.Data = a.Kernel, a.Params, a.Data
+		if id, err := c.Add(&t); err == nil {
+			return c.joinTask(id, &t, kb, b.Kernel, &b.Params, b.Data)
 		}
 	}
 	var eb, ea error
@@ -185,6 +200,18 @@ func (c *Ctx) Join(a, b Call) error {
 		ea = c.callSimple(a.Kernel, ka, &a.Params, a.Data)
 	}
 	return joinErrs(ea, eb)
+}
+
+// joinTask ends a Join whose a half could not be a record (nested deeper
+// than the in-place stack, or the deque was full) and was added as task
+// id instead (6 above): b runs here, then a is waited for, which runs it
+// here if nobody took it. t is a's task, cleared once added (nothing of
+// the caller's is kept alive by it). A Join that ran both halves in turn
+// there would hang where b waits for a (a signal a sends, or a channel).
+func (c *Ctx) joinTask(id TaskID, t *Task, kb *Kernel, kid KernelID, p *Params, data any) error {
+	t.Data.Data = nil
+	eb := c.callSimple(kid, kb, p, data)
+	return joinErrs(c.Wait(id), eb)
 }
 
 // joinRun is Join's common case, its a half's record r pushed as entry x:
@@ -284,9 +311,10 @@ func (c *Ctx) dropInPlaceStack(st *inPlaceStack) {
 // waited for first.
 //
 // a runs in turn on this thread, after b, when it cannot be shared: it
-// is pinned (OnThread), Config.CheckRaces is on and a or b names a stream
-// (halves that never become tasks are not checked against each other or
-// against live tasks), or Joins nest deeper than Join allows.
+// is pinned (OnThread), or Config.CheckRaces is on and a or b names a
+// stream (halves that never become tasks are not checked against each
+// other or against live tasks). Where Joins nest deeper than Join
+// allows, a is added as a task, as Join does.
 func (c *Ctx) JoinTasks(a, b *Task) error {
 	ka, err := c.prepareInPlace(a, "join")
 	if err != nil {
@@ -306,6 +334,18 @@ func (c *Ctx) JoinTasks(a, b *Task) error {
 				r, x = st.pushJoin(c, ka, a.Kernel, &a.Data.Params, a.Data.Data, nil)
 			} else {
 				r, x = st.pushJoin(c, ka, a.Kernel, nil, nil, &a.Data)
+			}
+		}
+		if r == nil && b.Kernel != KernelNone {
+			// Too deep for a record, or the deque is full: a as a
+			// task (6 above). On the CPU, as in place: an Auto task
+			// added would go where the Placer sends it.
+			t := *a
+			t.Affinity, t.Dependency = AnyWorker, NoTask // the dependency was waited for
+			if id, err := c.Add(&t); err == nil {
+				t.Data = TaskData{}
+				eb := c.runPrepared(b, kb)
+				return joinErrs(c.Wait(id), eb)
 			}
 		}
 	}
