@@ -122,13 +122,20 @@ func RegisterSampleKernel(reg *sched.Registry) (sched.KernelID, error) {
 // GPU buffers' streams (and add SampleInPlace when one buffer is both
 // cursor streams): a host blob is uploaded whole for every GPU dispatch,
 // host cursors both ways. It validates the job first, and refuses flags
-// other than SampleInPlace (the kernel would fail the task on them).
+// other than SampleInPlace, Bones above MaxBones and CursorStride above
+// what MaxBones bones' tracks need (the kernel would fail the task on
+// them).
 func (j *SampleJob) TaskData(flags uint32) (sched.TaskData, error) {
 	if flags&^SampleInPlace != 0 {
 		return sched.TaskData{}, fmt.Errorf("anim: SampleJob.TaskData: unknown flags %#x (only SampleInPlace)", flags)
 	}
 	if err := j.Validate(); err != nil {
 		return sched.TaskData{}, err
+	}
+	// The kernel's bounds on Params (sampleKernelCPU): larger strides would
+	// be truncated to uint32 here and refused by the kernel anyway.
+	if j.Bones > MaxBones || j.CursorStride > CursorHeaderWords+3*MaxBones*CursorSlotWords {
+		return sched.TaskData{}, fmt.Errorf("anim: SampleJob.TaskData: Bones %d (at most %d), CursorStride %d (at most %d): beyond the sampling kernel's limits", j.Bones, MaxBones, j.CursorStride, CursorHeaderWords+3*MaxBones*CursorSlotWords)
 	}
 	n := len(j.Inputs)
 	var d sched.TaskData

@@ -63,7 +63,7 @@ func (j *SampleJob) validate(begin, end int) error {
 		return fmt.Errorf("anim: SampleJob: CursorStride %d < %d", j.CursorStride, CursorHeaderWords)
 	case len(j.Cursors)/j.CursorStride < len(j.Inputs):
 		return fmt.Errorf("anim: SampleJob: %d cursor words for %d characters of %d", len(j.Cursors), len(j.Inputs), j.CursorStride)
-	case len(j.Poses)/(j.Bones*PoseFloats) < len(j.Inputs):
+	case len(j.Poses)/PoseFloats/j.Bones < len(j.Inputs): // no product: a huge Bones must not wrap around
 		return fmt.Errorf("anim: SampleJob: %d pose floats for %d characters of %d bones", len(j.Poses), len(j.Inputs), j.Bones)
 	case begin < 0 || end < begin || end > len(j.Inputs):
 		return fmt.Errorf("anim: SampleJob: range [%d,%d) of %d characters", begin, end, len(j.Inputs))

@@ -240,9 +240,10 @@ func JointsOf(j [4]uint16) (uint32, error) {
 // SkinVertices builds the skinning kernels' bind-pose vertices from a
 // mesh's arrays as the importer gives them (offline.SkinnedMesh:
 // Positions, Normals, Bones, Weights; normals may be nil, giving zero
-// normals), appending to dst (pass nil for a new slice). Palette is 0
-// (one skeleton). It fails, naming the vertex, when the arrays' lengths
-// differ or a joint is above MaxSkinJoint.
+// normals: LBS then gives NaN normals, DQS zero ones), appending to dst
+// (pass nil for a new slice). Palette is 0 (one skeleton). It fails,
+// naming the vertex, when the arrays' lengths differ or a joint is above
+// MaxSkinJoint.
 func SkinVertices(dst []SkinVertex, pos, normals [][3]float32, joints [][4]uint16, weights [][4]float32) ([]SkinVertex, error) {
 	n := len(pos)
 	if len(joints) != n || len(weights) != n || (normals != nil && len(normals) != n) {
@@ -265,9 +266,11 @@ func SkinVertices(dst []SkinVertex, pos, normals [][3]float32, joints [][4]uint1
 // LBS skins a mesh by linear blend skinning on the caller's goroutine
 // (the SkinLBS kernel's CPU code): out[i] is verts[i] under the weighted
 // sum of its four palette matrices (positions transformed, normals by the
-// 3x3 part and normalised). Vertex joints index palette from
-// SkinVertex.Palette; out holds at least len(verts). A joint outside the
-// palette is an error naming the vertex.
+// 3x3 part and normalised: a zero normal, as SkinVertices gives without
+// normals, comes out NaN; under a non-uniformly scaled palette the normal
+// is not the inverse transpose's, so it tilts off the surface). Vertex
+// joints index palette from SkinVertex.Palette; out holds at least
+// len(verts). A joint outside the palette is an error naming the vertex.
 func LBS(verts []SkinVertex, palette []Mat4, out []SkinnedVertex) error {
 	s, err := directSkin("LBS", verts, out, len(palette))
 	if err != nil {
@@ -282,7 +285,8 @@ func LBS(verts []SkinVertex, palette []Mat4, out []SkinnedVertex) error {
 // DQS skins a mesh by dual quaternion skinning on the caller's
 // goroutine (the SkinDQS kernel's CPU code), with a palette of dual
 // quaternions (DualQuatPalette converts a matrix palette). Otherwise as
-// LBS.
+// LBS, except that a zero normal stays zero, and a vertex whose weights
+// are all zero comes out NaN (the blend has no length to normalise).
 func DQS(verts []SkinVertex, palette []DualQuat, out []SkinnedVertex) error {
 	s, err := directSkin("DQS", verts, out, len(palette))
 	if err != nil {
@@ -302,6 +306,16 @@ func directSkin(call string, verts []SkinVertex, out []SkinnedVertex, np int) (s
 		return skinSetup{}, fmt.Errorf("kernels: %s: empty palette", call)
 	case uint64(len(verts)) > math.MaxUint32 || uint64(np) > math.MaxUint32:
 		return skinSetup{}, fmt.Errorf("kernels: %s: %d vertices, %d palette entries: too many", call, len(verts), np)
+	}
+	// The kernels add a vertex's palette base and joints in uint32, as the
+	// shaders do, so a base near 2^32 would wrap around to the start of the
+	// palette instead of failing. A base at or past the palette's end is
+	// outside it whatever the joints, and a base inside it cannot wrap
+	// (that would take a palette of more than 2^32 - 256 matrices).
+	for i := range verts {
+		if verts[i].Palette >= uint32(np) {
+			return skinSetup{}, fmt.Errorf("kernels: %s: vertex %d: palette base %d is outside the palette of %d bones", call, i, verts[i].Palette, np)
+		}
 	}
 	return skinSetup{verts: verts, out: out[:len(verts)]}, nil
 }

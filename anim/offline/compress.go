@@ -276,13 +276,21 @@ func Compress(sk *Skeleton, c *Clip, opt CompressOptions) (*CompressedClip, erro
 // below xmax), keeping the smallest result with r <= 1 (or, when none
 // has, the most accurate, returned in a *ToleranceError). It stops once
 // r is within 1.5% below 1, or when nothing can change (no error, no
-// animated tracks, x at a bound). x is the curve codec's ChainShare or
-// the uniform codec's per-segment error target.
+// animated tracks, x at a bound). Once one x has met the target and a
+// larger one has not, the next x stays between them (their geometric mean
+// when the secant leaves the bracket), and the calibration stops when
+// they are within 0.1% of each other: the error is a step function of x
+// (quantised bit rates), so the secant alone can cycle between the same
+// steps and would run every allowed pass. x is the curve codec's
+// ChainShare or the uniform codec's per-segment error target.
 func calibrate(sk *Skeleton, c *Clip, opt *CompressOptions, x0, slope0, xmax float64, pass func(x float64) *CompressedClip) (*CompressedClip, error) {
 	x := x0
 	var best *CompressedClip
 	bestR, bestOK := 0.0, false
 	var tried [][2]float64 // (ln x, ln r)
+	// lo: the largest x that met the target; hi: the smallest x above lo
+	// that did not (+Inf: none yet).
+	lo, hi := 0.0, math.Inf(1)
 	for n := range opt.Passes {
 		cc := pass(x)
 		cc.Stats.Passes = n + 1
@@ -305,6 +313,14 @@ func calibrate(sk *Skeleton, c *Clip, opt *CompressOptions, x0, slope0, xmax flo
 		if (ok && r >= 0.985) || r == 0 || cc.Stats.AnimatedTracks == 0 {
 			break
 		}
+		switch {
+		case ok && x >= hi:
+			lo, hi = x, math.Inf(1) // not monotonic here: drop the bound
+		case ok && x > lo:
+			lo = x
+		case !ok && x > lo && x < hi:
+			hi = x
+		}
 		tried = append(tried, [2]float64{math.Log(x), math.Log(r)})
 		slope := slope0
 		if len(tried) >= 2 {
@@ -318,6 +334,14 @@ func calibrate(sk *Skeleton, c *Clip, opt *CompressOptions, x0, slope0, xmax flo
 		}
 		next := x * math.Pow(0.993/r, 1/slope)
 		next = math.Max(x/3, math.Min(math.Min(x*3, xmax), next))
+		if lo > 0 && !math.IsInf(hi, 1) {
+			if hi/lo < 1.001 {
+				break // bracketed as closely as it matters
+			}
+			if next <= lo || next >= hi {
+				next = math.Sqrt(lo * hi)
+			}
+		}
 		if next == x {
 			break // at a bound
 		}
@@ -468,8 +492,13 @@ type passResult struct {
 // segment when the clip is shorter) and the clip's header fields.
 func newPass(sk *Skeleton, c *Clip, opt *CompressOptions, lv *levers, share float64) *pass {
 	nb := sk.NumBones()
-	segFrames := int(math.Round(opt.SegmentSeconds * c.Rate))
-	segFrames = max(1, min(segFrames, 1<<16-1))
+	// Clamped in float64: converting a product beyond int's range to int
+	// is undefined in Go (amd64 gives math.MinInt64, which max(1, ...)
+	// would turn into one-frame segments for a huge SegmentSeconds).
+	segFrames := 1<<16 - 1
+	if s := math.Round(opt.SegmentSeconds * c.Rate); s < float64(segFrames) {
+		segFrames = max(1, int(s))
+	}
 	if c.Frames-1 <= segFrames {
 		segFrames = max(1, c.Frames-1)
 	}

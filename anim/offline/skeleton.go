@@ -211,8 +211,10 @@ func (c *Clip) Validate(s *Skeleton) error {
 	if c == nil {
 		return errors.New("clip: nil")
 	}
-	if !(c.Rate > 0) || !format.Finite(c.Rate) || c.Rate > 1e4 {
-		return fmt.Errorf("clip %q: rate %v", c.Name, c.Rate)
+	// The blob stores the rate as a float32: one that rounds to 0 there
+	// would be refused by anim.Load after Compress and Builder took it.
+	if !(c.Rate > 0) || !format.Finite(c.Rate) || c.Rate > 1e4 || !(float32(c.Rate) > 0) {
+		return fmt.Errorf("clip %q: rate %v (want a rate in Hz above 0, as a float32, up to 1e4)", c.Name, c.Rate)
 	}
 	if c.Frames < 1 || c.Frames > MaxFrames {
 		return fmt.Errorf("clip %q: %d frames (1..%d)", c.Name, c.Frames, MaxFrames)

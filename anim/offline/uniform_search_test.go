@@ -60,7 +60,11 @@ func chainClip(nb, frames int) func(t *testing.T) (*offline.Skeleton, *offline.C
 var uniformSearchCases = []uniformSearchCase{
 	{"01_01 2.5 s", realClip("/usr/share/assimp/models/BVH/01_01.bvh", 2.5), 0, "8252d7ac02634762792d3ff2d0053adce3df55bcdc0a6a2c6ec1b729ddc591b5"},
 	{"01_03 2.5 s", realClip("/usr/share/assimp/models/BVH/01_03.bvh", 2.5), 0, "8f3c074c23195ce08eaa18002c100622c65e13d1a1c20a8389d632a987d4630c"},
-	{"Boxing_Toes 2.5 s", realClip("/usr/share/assimp/models/BVH/Boxing_Toes.bvh", 2.5), 0, "44be210f10292ddf93b8e9e974ab0e286af7243f8c4528f6aa27ba0bf86d532f"},
+	// Boxing_Toes: the calibration keeps its fourth target between the
+	// passes that met and missed Tolerance (the search's rounds for each
+	// target are unchanged); before, that pass left the bracket and
+	// repeated the first pass's clip, which the hash then held.
+	{"Boxing_Toes 2.5 s", realClip("/usr/share/assimp/models/BVH/Boxing_Toes.bvh", 2.5), 0, "2cd486adaf4b59b5b5dcc7dfe32747ca85fce47a8df3469436dbcc968107f6e6"},
 	// Cesium Man on its 24 Hz key grid, the rate the import chose when
 	// the hash was taken (it now resamples at 48 Hz, where the codecs'
 	// nlerp follows the keys' slerp).
