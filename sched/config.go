@@ -49,7 +49,11 @@ type Config struct {
 	// frees. If nothing can run, so that only a Run (or Abandon) from
 	// outside could free a slot (the pool holds held tasks and what waits
 	// for them), Add waits on, and fails with ErrPoolDeadlock only after
-	// PoolStallLimit.
+	// PoolStallLimit. Every slot not holding a task is free to every Add:
+	// the free slots a thread keeps at hand (a few dozen at most) are
+	// taken back by an Add that finds no other, even while that thread is
+	// a registered one busy elsewhere, or a worker whose kernel is
+	// blocked outside the scheduler (on a channel, say).
 	PoolSize int
 	// PoolStallLimit is how long an Add waits for a slot while the pool is
 	// full and nothing can run (no thread runs a task, no queue or
@@ -238,10 +242,10 @@ type Scheduler struct {
 	reg      *Registry
 	slots    []slot
 	cacheCap int
-	// regCache holds, by thread index, the shared state of each
-	// registered thread's slot cache, which another thread's Add may take
-	// back (pool.go, regCache); workers' entries are unused.
-	regCache []regCache
+	// caches holds, by thread index, the shared state of each thread's
+	// slot cache, which another thread's Add may take back (pool.go,
+	// slotCache); Ctx.sc points into it.
+	caches   []slotCache
 	threads  []*Ctx // workers first, then registered threads
 	nwork    int
 	execs    [2]Executor
@@ -371,7 +375,10 @@ func New(cfg Config) (*Scheduler, error) {
 		s.threads[i] = c
 	}
 	s.cacheCap = min(slotCacheSize, cfg.PoolSize/(4*n))
-	s.regCache = make([]regCache, n) // by thread index; workers' are unused
+	s.caches = make([]slotCache, n) // by thread index
+	for i, c := range s.threads {
+		c.sc = &s.caches[i]
+	}
 	for i := 0; i < cfg.Workers; i++ {
 		s.workersWG.Add(1)
 		go s.threads[i].workerLoop()

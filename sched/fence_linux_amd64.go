@@ -10,8 +10,8 @@ import "syscall"
 // that point is visible to the caller afterwards, and a load the thread
 // makes after it sees what the caller stored before the call. A thread
 // that is not running gets the same from its next context switch. It lets
-// the owner of a registered thread's slot cache announce itself with plain
-// stores (see regCache): the taker, on its slow path, pays for the fence
+// the owner of a thread's slot cache announce itself with plain
+// stores (see slotCache): the taker, on its slow path, pays for the fence
 // the owner leaves out. About a microsecond.
 func processFence() {
 	syscall.Syscall(sysMembarrier, membarrierPrivateExpedited, 0, 0)

@@ -2,8 +2,8 @@
 
 package sched
 
-// haveProcessFence is false: the owner of a registered thread's slot cache
-// announces itself with a sequentially consistent store (see regCache).
+// haveProcessFence is false: the owner of a thread's slot cache
+// announces itself with a sequentially consistent store (see slotCache).
 // Off amd64 and under the race detector storeRelease32 is such a store
 // anyway; on amd64 outside Linux there is no process-wide fence to make up
 // for a plain one.

@@ -16,28 +16,33 @@ import (
 //     (half its cache) and spills half of a full cache back; a goroutine
 //     that is no thread takes and returns single slots, and while an Add
 //     waits for a slot freed slots go straight to the shared list.
-//     Cached slots must never be lost to the pool. A worker's cache is
-//     its own (plain loads and stores): a worker that goes idle flushes
-//     it (sleep), and one blocked in Add has emptied it; a worker running
-//     a kernel holds at most cacheCap slots, and the kernel's task is
-//     running, so the pool is not at a dead end. A registered thread is
-//     different: between its calls it may do other work for as long as
-//     it likes, outside the scheduler, and the scheduler cannot see it
-//     leave (Add, Create and Run are not marked). So an Add that finds
-//     the shared list empty takes back the caches of the registered
-//     threads (reclaimCaches), whether their owners are outside the
-//     scheduler or not; owner and taker exclude each other without
-//     waiting and, where the OS has a process-wide fence, without a
-//     locked instruction on the owner's side (regCache). An owner that
-//     fills its cache while an Add waits (poolWait) hands it over at
-//     once: that Add may have counted the cache just before.
+//     Cached slots must never be lost to the pool, and no thread can be
+//     relied on to hand its cache back in time: a registered thread may,
+//     between its calls, do other work for as long as it likes, outside
+//     the scheduler, and so may a worker's kernel between its calls (it
+//     may wait on a channel for a goroutine that is itself blocked in an
+//     Add); the scheduler cannot see either leave (Add, Create, Run and a
+//     kernel's return are not marked). So an Add that finds the shared
+//     list empty takes back the caches of every thread, workers included
+//     (reclaimCaches), whether their owners are outside the scheduler or
+//     not; owner and taker exclude each other without waiting and, where
+//     the OS has a process-wide fence, without a locked instruction on
+//     the owner's side (slotCache). An owner that fills its cache while
+//     an Add waits (poolWait) hands it over at once: that Add may have
+//     counted the cache just before. A worker also flushes its cache as
+//     it goes idle (sleep).
 //     Rejected: a CAS on the count per Add and per completion (the
 //     locked instruction waits for the previous Add's stores to the
 //     slot: EmptyTask was markedly slower); no cache on registered
 //     threads (a lock per Add and per completion on the main thread,
 //     which adds most tasks); flushing the cache as a registered thread
 //     leaves each call (Add is a call: every Add would refill under the
-//     lock).
+//     lock); leaving workers' caches to their owners (plain fields, as
+//     first), on the ground that a worker running a kernel holds at most
+//     cacheCap slots while its task runs, so the pool is not at a dead
+//     end: a kernel blocked outside the scheduler on a goroutine that
+//     waits in Add for a slot is such a dead end, the slot it waits for
+//     sitting in that worker's cache.
 //  3. A thread that refills its cache asks for the lines Add will write for
 //     each of those slots (the first slotHotLines) at once, with PREFETCHW
 //     (touchSlots; x86 without it and other CPUs write the lines instead).
@@ -170,7 +175,7 @@ func (sl *slot) genLoad() uint32 { return uint32(sl.deps.Load() >> 32) }
 // alloc takes a free slot, helping or sleeping while the pool is full.
 // A caller that is a scheduler thread (Scheduler.Add from a kernel or a
 // registered thread included) runs tasks meanwhile. With the shared list
-// empty it first takes back the slots that registered threads cache
+// empty it first takes back the slots that threads cache
 // (reclaimCaches). When nothing can free a slot but a Run or Abandon from
 // outside (every thread idle or blocked in Add, every queue empty, no
 // executor job, no slot cached) and none has come for
@@ -224,7 +229,7 @@ func (s *Scheduler) alloc(c *Ctx) (uint32, error) {
 		// it saw poolWait) is taken on the next round, not slept beside.
 		s.extMu.Lock()
 		s.poolWait.Add(1)
-		if haveProcessFence && s.nreg.Load() > 0 {
+		if haveProcessFence {
 			processFence() // see getSlotShared: owners' plain stores of their counts
 		}
 		if s.nfree.Load() == 0 && s.cachedSlots() == 0 {
@@ -294,7 +299,7 @@ func (s *Scheduler) broadcastExt() {
 }
 
 // poolStuckLocked reports whether no slot can free without an outside
-// call: the shared list is empty, no registered thread caches a slot, and
+// call: the shared list is empty, no thread caches a slot, and
 // nothing can run (see quiescent), c (the caller, blocked in Add; nil if
 // not a thread) aside. Called with extMu held.
 func (s *Scheduler) poolStuckLocked(c *Ctx) bool {
@@ -388,44 +393,40 @@ func (s *Scheduler) live() int64 {
 }
 
 // getSlot takes a free slot from the thread's cache, refilling it from the
-// shared free list in a batch.
+// shared free list in a batch. The common case is here, the rest in
+// getSlotShared; another thread may take the cache back meanwhile (see
+// slotCache). Without processFence every section goes the slow way.
 func (s *Scheduler) getSlot(c *Ctx) (uint32, bool) {
 	if c == nil {
 		return s.tryAlloc()
 	}
-	if !c.worker {
-		// A registered thread: the common case here, the rest in
-		// getSlotShared (see regCache).
-		rc := &s.regCache[c.index]
-		if rc.enter() {
-			if n := rc.count(); n > 0 {
-				rc.setCount(n - 1)
+	if haveProcessFence {
+		// enter and leave, inline, with haveProcessFence tested once:
+		// this runs for every Add, on workers too (testing it in each
+		// of enter and leave made a get and put of a slot markedly
+		// slower).
+		sc := c.sc
+		storeRelease32(&sc.in, 1)
+		if !sc.stop.Load() {
+			if n := sc.count(); n > 0 {
+				sc.setCount(n - 1)
 				x := c.cache[n-1]
-				rc.leave()
+				storeRelease32(&sc.in, 0)
 				return x, true
 			}
-			rc.leave()
 		}
-		return s.getSlotShared(c)
+		storeRelease32(&sc.in, 0)
 	}
-	if c.ncache == 0 {
-		c.ncache = s.allocBatch(c.cache[:max(1, s.cacheCap/2)])
-		if c.ncache == 0 {
-			return 0, false
-		}
-		c.touchSlots(c.ncache)
-	}
-	c.ncache--
-	return c.cache[c.ncache], true
+	return s.getSlotShared(c)
 }
 
-// regCache is the shared state of a registered thread's slot cache (the
-// slots themselves are in Ctx.cache): n, how many of the first entries are
+// slotCache is the shared state of a thread's slot cache (the slots
+// themselves are in Ctx.cache): n, how many of the first entries are
 // free slots kept; in, set by the owner while it uses the cache (a
-// section: getSlotShared, putSlotShared, flushSlots); stop, set by a
-// thread that takes the cache back (takeCache). Alone on its cache line:
-// the owner writes it on every Add, other threads read it only on slow
-// paths.
+// section: getSlot, putSlot and their slow paths, flushSlots); stop, set
+// by a thread that takes the cache back (reclaimCaches). Alone on its
+// cache line: the owner writes it on every Add and every completion,
+// other threads read it only on slow paths.
 //
 // The owner and a taker exclude each other as in Dekker's algorithm: the
 // owner stores in, then reads stop; the taker sets stop, then reads in;
@@ -438,13 +439,15 @@ func (s *Scheduler) getSlot(c *Ctx) (uint32, bool) {
 // process-wide fence (processFence) the owner's stores stay plain and the
 // taker makes that fence between setting stop and reading in: either the
 // owner's store of in is visible then, or its read of stop comes after the
-// fence and sees stop set.
-type regCache struct {
-	regCacheFields
-	_ [cacheLine - unsafe.Sizeof(regCacheFields{})]byte
+// fence and sees stop set. Without it (amd64 outside Linux, or a sandbox
+// that refuses the system call) every section, a worker's included, costs
+// two locked stores.
+type slotCache struct {
+	slotCacheFields
+	_ [cacheLine - unsafe.Sizeof(slotCacheFields{})]byte
 }
 
-type regCacheFields struct {
+type slotCacheFields struct {
 	n    int32  // written by setCount (owner) or atomically (taker, with stop set)
 	in   uint32 // written by the owner (enter, leave), read atomically
 	stop atomic.Bool
@@ -452,14 +455,14 @@ type regCacheFields struct {
 
 // enter marks the owner inside its cache and reports whether the cache is
 // its own now; if not (a taker is emptying it), it has left again.
-func (rc *regCache) enter() bool {
+func (sc *slotCache) enter() bool {
 	if haveProcessFence {
-		storeRelease32(&rc.in, 1)
+		storeRelease32(&sc.in, 1)
 	} else {
-		atomic.StoreUint32(&rc.in, 1)
+		atomic.StoreUint32(&sc.in, 1)
 	}
-	if rc.stop.Load() {
-		rc.leave()
+	if sc.stop.Load() {
+		sc.leave()
 		return false
 	}
 	return true
@@ -469,44 +472,43 @@ func (rc *regCache) enter() bool {
 // Without processFence the store is locked, as enter's is, so that the
 // owner's later read of poolWait (getSlotShared) follows its store of the
 // count, which alloc reads after it publishes poolWait.
-func (rc *regCache) leave() {
+func (sc *slotCache) leave() {
 	if haveProcessFence {
-		storeRelease32(&rc.in, 0)
+		storeRelease32(&sc.in, 0)
 	} else {
-		atomic.StoreUint32(&rc.in, 0)
+		atomic.StoreUint32(&sc.in, 0)
 	}
 }
 
 // count is n, read atomically.
-func (rc *regCache) count() int32 { return atomic.LoadInt32(&rc.n) }
+func (sc *slotCache) count() int32 { return atomic.LoadInt32(&sc.n) }
 
 // setCount stores n with a plain store where that orders it (the owner's
 // store, read atomically by others).
-func (rc *regCache) setCount(n int32) { storeRelease32((*uint32)(unsafe.Pointer(&rc.n)), uint32(n)) }
+func (sc *slotCache) setCount(n int32) { storeRelease32((*uint32)(unsafe.Pointer(&sc.n)), uint32(n)) }
 
-// getSlotShared is getSlot on a registered thread, whose cache another
-// thread may take back (see regCache): the owner never waits, and while
-// the cache is being taken it uses the shared list instead.
+// getSlotShared is getSlot's slow path: the cache is empty, or a taker is
+// emptying it (the owner never waits: it uses the shared list instead).
 func (s *Scheduler) getSlotShared(c *Ctx) (uint32, bool) {
-	rc := &s.regCache[c.index]
-	if !rc.enter() {
+	sc := c.sc
+	if !sc.enter() {
 		return s.tryAlloc()
 	}
-	if n := rc.count(); n > 0 {
-		rc.setCount(n - 1)
+	if n := sc.count(); n > 0 {
+		sc.setCount(n - 1)
 		x := c.cache[n-1]
-		rc.leave()
+		sc.leave()
 		return x, true
 	}
 	k := s.allocBatch(c.cache[:max(1, s.cacheCap/2)])
 	if k == 0 {
-		rc.leave()
+		sc.leave()
 		return 0, false
 	}
 	c.touchSlots(k)
-	rc.setCount(int32(k - 1))
+	sc.setCount(int32(k - 1))
 	x := c.cache[k-1]
-	rc.leave()
+	sc.leave()
 	if s.poolWait.Load() > 0 {
 		// An Add waits for a slot and may have counted this cache
 		// before the refill (alloc publishes poolWait, then reads the
@@ -517,22 +519,23 @@ func (s *Scheduler) getSlotShared(c *Ctx) (uint32, bool) {
 	return x, true
 }
 
-// putSlotShared is putSlot on a registered thread (see getSlotShared).
+// putSlotShared is putSlot's slow path: the cache is full, or a taker is
+// emptying it (see getSlotShared).
 func (s *Scheduler) putSlotShared(idx uint32, c *Ctx) {
-	rc := &s.regCache[c.index]
-	if !rc.enter() {
+	sc := c.sc
+	if !sc.enter() {
 		s.freeSlot(idx)
 		return
 	}
-	n := rc.count()
+	n := sc.count()
 	if int(n) >= s.cacheCap {
 		h := int32(s.cacheCap / 2)
 		s.freeBatch(c.cache[h:n]) // inside: a taker backs off meanwhile
 		n = h
 	}
 	c.cache[n] = idx
-	rc.setCount(n + 1)
-	rc.leave()
+	sc.setCount(n + 1)
+	sc.leave()
 	if s.poolWait.Load() > 0 {
 		// An Add began to wait since putSlot looked, and may have
 		// counted this cache before the slot was in it.
@@ -540,50 +543,54 @@ func (s *Scheduler) putSlotShared(idx uint32, c *Ctx) {
 	}
 }
 
-// takeCache moves registered thread t's cached slots to the shared list
-// for an Add that found the list empty, unless t is using its cache now
-// or another thread is taking it; it reports whether it moved any.
-func (s *Scheduler) takeCache(t *Ctx) bool {
-	rc := &s.regCache[t.index]
-	if rc.count() <= 0 || !rc.stop.CompareAndSwap(false, true) {
-		return false
-	}
-	if haveProcessFence {
-		processFence()
-	}
+// reclaimCaches moves the slots cached by every thread to the shared list
+// for an Add that found the list empty (a thread that added some tasks may
+// have gone off to other work, keeping its cache: see the design comment,
+// point 2); it reports whether it moved any. A cache whose owner is using
+// it now, or that another thread is taking, is left alone. It stops the
+// caches that hold slots, up to 64 at a time, and makes one process-wide
+// fence for them all (see slotCache): the fence costs about a system
+// call, the stops a CAS each.
+func (s *Scheduler) reclaimCaches() bool {
 	moved := false
-	if atomic.LoadUint32(&rc.in) == 0 {
-		if n := rc.count(); n > 0 {
-			s.freeBatch(t.cache[:n])
-			atomic.StoreInt32(&rc.n, 0)
-			moved = true
+	for base := 0; base < len(s.threads); base += 64 {
+		end := min(base+64, len(s.threads))
+		var stopped uint64
+		for i := base; i < end; i++ {
+			sc := &s.caches[i]
+			if sc.count() > 0 && sc.stop.CompareAndSwap(false, true) {
+				stopped |= 1 << (i - base)
+			}
+		}
+		if stopped == 0 {
+			continue
+		}
+		if haveProcessFence {
+			processFence()
+		}
+		for i := base; i < end; i++ {
+			if stopped&(1<<(i-base)) == 0 {
+				continue
+			}
+			sc := &s.caches[i]
+			if atomic.LoadUint32(&sc.in) == 0 {
+				if n := sc.count(); n > 0 {
+					s.freeBatch(s.threads[i].cache[:n])
+					atomic.StoreInt32(&sc.n, 0)
+					moved = true
+				}
+			}
+			sc.stop.Store(false)
 		}
 	}
-	rc.stop.Store(false)
 	return moved
 }
 
-// reclaimCaches takes back the slots cached by every registered thread
-// (an Add found the shared list empty: a thread that added some tasks may
-// have gone off to other work, keeping its cache); it reports whether it
-// found any. Workers' caches are not taken: a worker flushes its cache as
-// it goes idle, and one running a kernel uses its cache with plain loads
-// and stores (see the design comment, point 2).
-func (s *Scheduler) reclaimCaches() bool {
-	found := false
-	for _, t := range s.threads[s.nwork:] {
-		if s.takeCache(t) {
-			found = true
-		}
-	}
-	return found
-}
-
-// cachedSlots counts the slots registered threads cache now.
+// cachedSlots counts the slots threads cache now.
 func (s *Scheduler) cachedSlots() int {
 	n := 0
-	for i := range s.regCache {
-		n += int(s.regCache[i].count())
+	for i := range s.caches {
+		n += int(s.caches[i].count())
 	}
 	return n
 }
@@ -622,7 +629,8 @@ const slotHotLines = 3
 
 // putSlot returns a slot to the thread's cache, spilling half of a full
 // cache to the shared list. When someone waits for a slot it goes straight
-// to the shared list.
+// to the shared list. The common case is here, the rest in putSlotShared
+// (see slotCache).
 func (s *Scheduler) putSlot(idx uint32, c *Ctx) {
 	if c == nil || s.poolWait.Load() > 0 || s.cacheCap == 0 {
 		s.freeSlot(idx)
@@ -631,53 +639,39 @@ func (s *Scheduler) putSlot(idx uint32, c *Ctx) {
 		}
 		return
 	}
-	if !c.worker {
-		// A registered thread: the common case here, the rest in
-		// putSlotShared (see regCache).
-		rc := &s.regCache[c.index]
-		if rc.enter() {
-			if n := rc.count(); int(n) < s.cacheCap {
+	if haveProcessFence {
+		// As in getSlot: this runs for every completion.
+		sc := c.sc
+		storeRelease32(&sc.in, 1)
+		if !sc.stop.Load() {
+			if n := sc.count(); int(n) < s.cacheCap {
 				c.cache[n] = idx
-				rc.setCount(n + 1)
-				rc.leave()
+				sc.setCount(n + 1)
+				storeRelease32(&sc.in, 0)
 				if s.poolWait.Load() > 0 {
 					c.flushSlots() // see putSlotShared
 				}
 				return
 			}
-			rc.leave()
 		}
-		s.putSlotShared(idx, c)
-		return
+		storeRelease32(&sc.in, 0)
 	}
-	if c.ncache == s.cacheCap {
-		h := s.cacheCap / 2
-		s.freeBatch(c.cache[h:c.ncache])
-		c.ncache = h
-	}
-	c.cache[c.ncache] = idx
-	c.ncache++
+	s.putSlotShared(idx, c)
 }
 
 // slotCacheSize is the most free slots one thread keeps.
 const slotCacheSize = 64
 
 // flushSlots returns the thread's cached free slots to the shared list
-// (before sleeping, or when someone waits for a slot).
+// (before sleeping, or when someone waits for a slot). If a taker is
+// emptying the cache now, that is left to it.
 func (c *Ctx) flushSlots() {
-	if !c.worker {
-		rc := &c.s.regCache[c.index]
-		if rc.enter() {
-			if n := rc.count(); n > 0 {
-				c.s.freeBatch(c.cache[:n])
-				rc.setCount(0)
-			}
-			rc.leave()
+	sc := c.sc
+	if sc.enter() {
+		if n := sc.count(); n > 0 {
+			c.s.freeBatch(c.cache[:n])
+			sc.setCount(0)
 		}
-		return
-	}
-	if c.ncache > 0 {
-		c.s.freeBatch(c.cache[:c.ncache])
-		c.ncache = 0
+		sc.leave()
 	}
 }

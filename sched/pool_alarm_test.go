@@ -402,27 +402,7 @@ func TestSlotCacheTakenWhileOwnerAdds(t *testing.T) {
 	if takes.Load() == 0 {
 		t.Errorf("no cache was taken back: nothing was tested")
 	}
-	for deadline := time.Now().Add(10 * time.Second); s.Pending() != 0 || s.nIdle.Load() < int32(s.nwork); {
-		if time.Now().After(deadline) {
-			t.Fatalf("still busy after 10s (%d tasks live)", s.Pending())
-		}
-		time.Sleep(time.Millisecond)
-	}
-	seen := make(map[uint32]bool)
-	s.freeMu.Lock()
-	free := append([]uint32(nil), s.freeIdx...)
-	s.freeMu.Unlock()
-	rc := &s.regCache[m.index]
-	free = append(free, m.cache[:rc.count()]...)
-	for _, x := range free {
-		if seen[x] {
-			t.Errorf("slot %d is free twice", x)
-		}
-		seen[x] = true
-	}
-	if len(seen) != int(s.inPlaceSlot()) {
-		t.Errorf("%d slots free, want all %d", len(seen), s.inPlaceSlot())
-	}
+	checkSlotsFreeOnce(t, s)
 	t.Logf("%d caches taken back", takes.Load())
 }
 

@@ -92,7 +92,7 @@ type Ctx struct {
 	g          atomic.Uintptr
 	inAlloc    atomic.Bool // blocked in Add's back-pressure (Scheduler.alloc)
 	allocTimer *time.Timer // wakes it there to look for work (owner only)
-	ncache     int         // free slots in cache (a worker's; a registered thread counts its own in Scheduler.regCache)
+	sc         *slotCache  // this thread's entry of Scheduler.caches: how many of cache are free slots (pool.go)
 	// The debt (see deferDec): owed counts every decrement of a parent's
 	// open count that this thread ever deferred, paid every one paid; the
 	// owed-paid not yet paid are owed to debtParent (index+1). The owner
@@ -102,7 +102,7 @@ type Ctx struct {
 	owed       int64  // atomic: written by storeRelease64 (owner), read atomically by Abandon
 	debtParent uint32 // atomic: written by storeRelease32 (owner), read atomically by Abandon
 	paid       atomic.Int64
-	cache      [slotCacheSize]uint32 // free slots kept by this thread (owner only; a registered thread's may be taken back, pool.go)
+	cache      [slotCacheSize]uint32 // free slots kept by this thread (the owner's; another thread may take them back, see slotCache)
 	_          [cacheLine]byte
 	busy       atomic.Int32 // inside Wait, WaitEvent, RunPinned, RunOne: may run tasks
 	_          [cacheLine - 4]byte
