@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/vkjobs/vkjobs/anim/internal/format"
 )
@@ -21,10 +23,12 @@ const (
 // offset in the whole byte slice. A Blob is read-only and safe for
 // concurrent use.
 type Blob struct {
-	data  []byte
-	words []uint32
-	clips []uint32 // absolute byte offsets, sorted
-	skels []uint32
+	data      []byte
+	words     []uint32
+	clips     []uint32 // absolute byte offsets, sorted
+	skels     []uint32
+	seeks     atomic.Pointer[seekTable] // the curve clips' seek indexes, once BuildSeekIndex built them
+	seeksOnce sync.Once
 }
 
 // BlobError reports a corrupt or truncated blob: where and what.
@@ -74,6 +78,42 @@ func Load(data []byte) (*Blob, error) {
 
 // Bytes returns the blob's bytes (do not modify them).
 func (b *Blob) Bytes() []byte { return b.data }
+
+// BuildSeekIndex builds, in memory, a seek index for each of the blob's
+// curve clips and returns the bytes the indexes take (the first call
+// builds them; later calls return the same size). With it, the CPU
+// sampler's seeks (a jump back, to another clip or across a segment)
+// start from the nearest earlier snapshot of the cursor state instead of
+// the segment's start, with the same poses bit for bit; forward playback
+// and the GPU sampler are unchanged. It trades memory for seek time: a
+// clip's index takes at most four times its stream (SeekIndexBytes), so a
+// blob that relies on it costs memory beyond its compressed size. Worth
+// it for scrubbing, replays and random access; a crowd that plays forward
+// does not need it. It is safe to call while jobs sample the blob: they
+// use the index from their next call.
+func (b *Blob) BuildSeekIndex() int {
+	b.seeksOnce.Do(func() {
+		t := buildSeekTable(b.words, b.clips)
+		b.seeks.Store(&t)
+	})
+	return b.SeekIndexBytes()
+}
+
+// SeekIndexBytes returns the bytes the blob's seek indexes take in memory
+// (0 before BuildSeekIndex).
+func (b *Blob) SeekIndexBytes() int {
+	t := b.seeks.Load()
+	if t == nil {
+		return 0
+	}
+	n := 0
+	for _, ix := range t.idx {
+		if ix != nil {
+			n += 4 * ix.words()
+		}
+	}
+	return n
+}
 
 // Words returns the blob as little-endian words, the form GPU buffers and
 // the sampler read (do not modify them).

@@ -41,10 +41,17 @@ func ringOf(cs *slotWords) *[4][format.RingWords]uint32 {
 //     in assembly (curve_decode_amd64.s); records the assembly does not
 //     take go to readRecordFast. The build tag purego, or another
 //     architecture, keeps the Go code (needPass, decodeFresh).
+//   - With AVX, the rotations' normalisation and the pose stores take
+//     eight tracks at a time (curveFinishAVX); storeTrack otherwise.
+//   - A seek starts from the blob's seek index (seekIndex, built by
+//     Load): the cursor slots as the reference leaves them at a need
+//     frame of the segment, restored, rather than the segment's header
+//     and every record after it.
 //
 // h is the clip header, f the clamped frame, kindOff writeDefaultPose's
-// offsets; the default pose is already written.
-func sampleCurve(words []uint32, clip uint32, h []uint32, f float32, cur []uint32, pose []float32, kindOff *[4]int) {
+// offsets; the default pose is already written; seeks is the blob's seek
+// index.
+func sampleCurve(words []uint32, seeks *seekTable, clip uint32, h []uint32, f float32, cur []uint32, pose []float32, kindOff *[4]int) {
 	frames := h[format.ChFrames]
 	L := h[format.ChSegFrames]
 	nseg := h[format.ChSegments]
@@ -66,7 +73,7 @@ func sampleCurve(words []uint32, clip uint32, h []uint32, f float32, cur []uint3
 
 	pos, next := cur[format.CurPos], cur[format.CurNext]
 	if cur[format.CurClip] != clip || cur[format.CurSeg] != seg || !(local >= format.F32(cur[format.CurLocal])) || pos < segStart || pos > segStop {
-		pos, next = seekSegment(stream, tracks, slots, segStart, segEnd)
+		pos, next = seeks.of(clip).seek(stream, tracks, slots, seg, segStart, segEnd, local)
 		cur[format.CurClip], cur[format.CurSeg] = clip, seg
 	}
 	// The reference's record loop (sampleOne), with readRecordFast, or
@@ -84,12 +91,13 @@ func sampleCurve(words []uint32, clip uint32, h []uint32, f float32, cur []uint3
 				break
 			}
 			reseeked = true
-			pos, next = seekSegment(stream, tracks, slots, segStart, segEnd)
+			pos, next = seeks.of(clip).seek(stream, tracks, slots, seg, segStart, segEnd, local)
 		}
 	}
 	cur[format.CurPos], cur[format.CurNext] = pos, next
 	cur[format.CurLocal] = math.Float32bits(local)
 
+	var buf curveFinishBuf
 	for s := range nslot {
 		cs := slot(s)
 		d := (*[format.TrackDescWords]uint32)(tracks[s*format.TrackDescWords:])
@@ -120,17 +128,39 @@ func sampleCurve(words []uint32, clip uint32, h []uint32, f float32, cur []uint3
 		}
 		o := int(d[0]&0xffff)*PoseFloats + kindOff[kind&3]
 		p := (*[4]float32)(pose[o : o+4])
-		if kind != uint32(format.TrackRotation) {
-			p[0], p[1], p[2] = x, y, z
+		if curveHasAVX {
+			// Eight tracks at a time (curveFinishAVX); a translation's
+			// or scale's fourth float is the pose's own, stored back.
+			j := s & 7
+			buf.v[0][j], buf.v[1][j], buf.v[2][j], buf.v[3][j] = x, y, z, w
+			buf.rot[j], buf.off[j] = -1, int32(o)
+			if kind != uint32(format.TrackRotation) {
+				buf.v[3][j], buf.rot[j] = p[3], 0
+			}
+			if j == 7 || s == nslot-1 {
+				curveFinishAVX(&buf, j+1, pose)
+			}
 			continue
 		}
-		n := float32(x*x) + float32(y*y) + float32(z*z) + float32(w*w)
-		if n > 0 {
-			inv := 1 / float32(math.Sqrt(float64(n)))
-			p[0], p[1], p[2], p[3] = x*inv, y*inv, z*inv, w*inv
-		} else {
-			p[0], p[1], p[2], p[3] = 0, 0, 0, 1
-		}
+		storeTrack(p, x, y, z, w, kind == uint32(format.TrackRotation))
+	}
+}
+
+// storeTrack stores a track's value at its place in the pose, as the
+// reference does: x, y, z for a translation or scale, a rotation
+// normalised (|q|² summed left to right from rounded squares; where it is
+// above 0, each component times 1/sqrt(|q|²), else the identity).
+func storeTrack(p *[4]float32, x, y, z, w float32, rot bool) {
+	if !rot {
+		p[0], p[1], p[2] = x, y, z
+		return
+	}
+	n := float32(x*x) + float32(y*y) + float32(z*z) + float32(w*w)
+	if n > 0 {
+		inv := 1 / float32(math.Sqrt(float64(n)))
+		p[0], p[1], p[2], p[3] = x*inv, y*inv, z*inv, w*inv
+	} else {
+		p[0], p[1], p[2], p[3] = 0, 0, 0, 1
 	}
 }
 
@@ -171,6 +201,17 @@ func needPassAsm(stream, tracks, slots []uint32, F, segEnd, segStop, pos uint32)
 		}
 		pos = readRecordFast(stream, pos, tracks[s*format.TrackDescWords]>>16, (*slotWords)(slots[s*CursorSlotWords:]))
 	}
+}
+
+// curveFinishBuf holds eight tracks' values for curveFinishAVX,
+// structure of arrays: component c of lane j is v[c][j] (a translation's
+// or scale's fourth: the pose's float there), rot[j] is -1 for a rotation
+// (normalised) and 0 otherwise (stored as it is), off[j] the track's
+// offset in the pose, which leaves four floats in it.
+type curveFinishBuf struct {
+	v   [4][8]float32
+	rot [8]int32
+	off [8]int32
 }
 
 // cubicZero reports whether a slot's c2 and c3 words are all +0 (an

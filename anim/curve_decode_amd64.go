@@ -34,16 +34,20 @@ const (
 	_ = uint(format.RiceEscape - 16)
 )
 
-// curveHasAsm reports whether this CPU can run curvePassAsm (BMI1 for
-// TZCNT, BMI2 for SHRX, SHLX and BZHI).
+// curveHasAsm reports whether this CPU can run curvePassAsm and
+// curveDecodeAsm (BMI1 for TZCNT, BMI2 for SHRX, SHLX and BZHI).
 var curveHasAsm = cpu.X86.HasBMI1 && cpu.X86.HasBMI2
+
+// curveHasAVX reports whether this CPU can run curveFinishAVX.
+var curveHasAVX = cpu.X86.HasAVX
 
 // curvePassAsm is needPass's loop over slots s.. of need frame f in
 // assembly (curve_decode_amd64.s), each record read as readRecordFast
 // reads it, the slot's words written as it writes them (TestCurvePassAsm).
 // It stops before a record it leaves to the Go code (a unary count of 16
-// or more, escapes included; more than 64 bits; a 64-bit window that
-// would pass the stream's nwords words), returning that record's slot,
+// or more, escapes included; more bits than the window's valid ones, 57
+// to 64 from the eight bytes at the record's byte; a window that would
+// pass the stream's nwords words), returning that record's slot,
 // the position and next need frame so far; after the last slot it
 // returns nslot. tracks and slots point at nslot track descriptors and
 // cursor slots; base is the stream's first byte.
@@ -64,3 +68,16 @@ func curvePassAsm(base unsafe.Pointer, nwords int, tracks, slots *uint32, s, nsl
 //
 //go:noescape
 func curveDecodeAsm(cs *slotWords, rot uint32, step float32)
+
+// curveFinishAVX is the end of sampleCurve's evaluation for the first n
+// (1 to 8) tracks of buf, in AVX assembly (curve_decode_amd64.s): each
+// rotation normalised as the Go code does it (|q|² summed left to right
+// from rounded squares; where it is above 0, each component times
+// 1/sqrt(|q|²), else (0, 0, 0, 1)) in eight lanes at once, then the lanes
+// transposed and stored, four floats each, at pose[off[j]:]. The lanes
+// compute the Go code's float32 operations, each correctly rounded, so
+// the poses are the same bit for bit (TestCurveFinishAsm); storing a
+// translation's or scale's fourth float back, as it was read, leaves it.
+//
+//go:noescape
+func curveFinishAVX(buf *curveFinishBuf, n int, pose []float32)

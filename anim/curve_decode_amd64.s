@@ -13,26 +13,26 @@
 
 // RICE decodes the Rice code at the bottom of the window R12 with the
 // parameter in bits SHIFT.. (MASK) of the parameters R8 into DST:
-// q = trailing zeros of w|1<<63, u = q<<k | (w>>(q+1)) & (2^k - 1),
-// length q+1+k added to R13, q ORed into R15, the window shifted by the
-// length (modulo 64, as riceFast). Clobbers AX, CX, DX, R14.
+// q = trailing zeros of w (64 for a window of zeros), u = q<<k |
+// (w>>(q+1)) & (2^k - 1), length q+1+k added to R13, q ORed into R15,
+// the window shifted by the length (modulo 64). Only a well-formed code
+// (every q below 16, so no shift reaches 64) is kept: a q of 16 or more,
+// the window's zeros included, sends the record to the Go code. Clobbers
+// AX, CX, DX, R14.
 #define RICE(SHIFT, MASK, DST) \
 	MOVL R8, R14 \
 	SHRL $SHIFT, R14 \
 	ANDL $MASK, R14 \
-	MOVQ R12, AX \
-	BTSQ $63, AX \
-	TZCNTQ AX, AX \
+	TZCNTQ R12, AX \
 	ORL AX, R15 \
 	LEAL 1(AX), CX \
 	SHRXQ CX, R12, DX \
-	BZHIQ R14, DX, DX \
-	SHLXL R14, AX, AX \
-	ORL DX, AX \
 	ADDL R14, CX \
 	ADDL CX, R13 \
 	SHRXQ CX, R12, R12 \
-	MOVL AX, DST
+	BZHIQ R14, DX, DX \
+	SHLXL R14, AX, DST \
+	ORL DX, DST
 
 // UNZIGZAG turns R in place into format.Unzigzag(R). Clobbers AX.
 #define UNZIGZAG(R) \
@@ -163,22 +163,15 @@ more:
 	MOVQ base+0(FP), SI
 	MOVL SL_PARAMS(DI), R8
 
-	// The 64 stream bits from bit pos: lo>>s | (hi<<1)<<(63-s), lo the
-	// 8 bytes at pos>>3, hi the byte after them, s = pos&7.
+	// The stream bits from bit pos: the 8 bytes at pos>>3 shifted by
+	// s = pos&7, 64 - s of them valid (zeros above). R13 counts from s,
+	// so a record that needs a bit past the valid ones ends past 64.
 	MOVL BX, AX
 	SHRL $3, AX
 	MOVQ (SI)(AX*1), R12
-	MOVBQZX 8(SI)(AX*1), DX
-	MOVL BX, CX
-	ANDL $7, CX
-	SHRXQ CX, R12, R12
-	ADDQ DX, DX
-	MOVL $63, AX
-	SUBL CX, AX
-	SHLXQ AX, DX, DX
-	ORQ DX, R12
-
-	XORL R13, R13
+	MOVL BX, R13
+	ANDL $7, R13
+	SHRXQ R13, R12, R12
 	XORL R15, R15
 	RICE(4, 15, R9)
 	RICE(8, 31, R10)
@@ -190,8 +183,8 @@ more:
 	RICE(23, 31, R12)
 
 r_checks:
-	// A unary count of 16 or more (escapes included) or a record longer
-	// than the window: the Go code reads it.
+	// A unary count of 16 or more (escapes included) or a record that
+	// needs more than the window's valid bits: the Go code reads it.
 	CMPL R15, $16
 	JAE bail
 	CMPL R13, $64
@@ -206,7 +199,8 @@ r_checks:
 	ANDL $1, AX
 	LEAL 1(DX)(R9*1), R9
 	SUBL AX, R9
-	ADDL R13, BX // the position after the record
+	ANDL $-8, BX
+	ADDL R13, BX // the position after the record: pos - s + (s + used)
 
 	// Writes: t2, t3, fresh = min(fresh+1, 4), head + 1; the entry at the
 	// old head (R13) takes the point; p2 (R14) and p3 (R15) are the
@@ -472,4 +466,84 @@ store:
 	JMP point
 
 done:
+	RET
+
+// The constant 1.0 for curveFinishAVX.
+DATA curveOne<>+0(SB)/4, $0x3f800000
+GLOBL curveOne<>(SB), RODATA|NOPTR, $4
+
+// CSTORE stores the low 128 bits of V at pose + 4*off[J] if lane J holds
+// a track (R12: the tracks).
+#define CSTORE(V, J) \
+	CMPQ R12, $J \
+	JLE fdone \
+	MOVLQSX (160+4*J)(BX), AX \
+	VMOVUPS V, (SI)(AX*4)
+
+// func curveFinishAVX(buf *curveFinishBuf, n int, pose []float32)
+//
+// curveFinishBuf's layout (bytes): v[c][j] at 32c + 4j, rot[j] at
+// 128 + 4j, off[j] at 160 + 4j.
+TEXT ·curveFinishAVX(SB), NOSPLIT, $0-40
+	MOVQ buf+0(FP), BX
+	MOVQ n+8(FP), R12
+	MOVQ pose_base+16(FP), SI
+	VMOVUPS 0(BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVUPS 64(BX), Y2
+	VMOVUPS 96(BX), Y3
+
+	// |q|² = ((x² + y²) + z²) + w², each square rounded.
+	VMULPS Y0, Y0, Y4
+	VMULPS Y1, Y1, Y5
+	VADDPS Y5, Y4, Y4
+	VMULPS Y2, Y2, Y5
+	VADDPS Y5, Y4, Y4
+	VMULPS Y3, Y3, Y5
+	VADDPS Y5, Y4, Y4
+	VXORPS Y6, Y6, Y6
+	VCMPPS $0x0e, Y6, Y4, Y7 // |q|² > 0 (false for NaN)
+	VSQRTPS Y4, Y4
+	VBROADCASTSS curveOne<>(SB), Y8
+	VDIVPS Y4, Y8, Y4 // 1/sqrt(|q|²)
+	VMULPS Y4, Y0, Y9
+	VMULPS Y4, Y1, Y10
+	VMULPS Y4, Y2, Y11
+	VMULPS Y4, Y3, Y12
+	VANDPS Y7, Y9, Y9
+	VANDPS Y7, Y10, Y10
+	VANDPS Y7, Y11, Y11
+	VBLENDVPS Y7, Y12, Y8, Y12
+
+	// Rotation lanes take the normalised value, the others their own.
+	VMOVDQU 128(BX), Y13
+	VBLENDVPS Y13, Y9, Y0, Y0
+	VBLENDVPS Y13, Y10, Y1, Y1
+	VBLENDVPS Y13, Y11, Y2, Y2
+	VBLENDVPS Y13, Y12, Y3, Y3
+
+	// Transpose to (x, y, z, w) per lane and store, lane after lane.
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+	VUNPCKLPD Y6, Y4, Y0
+	VUNPCKHPD Y6, Y4, Y1
+	VUNPCKLPD Y7, Y5, Y2
+	VUNPCKHPD Y7, Y5, Y3
+	CSTORE(X0, 0)
+	CSTORE(X1, 1)
+	CSTORE(X2, 2)
+	CSTORE(X3, 3)
+	VEXTRACTF128 $1, Y0, X0
+	VEXTRACTF128 $1, Y1, X1
+	VEXTRACTF128 $1, Y2, X2
+	VEXTRACTF128 $1, Y3, X3
+	CSTORE(X0, 4)
+	CSTORE(X1, 5)
+	CSTORE(X2, 6)
+	CSTORE(X3, 7)
+
+fdone:
+	VZEROUPPER
 	RET

@@ -246,3 +246,82 @@ func TestCurveDecodeAsm(t *testing.T) {
 		t.Errorf("%d points negated, %d with a rebuilt component: the test does not exercise both", negated, rooted)
 	}
 }
+
+// TestCurveFinishAsm checks that the assembly finish of the curve
+// evaluation (curveFinishAVX) stores storeTrack's floats bit for bit and
+// nothing else: one to eight lanes, rotations and translations or scales
+// mixed, components of every size (tiny, huge, zero of either sign,
+// infinite, NaN) so that |q|² underflows, overflows, is 0 or NaN, and
+// lanes whose places in the pose are in any order.
+func TestCurveFinishAsm(t *testing.T) {
+	if !curveHasAVX {
+		t.Skip("no AVX on this CPU (or a purego build)")
+	}
+	rng := rand.New(rand.NewSource(3))
+	comp := func() float32 {
+		switch rng.Intn(12) {
+		case 0:
+			return 0
+		case 1:
+			return float32(math.Copysign(0, -1))
+		case 2:
+			return float32(math.Inf(1 - 2*rng.Intn(2)))
+		case 3:
+			return float32(math.NaN())
+		case 4:
+			return float32(rng.NormFloat64() * 1e-23)
+		case 5:
+			return float32(rng.NormFloat64() * 1e20)
+		default:
+			return float32(rng.NormFloat64())
+		}
+	}
+	var identity, normalised int
+	for iter := range 100000 {
+		n := 1 + rng.Intn(8)
+		pose := make([]float32, 9*PoseFloats)
+		for i := range pose {
+			pose[i] = float32(rng.NormFloat64())
+		}
+		want := slices.Clone(pose)
+		var buf curveFinishBuf
+		places := rng.Perm(len(pose) / 4)
+		for j := range 8 {
+			for c := range 4 {
+				buf.v[c][j] = comp()
+			}
+			if rng.Intn(20) == 0 { // all four tiny: |q|² underflows to 0
+				for c := range 4 {
+					buf.v[c][j] = float32(rng.NormFloat64() * 1e-30)
+				}
+			}
+			buf.off[j] = int32(4 * places[j])
+			if rng.Intn(3) > 0 {
+				buf.rot[j] = -1
+			}
+		}
+		for j := range n {
+			o := buf.off[j]
+			p := (*[4]float32)(want[o : o+4])
+			rot := buf.rot[j] != 0
+			if !rot {
+				buf.v[3][j] = pose[o+3] // the pose's own, as sampleCurve fills it
+			}
+			storeTrack(p, buf.v[0][j], buf.v[1][j], buf.v[2][j], buf.v[3][j], rot)
+			if rot && *p == [4]float32{0, 0, 0, 1} {
+				identity++
+			} else if rot {
+				normalised++
+			}
+		}
+		curveFinishAVX(&buf, n, pose)
+		for i := range pose {
+			if math.Float32bits(pose[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("iteration %d (%d lanes), pose float %d: assembly %v, Go %v\nbuffer %+v", iter, n, i, pose[i], want[i], buf)
+			}
+		}
+	}
+	if identity < 1000 || normalised < 1000 {
+		t.Errorf("%d rotations fell back to the identity, %d normalised: the test does not exercise both", identity, normalised)
+	}
+}

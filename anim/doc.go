@@ -359,18 +359,19 @@
 // delivered since the last pose. A record is four or five Rice codes
 // decoded one after another, because each code's length decides where
 // the next starts: a chain no reordering removes. The reader takes them
-// from two 64-bit windows of the stream without a branch on the data (one
+// from a 64-bit window of the stream without a branch on the data (one
 // check at the end sends escapes and overlong records to a code-by-code
 // reader). A cubic costs decoding its fresh points (smallest-three square
-// root, hemisphere alignment) and its coefficients. A seek decodes from
-// its segment's start, so its cost grows with SegmentSeconds. So where
-// the data rate is high (mocap at 0.01 cm) a pose costs several times
-// what a frame-addressable format costs (two samples per track whatever
-// the playback rate), and the two goals pull apart: the ratio needs
-// sequential entropy coding (each point predicted from the two before
-// it), the pose cost frame addressing (CodecUniform); a clip chooses
-// (CompressOptions.Codec). BENCHMARKS.md has the figures, and what was
-// tried and not kept.
+// root, hemisphere alignment) and its coefficients. A seek on the GPU, and
+// in the reference, decodes from its segment's start, so its cost grows
+// with SegmentSeconds; the CPU's fast path starts from the nearest
+// snapshot of its seek index (below). So where the data rate is high
+// (mocap at 0.01 cm) a pose costs several times what a frame-addressable
+// format costs (two samples per track whatever the playback rate), and
+// the two goals pull apart: the ratio needs sequential entropy coding
+// (each point predicted from the two before it), the pose cost frame
+// addressing (CodecUniform); a clip chooses (CompressOptions.Codec).
+// BENCHMARKS.md has the figures, and what was tried and not kept.
 //
 // The CPU decodes curve clips with one of two implementations that write
 // the same cursor words and poses bit for bit
@@ -385,9 +386,10 @@
 //   - A record's four or five Rice codes are taken from one unaligned
 //     64-bit load of the stream; a record longer than that window, or
 //     with an escape (the check is once per record), is read again by
-//     the reference (two windows, then code by code). The trailing-zero
-//     count takes the window with its top bit set, so it needs no test
-//     for zero (a count that reaches it is rejected anyway).
+//     the reference (two windows, then code by code). In Go the
+//     trailing-zero count takes the window with its top bit set, so it
+//     needs no test for zero (a count that reaches it is rejected
+//     anyway).
 //   - The predictor's conditions (hold or line, the points' spacing) are
 //     tested once per record, not per component, and its divisions by 1
 //     and 2 (consecutive points at full or half slope: nearly every
@@ -400,47 +402,108 @@
 //     on the window in a register, where the compiled Go (at the default
 //     GOAMD64 level) shifts through CL and keeps part of the window in
 //     stack slots, lengthening the chain of dependent codes, and the
-//     stream position stays in a register from record to record. Records
-//     with a unary count of 16 or more (escapes included), longer than
-//     the window or at the stream's end are left to the Go code, the slot
+//     stream position stays in a register from record to record. The
+//     window is the eight bytes at the position's byte, shifted by its
+//     bit: 57 to 64 valid bits, zeros above them, so a code that runs
+//     into the zeros ends past the valid bits (or finds no one at all: a
+//     count of 64) and the record goes to the Go code. The count is taken
+//     on the window as it is, without setting a top bit (a count of 16
+//     or more is left to the Go code anyway). Records with
+//     a unary count of 16 or more (escapes included), longer than the
+//     window or at the stream's end are left to the Go code, the slot
 //     untouched. The point decoding is scalar SSE: the Go code's float32
 //     operations in its order, correctly rounded, no fused multiply-add.
 //     Both write the Go code's slot words bit for bit (TestCurvePassAsm,
 //     TestCurveDecodeAsm).
+//   - With AVX, the evaluation's end (the rotations' normalisation: a
+//     square root and a division each, and the stores) takes eight
+//     tracks at a time (curveFinishAVX): the Go loop evaluates each
+//     track's cubic into a structure-of-arrays buffer, the assembly
+//     normalises all eight lanes at once and stores each lane's four
+//     floats, transposed; a translation's or scale's fourth float is the
+//     pose's own, read before and stored back unchanged, so every store
+//     is one 16-byte move. Packed sqrt and division are correctly
+//     rounded per lane, as the scalar ones are (TestCurveFinishAsm).
 //   - Cursor slots are fixed-size arrays (no bounds checks in the loops),
 //     and fresh points are decoded and a linear segment's coefficients
 //     written in place, without calls (updateCoeffsFast).
 //   - A linear segment evaluates as c0 + u(c1 + 0): with c2 = c3 = +0
 //     (checked on the cursor's words, so a scribbled cursor takes Horner)
 //     and u in [0, 1], that is Horner's value bit for bit.
+//   - A seek (the cursor names another clip or segment, or a time before
+//     its own) restores the latest snapshot of the blob's seek index at
+//     or before the time instead of reading the segment's header and
+//     every record after it (curve_seek.go), when the program asked for
+//     one: Blob.BuildSeekIndex builds the index in memory, running the
+//     record loop over every segment once; it is not in the blob, so the
+//     format and the GLSL port are untouched, but its bytes (up to four
+//     times a clip's stream) are memory the blob's ratio does not show,
+//     which is why Load does not build it: a crowd that plays forward
+//     would pay them for nothing. On valid data the loop's state once every need frame up
+//     to F is read depends only on F, so the restored slots, position and
+//     next need frame are the reference's, and a seek leaves every slot
+//     with four fresh points, so the evaluation after it rewrites every
+//     word a snapshot does not hold (values, cubic, 1/length). A
+//     snapshot is taken after a need frame once the bits read since the
+//     previous one reach its own size over seekDensity: a clip's index
+//     is at most seekDensity times its stream's words (plus a word per
+//     track and segment), and a seek reads at most about that share of
+//     a snapshot's bits of records past it. A snapshot holds only the
+//     state: the heads (2 bits each) and per slot the ring's four frames
+//     (16 bits each) and its points' three or four indices; the
+//     parameters are the segment's, and t2, t3 are the ring's last two
+//     frames. Only seeks restore: a cursor that matches its clip and
+//     segment is read on from where it is, scribbled or not, as the
+//     reference does (TestCurveSeekIndexMatchesReference; the index's
+//     size: TestCurveSeekIndexBounded). The density trades memory for
+//     seek cost: the seek reads fewer records with more snapshots, and
+//     nothing bounds a seek below what restoring a snapshot, decoding
+//     four points per track and evaluating costs.
 //
-// Tried and not kept: a branch-free predictor (four components always,
-// the hold selected per component) was no faster, and neither was taking
-// characters two at a time with their record loops alternating record by
-// record (so that the processor could overlap two chains of dependent
-// codes): the loop is bound by its instructions and branches, not by one
-// chain's latency. Also no faster: the Go record reader with the
-// divisor's case chosen once per record rather than per component, and
-// evaluating the tracks in passes (values, then every rotation's square
-// root and division, then the stores) so that the divisions overlap.
-// The fast path does not change what a pose costs in
-// kind: a record per track and source frame played (at 0.01 cm nearly
-// every sample is a point), read one after another because each starts
-// where the previous one ends, and a seek still reads from its segment's
-// start. Decoding at a frame-addressable codec's cost needs the format
-// to change: a stream per track (an offset per track and segment) so
-// that eight tracks' records decode in SIMD lanes, a seek index (window
-// snapshots every few frames) that bounds a seek's reading, or a
-// frame-addressable layout with this codec's quantiser. Each spends part
-// of the ratio on its offsets or snapshots, and each must reach the GLSL
-// port and keep it bit-exact. A seek index in particular cannot bring a
-// seek near a frame-addressable codec's cost and keep the ratio: a
-// snapshot holds every animated track's window (four points with their
-// frames) and bit position, several times what a record of the same track
-// costs, and a seek still reads the records from the snapshot before it,
-// about one per track and source frame; snapshots frequent enough to
-// bound that reading to a few records per track cost more bits than the
-// records themselves.
+// Tried and not kept: a branch-free predictor in Go (four components
+// always, the hold selected per component) was no faster, and neither
+// was taking characters two at a time with their record loops
+// alternating record by record (so that the processor could overlap two
+// chains of dependent codes): the loop is bound by its instructions and
+// branches, not by one chain's latency. Also no faster: the Go record
+// reader with the divisor's case chosen once per record rather than per
+// component, and evaluating the tracks in passes in scalar Go (values,
+// then every rotation's square root and division, then the stores) so
+// that the divisions overlap (the AVX finish does the same with eight
+// lanes per instruction, and that pays). In the assembly, no faster
+// either: the predictor without branches (where the line does not apply
+// a step of 0, whose line is the hold; the divisors 1 and 2 as a shift
+// of 0 or 1 after adding the product's sign bit), which takes more
+// instructions than the branches it removes; and slower: the point
+// decoding's hemisphere flip without a branch (the comparison's mask
+// picking the sign bit), which puts every point's stores behind its dot
+// product with the point before, so that a track's fresh points decode
+// one after another instead of overlapping. Not possible without changing
+// the bytes: decoding several tracks of one character side by side (a
+// lane per track, each with its own stream position). Every track's
+// records share the segment's one stream, in need order, and a record
+// starts where the one before it ends, whatever its track: a lane's
+// position is the sum of the lengths of every record before it, and a
+// length is known only by decoding that record's codes. The lanes would
+// wait on the same chain of lengths that the scalar loop follows; what
+// is not on that chain (residuals, prediction, stores) the processor
+// already overlaps with the next record's codes. The trimmed record loop
+// (the window's ninth byte and the top bit dropped) is kept although
+// forward playback barely moved with it: it does the same with fewer
+// instructions. The fast path does not
+// change what a forward pose costs in kind: a record per track and
+// source frame played (at 0.01 cm nearly every sample is a point), read
+// one after another because each starts where the previous one ends.
+// Decoding at a frame-addressable codec's cost needs the format to
+// change: a stream per track (an offset per track and segment) so that
+// eight tracks' records decode in SIMD lanes, or a frame-addressable
+// layout with this codec's quantiser. Each spends part of the ratio on
+// its offsets, and each must reach the GLSL port and keep it bit-exact.
+// A seek index inside the blob would cost the ratio what the in-memory
+// one costs memory: a snapshot holds every animated track's window (four
+// points with their frames), several times what a record of the same
+// track costs, and snapshots frequent enough to bound a seek's reading
+// to a few records per track cost more bits than the records themselves.
 //
 // For the GLSL port: every read is a bit field of at most 32 bits from
 // uint words (format.ReadBits), Rice codes need findLSB, and predict's integer

@@ -38,9 +38,12 @@ const PoseFloats = 12
 // The cursor remembers where the character's clip stream was read up to,
 // so playing forward reads each curve point once, in memory order; going
 // backwards, changing clip or crossing a segment re-seeks from that
-// segment's start. Cursors start as zeros (any content is safe: a cursor
-// that does not match is reset). Different jobs may run concurrently on
-// disjoint characters (RunRange over disjoint ranges of one job is fine).
+// segment's start (on the CPU, from the nearest earlier snapshot of the
+// blob's seek index if Blob.BuildSeekIndex made one, with the same
+// result). Cursors start as zeros (any
+// content is safe: a cursor that does not match is reset). Different
+// jobs may run concurrently on disjoint characters (RunRange over
+// disjoint ranges of one job is fine).
 type SampleJob struct {
 	Blob         *Blob
 	Inputs       []SampleInput
@@ -93,21 +96,25 @@ func (j *SampleJob) RunRange(begin, end int) error {
 	if err := j.validate(begin, end); err != nil {
 		return err
 	}
-	sampleRange(j.Blob.words, j.Inputs, j.Cursors, j.CursorStride, j.Poses, j.Bones, begin, end)
+	sampleRange(j.Blob.words, j.Blob.seeks.Load(), j.Inputs, j.Cursors, j.CursorStride, j.Poses, j.Bones, begin, end)
 	return nil
 }
 
 // sampleRange is the kernel: it reads only blob words and the flat arrays,
-// exactly what a compute shader gets. Its inputs must be validated.
-func sampleRange(words []uint32, in []SampleInput, cursors []uint32, stride int, poses []float32, bones int, begin, end int) {
+// exactly what a compute shader gets, and on seeks the blob's seek index
+// (seeks, nil when none was built), which only shortens the CPU's
+// reading. Its inputs must be
+// validated.
+func sampleRange(words []uint32, seeks *seekTable, in []SampleInput, cursors []uint32, stride int, poses []float32, bones int, begin, end int) {
 	ps := bones * PoseFloats
 	for i := begin; i < end; i++ {
-		sampleOne(words, in[i].Clip, in[i].Time, cursors[i*stride:(i+1)*stride], poses[i*ps:(i+1)*ps])
+		sampleOne(words, seeks, in[i].Clip, in[i].Time, cursors[i*stride:(i+1)*stride], poses[i*ps:(i+1)*ps])
 	}
 }
 
-// sampleOne samples one character. clip is a validated clip offset.
-func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []float32) {
+// sampleOne samples one character. clip is a validated clip offset;
+// seeks is the blob's seek index (used by the fast path only).
+func sampleOne(words []uint32, seeks *seekTable, clip uint32, time float32, cur []uint32, pose []float32) {
 	h := words[clip/4 : clip/4+format.ClipHeaderSize/4]
 	rate := format.F32(h[format.ChRate])
 	frames := h[format.ChFrames]
@@ -141,7 +148,7 @@ func sampleOne(words []uint32, clip uint32, time float32, cur []uint32, pose []f
 	if !format.PureGo {
 		// The same work written for speed (curve_cursor.go); the code
 		// below is the reference, the one the GLSL port follows.
-		sampleCurve(words, clip, h, f, cur, pose, &kindOff)
+		sampleCurve(words, seeks, clip, h, f, cur, pose, &kindOff)
 		return
 	}
 	seg := uint32(f) / L

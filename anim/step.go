@@ -41,7 +41,7 @@ func (c ClipView) Sample(t float32, cursor []uint32, pose []kernels.Transform) e
 	if len(cursor) < c.CursorWords() {
 		return fmt.Errorf("anim: Sample %q: cursor of %d words, the clip needs %d (CursorWords)", c.Name(), len(cursor), c.CursorWords())
 	}
-	sampleOne(c.b.words, c.off, t, cursor[:c.CursorWords()], poseFloats(pose[:nb]))
+	sampleOne(c.b.words, c.b.seeks.Load(), c.off, t, cursor[:c.CursorWords()], poseFloats(pose[:nb]))
 	return nil
 }
 

@@ -38,7 +38,7 @@ SETS=(
 	"./kernels/ 40x rounds BenchmarkSkinDQSOverLBS"
 	"./render/ $BENCHTIME rounds BenchmarkMergeSort"
 	"./gpu/ 3x rounds BenchmarkGraphSegment"
-	"./anim/offline/ 300ms once BenchmarkSample/^(cm=0.01|reference-cm=0.01|uniform-cm=0.01|uniform-purego-cm=0.01)\$/^(forward60Hz|seek)\$/^goroutines=1\$"
+	"./anim/offline/ 300ms once BenchmarkSample/^(cm=0.01|reference-cm=0.01|seekindex-cm=0.01|uniform-cm=0.01|uniform-purego-cm=0.01)\$/^(forward60Hz|seek)\$/^goroutines=1\$"
 )
 
 pattern() { # NAMES -> the -bench pattern

@@ -64,7 +64,9 @@ func (bc *benchCrowd) setTime(t float32) {
 // configurations are the same clips compressed with CodecUniform, so the
 // two codecs compare in one process; reference-cm=0.01 samples the
 // default clips with the curve sampler's reference code (format.PureGo),
-// the one the GLSL port follows, beside its fast path (cm=0.01).
+// the one the GLSL port follows, beside its fast path (cm=0.01);
+// seekindex-cm=0.01 is cm=0.01 with the blob's seek index built
+// (Blob.BuildSeekIndex), which only seeks use.
 func BenchmarkSample(b *testing.B) {
 	type config struct {
 		name  string
@@ -74,7 +76,8 @@ func BenchmarkSample(b *testing.B) {
 	}
 	configs := []config{{"cm=0.01", "0.01", 0, anim.CodecCurve}, {"cm=0.1", "0.1", 0, anim.CodecCurve}, {"cm=1", "1", 0, anim.CodecCurve}, {"cm=0.1/src=30Hz", "0.1", 30, anim.CodecCurve},
 		{"uniform-cm=0.01", "0.01", 0, anim.CodecUniform}, {"uniform-cm=0.1", "0.1", 0, anim.CodecUniform},
-		{"uniform-purego-cm=0.01", "0.01", 0, anim.CodecUniform}, {"reference-cm=0.01", "0.01", 0, anim.CodecCurve}}
+		{"uniform-purego-cm=0.01", "0.01", 0, anim.CodecUniform}, {"reference-cm=0.01", "0.01", 0, anim.CodecCurve},
+		{"seekindex-cm=0.01", "0.01", 0, anim.CodecCurve}}
 	const n = 64
 	for _, cf := range configs {
 		var bl *anim.Blob
@@ -96,9 +99,17 @@ func BenchmarkSample(b *testing.B) {
 						defer func() { format.PureGo = false }()
 					}
 					if bl == nil {
-						if cf.cm == "0.01" && cf.hz == 0 && cf.codec == anim.CodecCurve {
+						switch {
+						case strings.HasPrefix(cf.name, "seekindex"):
+							// A blob of its own: the others sample without one.
+							var err error
+							if bl, err = anim.Load(cmuBlob(b).Bytes()); err != nil {
+								b.Fatal(err)
+							}
+							bl.BuildSeekIndex()
+						case cf.cm == "0.01" && cf.hz == 0 && cf.codec == anim.CodecCurve:
 							bl = cmuBlob(b)
-						} else {
+						default:
 							bl = cmuBlobCodec(b, cf.cm, cf.hz, cf.codec)
 						}
 					}
