@@ -50,7 +50,7 @@ func TestRunInPlaceKernelAddsOnFullPool(t *testing.T) {
 			t.Errorf("RunInPlace of a kernel that adds a child, pool full of held gates: %v", err)
 		}
 		// The same from a Join half on the registered thread.
-		err = m.Join(Call{Kernel: kparent}, Call{Kernel: kparent})
+		err = m.Join(&Call{Kernel: kparent}, &Call{Kernel: kparent})
 		if err != nil {
 			t.Errorf("Join of kernels that add a child, pool full of held gates: %v", err)
 		}
@@ -201,9 +201,9 @@ func TestCloseFromKernelRunInPlace(t *testing.T) {
 			case "RunInPlace":
 				err = m.RunInPlace(&Task{Kernel: kc})
 			case "Join b":
-				err = m.Join(Call{Kernel: noop}, Call{Kernel: kc})
+				err = m.Join(&Call{Kernel: noop}, &Call{Kernel: kc})
 			case "Join a":
-				err = m.Join(Call{Kernel: kc}, Call{Kernel: noop})
+				err = m.Join(&Call{Kernel: kc}, &Call{Kernel: noop})
 			}
 			p := closeErr.Load()
 			t.Logf("%s: call: %v; Close: %v", how, err, *p)

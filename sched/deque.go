@@ -191,3 +191,19 @@ func (r *ring) pop() uint32 {
 	r.mu.Unlock()
 	return x
 }
+
+// popOwn removes the newest item if it is x and no thief can contend for
+// it (top is below it and no batch steal is under way): the owner's pop
+// of its own Join entry without a call or a CAS. Otherwise it changes
+// nothing and reports false: the caller then pops as usual (pop), which
+// settles the rest. Owner only.
+func (d *deque) popOwn(x uint32) bool {
+	b := d.bottom - 1
+	atomic.StoreInt64(&d.bottom, b) // full fence, as in pop
+	// batching before top, as in pop (see stealBatch).
+	if d.batching.Load() == 0 && d.top.Load() < b && atomic.LoadUint32(&d.buf[b&d.mask]) == x {
+		return true
+	}
+	storeRelease64(&d.bottom, b+1)
+	return false
+}

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -110,6 +111,114 @@ func TestDequeBatchSteal(t *testing.T) {
 	for x := d.pop(); x != noItem; x = d.pop() {
 		a.take(x)
 		taken.Add(1)
+	}
+	wg.Wait()
+	a.check()
+}
+
+// TestDequePopOwn: popOwn takes the newest item only when it is the item
+// named and no thief can contend for it; otherwise it leaves the deque as
+// it was, for pop to settle.
+func TestDequePopOwn(t *testing.T) {
+	var d deque
+	d.init(8)
+	for i := range uint32(4) {
+		d.push(10 + i)
+	}
+	if d.popOwn(12) {
+		t.Fatal("popOwn took 13 when asked for 12")
+	}
+	if !d.popOwn(13) {
+		t.Fatal("popOwn refused the newest of four items")
+	}
+	d.batching.Store(1) // a batch thief between its reads and its CAS
+	if d.popOwn(12) {
+		t.Fatal("popOwn took an item while a batch steal was under way")
+	}
+	d.batching.Store(0)
+	if x := d.steal(); x != 10 {
+		t.Fatalf("steal = %d, want 10", x)
+	}
+	if x := d.steal(); x != 11 {
+		t.Fatalf("steal = %d, want 11", x)
+	}
+	// One item left: a thief may be taking it, so popOwn leaves it to
+	// pop's CAS.
+	if d.popOwn(12) {
+		t.Fatal("popOwn took the last item without a CAS")
+	}
+	if x := d.pop(); x != 12 {
+		t.Fatalf("pop after refusals = %d, want 12", x)
+	}
+	if d.popOwn(12) || !d.empty() {
+		t.Fatal("popOwn on an empty deque")
+	}
+}
+
+// TestDequePopOwnRacesSteals: an owner that pushes and takes its newest
+// item back as Join does (popOwn, then pop when it refuses) while thieves
+// take single items and batches: every item is taken exactly once.
+func TestDequePopOwnRacesSteals(t *testing.T) {
+	const items = 200000
+	var d deque
+	d.init(64)
+	a := &takeAll{t: t, seen: make([]atomic.Int32, items)}
+	var taken atomic.Int64
+	var wg sync.WaitGroup
+	for th := range 2 {
+		wg.Go(func() {
+			var got [stealBatch]uint32
+			for i := 0; taken.Load() < items; i++ {
+				if (i+th)%2 == 0 {
+					if x := d.steal(); x != noItem {
+						a.take(x)
+						taken.Add(1)
+					}
+					continue
+				}
+				n := d.stealBatch(got[:2+i%(stealBatch-1)])
+				for _, x := range got[:n] {
+					a.take(x)
+				}
+				taken.Add(int64(n))
+			}
+		})
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	var mine []uint32 // pushed and not taken back by the owner, oldest first
+	for next := uint32(0); next < items || len(mine) > 0; {
+		if next < items && r.IntN(3) != 0 && d.push(next) {
+			mine = append(mine, next)
+			next++
+			continue
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		x := mine[len(mine)-1]
+		mine = mine[:len(mine)-1]
+		if d.popOwn(x) {
+			a.take(x)
+			taken.Add(1)
+			continue
+		}
+		switch y := d.pop(); y {
+		case noItem:
+			mine = mine[:0] // thieves took the rest
+		case x:
+			a.take(x)
+			taken.Add(1)
+		default:
+			// A batch thief was under way and pop took the oldest
+			// item, as a thief would: x is still queued.
+			i := slices.Index(mine, y)
+			if i < 0 {
+				t.Fatalf("pop = %d, neither popOwn's %d nor an item still queued", y, x)
+			}
+			mine = append(slices.Delete(mine, i, i+1), x)
+			a.take(y)
+			taken.Add(1)
+		}
 	}
 	wg.Wait()
 	a.check()

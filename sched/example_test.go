@@ -133,9 +133,10 @@ func ExampleCtx_Join() {
 			return nil
 		}
 		mid := lo + (hi-lo)/2
-		a := sched.Call{Kernel: kSum, Params: sched.Params{2*node + 1, lo, mid}, Data: d.Data}
-		b := sched.Call{Kernel: kSum, Params: sched.Params{2*node + 2, mid, hi}, Data: d.Data}
-		if err := c.Join(a, b); err != nil {
+		if err := c.Join(
+			&sched.Call{Kernel: kSum, Params: sched.Params{2*node + 1, lo, mid}, Data: d.Data},
+			&sched.Call{Kernel: kSum, Params: sched.Params{2*node + 2, mid, hi}, Data: d.Data},
+		); err != nil {
 			return err
 		}
 		w.nodes[node] = w.nodes[2*node+1] + w.nodes[2*node+2]

@@ -93,7 +93,7 @@ func (p *acyclicProgram) kernel(c *Ctx, d *TaskData) error {
 		// as part of it), wherever it runs.
 		a := Call{Kernel: kAcycHalf, Params: Params{rank, 0, r.Uint32()}}
 		b := Call{Kernel: kAcycHalf, Params: Params{rank, 0, r.Uint32()}}
-		if err := c.Join(a, b); err != nil {
+		if err := c.Join(&a, &b); err != nil {
 			p.note(err)
 			return err
 		}

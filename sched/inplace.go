@@ -123,7 +123,8 @@ func (c *Ctx) callSimple(kid KernelID, k *Kernel, p *Params, data any) error {
 	st := c.inPlaceStack()
 	if st.n == len(st.d) {
 		var d TaskData
-		d.Params, d.Data = *p, data
+		copyParams(&d.Params, p)
+		d.Data = data
 		return runKernelInPlace(c, kid, k, &d, nil)
 	}
 	d := &st.d[st.n]
@@ -131,7 +132,8 @@ func (c *Ctx) callSimple(kid KernelID, k *Kernel, p *Params, data any) error {
 		*d = TaskData{}
 		st.streams[st.n] = false
 	}
-	d.Params, d.Data = *p, data
+	copyParams(&d.Params, p) // p is often a Task the caller just built
+	d.Data = data
 	st.n++
 	return runKernelInPlace(c, kid, k, d, st)
 }

@@ -24,7 +24,10 @@ package sched
 //     If it gets its own entry, no other thread saw the record: a runs in
 //     place too, from the record. That is the fast path: no locked
 //     instruction but the pop's fence, nothing allocated, nothing
-//     validated twice.
+//     validated twice. Its pop (deque.popOwn) is Chase-Lev's, fence
+//     included, less the call and the CAS: it takes the entry only where
+//     top is below it and no batch steal is under way, and leaves every
+//     other case to the ordinary pop.
 //  3. Otherwise a thread took the entry (a thief, or this thread's own
 //     worker loop after a wait in b handed the worker to another
 //     goroutine), or b left tasks on the deque above it. The owner puts
@@ -53,18 +56,29 @@ package sched
 //     take the dynamic path: a slot and a Wait, only at such depths. Run
 //     in turn after b, a could never run where b waits for it.
 //
-// Rejected: a pointer to the caller's Task in the deque (deques hold
-// uint32 slot indices, and a pointer stored for another thread makes the
-// caller's Task escape: an allocation per call); records found by a
-// tombstone state rather than by the owner's pop (an entry left in a
-// deque after its record was reused runs the wrong task); helping in
-// the slow path with any task found (the deadlock that handoff.go exists
-// to prevent); and publishing records lazily, only when a thread is
-// hungry (heartbeat scheduling, lazy binary splitting), which would save
-// the pop's fence on a split nobody takes: a half that blocks outside the
-// scheduler (a channel, a mutex) for the other half would hide that half
-// from every thief for as long as it blocks, since only the owner's next
-// Join could publish it.
+// Rejected: Calls passed by value (the compiler copies each one at the
+// call site with 16-byte loads of what the caller has just stored with 2-
+// and 4-byte ones, and such a load waits for the stores to reach the
+// cache: a stall per split; Join takes pointers and copies Params an
+// element at a time, see copyParams); a deferred call per half rather than
+// one per split; the owner's pop without its fence, with thieves paying a
+// process-wide fence (membarrier) instead (sound only if every steal from
+// the deque paid it, whatever entry it takes: a thief cannot tell from a
+// stale read that the entry it races for is a Join's, and tasks are stolen
+// far more often than Join records); b's task data in the record rather
+// than on the in-place stack (no faster, and a second TaskData per
+// record); a pointer to the caller's Task in the deque (deques hold uint32
+// slot indices, and a pointer stored for another thread makes the caller's
+// Task escape: an allocation per call); records found by a tombstone state
+// rather than by the owner's pop (an entry left in a deque after its
+// record was reused runs the wrong task); helping in the slow path with
+// any task found (the deadlock that handoff.go exists to prevent); and
+// publishing records lazily, only when a thread is hungry (heartbeat
+// scheduling, lazy binary splitting), which would save the pop's fence on
+// a split nobody takes: a half that blocks outside the scheduler (a
+// channel, a mutex) for the other half would hide that half from every
+// thief for as long as it blocks, since only the owner's next Join could
+// publish it.
 
 import (
 	"errors"
@@ -135,14 +149,18 @@ func (s *Scheduler) joinRecordOf(x uint32) (*inPlaceStack, *joinRecord) {
 
 // Call is one call of a Simple kernel: what Join runs. It is the Params
 // and Data of a Task without the rest (a Task with its streams is over
-// 400 bytes, and a recursion makes two per split).
+// 400 bytes, and a recursion makes two per split). Join takes pointers
+// and reads both Calls before it runs either half, so they may change as
+// soon as a kernel runs. Pass composite literals,
+// c.Join(&Call{...}, &Call{...}), which the compiler builds in place: a
+// Call built in a variable first is copied once more on the way.
 type Call struct {
 	Kernel KernelID
 	Params Params
 	Data   any // read-only kernel data; store a pointer to avoid boxing
 }
 
-// Join runs calls a and b, b on the calling thread at once and a wherever
+// Join runs calls *a and *b, b on the calling thread at once and a wherever
 // a thread is free first (here, after b, if no other thread took it), and
 // returns when both have run: their errors, joined (errors.Join) if both
 // failed. It is Rayon's join and TBB's parallel_invoke of two: a
@@ -163,15 +181,20 @@ type Call struct {
 // deeper calls), so that b may still wait for it; a runs in turn after
 // b only if that Add fails.
 // A half queued when Close drains the scheduler fails with ErrClosed
-// without running.
+// without running. A nil Call is an error.
 //
 // Like any wait, a Join whose shared half another thread took hands the
 // worker over while it waits (see Wait): a kernel must not keep
 // per-thread scratch (by Index) across a Join.
-func (c *Ctx) Join(a, b Call) error {
-	ka, err := c.simpleKernel(a.Kernel)
-	if err != nil {
-		return err
+func (c *Ctx) Join(a, b *Call) (err error) {
+	if a == nil || b == nil {
+		return fmt.Errorf("sched: join: a nil *Call (a %v, b %v)", a == nil, b == nil)
+	}
+	ka := c.joinK
+	if a.Kernel != c.joinKid || ka == nil {
+		if ka, err = c.simpleKernel(a.Kernel); err != nil {
+			return err
+		}
 	}
 	kb := ka
 	if b.Kernel != a.Kernel { // a recursion's halves share their kernel
@@ -179,13 +202,120 @@ func (c *Ctx) Join(a, b Call) error {
 			return err
 		}
 	}
-	st := c.inPlaceStack()
-	if a.Kernel != KernelNone && b.Kernel != KernelNone {
-		if st.canJoin() {
-			if r, x := st.pushJoin(c, ka, a.Kernel, &a.Params, a.Data, nil); r != nil {
-				return c.joinRun(st, r, x, b.Kernel, kb, &b.Params, b.Data)
-			}
+	st := c.inPlace
+	if st == nil || st.joins == nil {
+		st = c.joinStack()
+	}
+	nj, n := st.nj, st.n
+	if nj >= joinDepth || n >= len(st.d) || st.id == noJoinStack ||
+		a.Kernel == KernelNone || b.Kernel == KernelNone {
+		return c.joinNoRecord(a, b, ka, kb)
+	}
+
+	// The whole common case is in this one frame: a call per step, with
+	// its arguments and the values kept across it, was slower. a's record
+	// (1 above) is published by the push; d is b's slot of the in-place
+	// stack (2).
+	r := &st.joins[nj]
+	if r.streams {
+		r.d = TaskData{}
+		r.streams = false
+	}
+	d := &st.d[n]
+	if st.streams[n] {
+		*d = TaskData{}
+		st.streams[n] = false
+	}
+	copyParams2(&r.d.Params, &a.Params, &d.Params, &b.Params)
+	r.d.Data = a.Data
+	r.k, r.kid, r.task = ka, a.Kernel, c.current
+	if r.seq++; r.seq == 0 {
+		r.seq = 1 // 0 is "not done"
+	}
+	x := joinBit | st.id<<joinShift | uint32(nj)
+	dq := &c.dq[1]
+	if !dq.push(x) {
+		r.d.Data = nil
+		return c.joinNoRecord(a, b, ka, kb)
+	}
+	st.nj = nj + 1
+	if s := c.s; s.nIdle.Load() > 0 {
+		s.wakeOne()
+	}
+
+	d.Data = b.Data
+	st.n = n + 1
+	f := joinFrame{st: st, nj: nj, n: n, kid: b.Kernel}
+	defer func() {
+		if f.phase != joinDone {
+			c.joinAbort(&f, recover(), &err)
 		}
+	}()
+	eb := kb.CPU(c, d)
+	st.n = n
+	d.Data = nil
+
+	// a: here if its entry is still the deque's bottom (2), else wherever
+	// it went (3).
+	f.eb, f.phase = eb, joinInA
+	var ea error
+	if dq.popOwn(x) || c.joinPopSlow(x) {
+		ea = ka.CPU(c, &r.d)
+		r.d.Data = nil
+	} else {
+		f.phase = joinWaiting
+		ea = c.joinWait(r)
+	}
+	st.nj = nj
+	f.phase = joinDone
+	return joinErrs(ea, eb)
+}
+
+// joinFrame is what Join's deferred call needs to end a Join whose
+// kernel did not return (joinAbort). One deferred call covers both
+// kernels (a defer per kernel, through runKernelInPlace, costs more), and
+// it closes over this frame, the result and c only: a closure over each
+// variable it reads is built, a word at a time, on every split.
+type joinFrame struct {
+	st    *inPlaceStack
+	eb    error    // b's error, once b returned
+	nj, n int      // the record's depth and b's slot of the in-place stack
+	kid   KernelID // b's kernel
+	phase uint8    // where a panic or runtime.Goexit came from
+}
+
+// Join's phases (joinFrame.phase): which kernel a panic or
+// runtime.Goexit came from.
+const (
+	joinInB = iota
+	joinInA
+	joinWaiting
+	joinDone
+)
+
+// joinStack returns this goroutine's in-place stack with its Join records
+// made. Most goroutines that serve a thread never Join (a worker's spare
+// runners): the records cost nothing until one does. The deque's push
+// publishes them to thieves with the first entry.
+func (c *Ctx) joinStack() *inPlaceStack {
+	st := c.inPlaceStack()
+	if st.joins == nil && st.id != noJoinStack {
+		st.joins = new([joinDepth]joinRecord)
+		for i := range st.joins {
+			st.joins[i].ev.s = c.s
+		}
+	}
+	return st
+}
+
+// joinNoRecord ends a Join whose a half cannot be a record (6 above), or
+// whose half is KernelNone: a is added as a task, b runs here and a is
+// waited for (joinTask); where that Add fails, or a half is KernelNone, b
+// and then a run in turn on this thread. It copies a first: b's kernel may
+// change the caller's Call.
+func (c *Ctx) joinNoRecord(ap, b *Call, ka, kb *Kernel) error {
+	a := *ap
+	if a.Kernel != KernelNone && b.Kernel != KernelNone {
 		var t Task
 		t.Kernel, t.Data.Params, t.Data.Data = a.Kernel, a.Params, a.Data
 		if id, err := c.Add(&t); err == nil {
@@ -214,78 +344,48 @@ func (c *Ctx) joinTask(id TaskID, t *Task, kb *Kernel, kid KernelID, p *Params, 
 	return joinErrs(c.Wait(id), eb)
 }
 
-// joinRun is Join's common case, its a half's record r pushed as entry x:
-// it runs b (simple kernel k, ID kid, with params p and data) in place,
-// then a here or waits for it (2 and 3 above). One deferred call covers
-// both kernels (two calls through runKernelInPlace, a defer each, cost a
-// tenth of a split): it turns a panic in either into ErrKernelPanic and,
-// after one in b, still ends a's half before it returns.
-func (c *Ctx) joinRun(st *inPlaceStack, r *joinRecord, x uint32, kid KernelID, k *Kernel, p *Params, data any) (err error) {
-	d := &st.d[st.n]
-	if st.streams[st.n] {
-		*d = TaskData{}
-		st.streams[st.n] = false
+// joinPopSlow pops c's deque when Join's popOwn did not find entry x
+// there for sure: it reports whether it got x (the one entry left, won
+// from a thief with a CAS), and puts back anything else it popped (b's
+// tasks left above x; x itself was taken).
+func (c *Ctx) joinPopSlow(x uint32) bool {
+	y := c.dq[1].pop()
+	if y == x {
+		return true
 	}
-	d.Params, d.Data = *p, data
-	st.n++
-	var ea, eb error
-	phase := joinInB
-	defer func() {
-		if phase != joinDone {
-			c.joinAbort(st, r, x, kid, k, d, phase, recover(), &ea, &eb)
-			err = joinErrs(ea, eb)
-		}
-	}()
-	eb = k.CPU(c, d)
-	st.n--
-	d.Data = nil
-	if y := c.dq[1].pop(); y == x {
-		phase = joinInA
-		ea = r.k.CPU(c, &r.d)
-		r.d.Data = nil
-	} else {
-		if y != noItem {
-			c.dq[1].push(y) // it was just popped: there is room
-		}
-		phase = joinWaiting
-		ea = c.joinWait(r)
+	if y != noItem {
+		c.dq[1].push(y) // it was just popped: there is room
 	}
-	st.nj--
-	phase = joinDone
-	return joinErrs(ea, eb)
+	return false
 }
 
-// joinRun's phases: which kernel a panic or runtime.Goexit came from.
-const (
-	joinInB = iota
-	joinInA
-	joinWaiting
-	joinDone
-)
-
-// joinAbort ends a joinRun whose kernel in phase did not return: v is what
-// recover gave (nil: runtime.Goexit, which goes on unwinding; the stack is
-// then dropped, 5 above). After a panic in b, a's half is still run or
-// waited for, as if b had returned the error.
-func (c *Ctx) joinAbort(st *inPlaceStack, r *joinRecord, x uint32, kid KernelID, k *Kernel, d *TaskData, phase int, v any, ea, eb *error) {
-	switch phase {
+// joinAbort ends a Join whose kernel in f.phase did not return: v is
+// what recover gave (nil: runtime.Goexit, which goes on unwinding; the
+// stack is then dropped, 5 above). After a panic in b, a's half is still
+// run or waited for, as if b had returned the error.
+func (c *Ctx) joinAbort(f *joinFrame, v any, err *error) {
+	st := f.st
+	r := &st.joins[f.nj]
+	switch f.phase {
 	case joinInB:
-		st.n--
-		d.Data = nil
+		st.n = f.n
+		st.d[f.n].Data = nil
 		if v == nil {
 			c.dropInPlaceStack(st)
 			return
 		}
-		*eb = fmt.Errorf("sched: join: kernel %d %q: %w: %v", kid, k.Name, ErrKernelPanic, v)
-		*ea = c.joinRest(st, r, x)
+		eb := fmt.Errorf("sched: join: kernel %d %q: %w: %v", f.kid, c.s.reg.Lookup(f.kid).Name, ErrKernelPanic, v)
+		x := joinBit | st.id<<joinShift | uint32(f.nj)
+		*err = joinErrs(c.joinRest(st, r, x), eb)
 	case joinInA:
 		r.d.Data = nil
 		if v == nil {
 			c.dropInPlaceStack(st)
 			return
 		}
-		*ea = fmt.Errorf("sched: join: kernel %d %q: %w: %v", r.kid, r.k.Name, ErrKernelPanic, v)
-		st.nj--
+		ea := fmt.Errorf("sched: join: kernel %d %q: %w: %v", r.kid, r.k.Name, ErrKernelPanic, v)
+		st.nj = f.nj
+		*err = joinErrs(ea, f.eb)
 	default:
 		c.dropInPlaceStack(st)
 		if v != nil {
@@ -326,7 +426,7 @@ func (c *Ctx) JoinTasks(a, b *Task) error {
 	}
 	var r *joinRecord
 	var x uint32
-	st := c.inPlaceStack()
+	st := c.joinStack()
 	if a.Kernel != KernelNone && a.Affinity&threadAffinity == 0 &&
 		!(c.s.cfg.CheckRaces && !(noStreams(&a.Data) && noStreams(&b.Data))) {
 		if st.canJoin() {
@@ -399,22 +499,14 @@ func (st *inPlaceStack) canJoin() bool {
 // data; otherwise the task data full) and pushes its entry onto c's deque
 // (1 above). It returns nil when the deque is full: a then runs in turn.
 func (st *inPlaceStack) pushJoin(c *Ctx, k *Kernel, kid KernelID, p *Params, data any, full *TaskData) (*joinRecord, uint32) {
-	if st.joins == nil {
-		// Most goroutines that serve a thread never Join (a worker's
-		// spare runners): the records cost nothing until one does. The
-		// deque's push publishes them to thieves with the first entry.
-		st.joins = new([joinDepth]joinRecord)
-		for i := range st.joins {
-			st.joins[i].ev.s = c.s
-		}
-	}
 	r := &st.joins[st.nj]
 	if full == nil {
 		if r.streams {
 			r.d = TaskData{}
 			r.streams = false
 		}
-		r.d.Params, r.d.Data = *p, data
+		copyParams(&r.d.Params, p)
+		r.d.Data = data
 	} else {
 		r.d = *full
 		r.d.Begin, r.d.End = 0, full.Elements
@@ -538,4 +630,46 @@ func (s *Scheduler) failJoin(x uint32, err error) {
 	}
 	r.err = fmt.Errorf("sched: join: kernel %d %q: %w", r.kid, r.k.Name, err)
 	r.end()
+}
+
+// copyParams copies *src to *dst one element at a time, with loads the
+// width of a Params element. A caller builds its Call with 4-byte stores
+// of the elements it sets (and 16-byte ones that zero the rest), and a
+// wider load of memory just stored by more than one store cannot be
+// forwarded from the store buffer: it waits until those stores reach the
+// cache, which cost Join more than the rest of a split's copying (passing
+// Calls by value had the compiler make such a copy at every call site).
+// atomic.LoadUint32 is a plain 4-byte load on amd64 that the compiler
+// does not merge with its neighbours, as it merges plain element copies
+// into 8-byte ones; it orders nothing here.
+func copyParams(dst, src *Params) {
+	dst[0] = atomic.LoadUint32(&src[0])
+	dst[1] = atomic.LoadUint32(&src[1])
+	dst[2] = atomic.LoadUint32(&src[2])
+	dst[3] = atomic.LoadUint32(&src[3])
+	dst[4] = atomic.LoadUint32(&src[4])
+	dst[5] = atomic.LoadUint32(&src[5])
+	dst[6] = atomic.LoadUint32(&src[6])
+	dst[7] = atomic.LoadUint32(&src[7])
+}
+
+// copyParams2 is copyParams of a's Params to da and of b's to db: Join's
+// two copies in one call (copyParams is too large to inline).
+func copyParams2(da, a, db, b *Params) {
+	da[0] = atomic.LoadUint32(&a[0])
+	da[1] = atomic.LoadUint32(&a[1])
+	da[2] = atomic.LoadUint32(&a[2])
+	da[3] = atomic.LoadUint32(&a[3])
+	da[4] = atomic.LoadUint32(&a[4])
+	da[5] = atomic.LoadUint32(&a[5])
+	da[6] = atomic.LoadUint32(&a[6])
+	da[7] = atomic.LoadUint32(&a[7])
+	db[0] = atomic.LoadUint32(&b[0])
+	db[1] = atomic.LoadUint32(&b[1])
+	db[2] = atomic.LoadUint32(&b[2])
+	db[3] = atomic.LoadUint32(&b[3])
+	db[4] = atomic.LoadUint32(&b[4])
+	db[5] = atomic.LoadUint32(&b[5])
+	db[6] = atomic.LoadUint32(&b[6])
+	db[7] = atomic.LoadUint32(&b[7])
 }

@@ -25,7 +25,7 @@ func TestJoinFromRegisteredThreadOutsideTask(t *testing.T) {
 			// fib(18) = fib(16) + fib(17): the two halves as calls.
 			a := Call{Kernel: fibJoinID, Params: Params{16, 1 + fibSizes[17]}, Data: &cells}
 			b := Call{Kernel: fibJoinID, Params: Params{17, 1}, Data: &cells}
-			must(t, m.Join(a, b))
+			must(t, m.Join(&a, &b))
 			if got := cells[1] + cells[1+fibSizes[17]]; got != 2584 {
 				t.Fatalf("fib(18) from m.Join = %d", got)
 			}
@@ -63,7 +63,7 @@ func TestCloseDuringJoinOnRegisteredThread(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 				close(goOn)
 			}()
-			joined <- m.Join(Call{Kernel: ka}, Call{Kernel: kb})
+			joined <- m.Join(&Call{Kernel: ka}, &Call{Kernel: kb})
 			err := <-joined
 			if err != nil && !errors.Is(err, ErrClosed) {
 				t.Errorf("Join: %v", err)
@@ -107,7 +107,7 @@ func TestJoinHalfWaitsForPinnedTask(t *testing.T) {
 		for range 20 {
 			aStarted.Store(false)
 			pinnedRan.Store(false)
-			must(t, m.Join(Call{Kernel: ka}, Call{Kernel: kb}))
+			must(t, m.Join(&Call{Kernel: ka}, &Call{Kernel: kb}))
 			if !pinnedRan.Load() {
 				t.Fatal("pinned task did not run")
 			}
@@ -166,7 +166,7 @@ func (ms *mixShape) kernel(c *Ctx, d *TaskData) error {
 	}
 	switch seed % 4 {
 	case 0:
-		return c.Join(Call{Kernel: ms.id, Params: next(0)}, Call{Kernel: ms.id, Params: next(1)})
+		return c.Join(&Call{Kernel: ms.id, Params: next(0)}, &Call{Kernel: ms.id, Params: next(1)})
 	case 1:
 		a, b := Task{Kernel: ms.id}, Task{Kernel: ms.id}
 		a.Data.Params, b.Data.Params = next(0), next(1)
@@ -187,7 +187,7 @@ func (ms *mixShape) kernel(c *Ctx, d *TaskData) error {
 		pa[2], pb[2] = 1, 2
 		ka := Call{Kernel: ms.id, Params: pa, Data: ev}
 		kb := Call{Kernel: ms.id, Params: pb, Data: ev}
-		if err := c.Join(ka, kb); err != nil {
+		if err := c.Join(&ka, &kb); err != nil {
 			return err
 		}
 		return nil
@@ -257,7 +257,7 @@ func TestJoinDeepHalfWaitsForTheOther(t *testing.T) {
 	var deep KernelID
 	deep = kernelOf(t, s, "deep", func(c *Ctx, d *TaskData) error {
 		if n := d.Params[0]; n > 0 {
-			return c.Join(Call{Kernel: noop}, Call{Kernel: deep, Params: Params{n - 1, d.Params[1]}})
+			return c.Join(&Call{Kernel: noop}, &Call{Kernel: deep, Params: Params{n - 1, d.Params[1]}})
 		}
 		ev := s.NewEvent()
 		if d.Params[1] == 1 {
@@ -265,7 +265,7 @@ func TestJoinDeepHalfWaitsForTheOther(t *testing.T) {
 			a.Data.Data, b.Data.Data = ev, ev
 			return c.JoinTasks(&a, &b)
 		}
-		return c.Join(Call{Kernel: signal, Data: ev}, Call{Kernel: await, Data: ev})
+		return c.Join(&Call{Kernel: signal, Data: ev}, &Call{Kernel: await, Data: ev})
 	})
 	for _, depth := range []uint32{10, 80, 10 | 1<<8, 80 | 1<<8} {
 		within(t, 10*time.Second, "a Join deeper than its stack whose b waits for a", func() {

@@ -53,9 +53,10 @@ func fibJoinKernel(c *Ctx, d *TaskData) error {
 		res[i] = n
 		return nil
 	}
-	a := Call{Kernel: fibJoinID, Params: Params{n - 2, i + 1 + fibSizes[n-1]}, Data: d.Data}
-	b := Call{Kernel: fibJoinID, Params: Params{n - 1, i + 1}, Data: d.Data}
-	if err := c.Join(a, b); err != nil {
+	if err := c.Join(
+		&Call{Kernel: fibJoinID, Params: Params{n - 2, i + 1 + fibSizes[n-1]}, Data: d.Data},
+		&Call{Kernel: fibJoinID, Params: Params{n - 1, i + 1}, Data: d.Data},
+	); err != nil {
 		return err
 	}
 	res[i] = res[i+1] + res[i+1+fibSizes[n-1]]
@@ -136,7 +137,7 @@ func TestJoinSharedHalfRunsElsewhere(t *testing.T) {
 		return nil
 	})
 	kp := kernelOf(t, s, "joiner", func(c *Ctx, d *TaskData) error {
-		err := c.Join(Call{Kernel: ka}, Call{Kernel: kb})
+		err := c.Join(&Call{Kernel: ka}, &Call{Kernel: kb})
 		if !errors.Is(err, errA) {
 			t.Errorf("Join: %v, want a's error", err)
 		}
@@ -162,7 +163,8 @@ func TestJoinSharedHalfRunsElsewhere(t *testing.T) {
 
 // TestJoinErrors: each half's error comes back, both joined; a panic in
 // either half, run in place or elsewhere, is ErrKernelPanic naming the
-// kernel; bad tasks are refused naming what is wrong.
+// kernel, joined with the other half's error; bad tasks are refused
+// naming what is wrong.
 func TestJoinErrors(t *testing.T) {
 	s, m, _ := newTestSched(t, Config{Workers: 1})
 	e1, e2 := errors.New("first"), errors.New("second")
@@ -176,7 +178,7 @@ func TestJoinErrors(t *testing.T) {
 	boom := kernelOf(t, s, "boom", func(*Ctx, *TaskData) error { panic("boom") })
 
 	for _, tasks := range []bool{false, true} {
-		join := func(a, b KernelID) error { return m.Join(Call{Kernel: a}, Call{Kernel: b}) }
+		join := func(a, b KernelID) error { return m.Join(&Call{Kernel: a}, &Call{Kernel: b}) }
 		if tasks {
 			join = func(a, b KernelID) error { return m.JoinTasks(&Task{Kernel: a}, &Task{Kernel: b}) }
 		}
@@ -195,6 +197,15 @@ func TestJoinErrors(t *testing.T) {
 				t.Errorf("tasks %v: panic in a half: %v", tasks, err)
 			}
 		}
+		// A panic in one half, an error in the other: both come back.
+		for _, c := range []struct {
+			a, b KernelID
+			want error
+		}{{boom, k2, e2}, {k1, boom, e1}} {
+			if err := join(c.a, c.b); !errors.Is(err, ErrKernelPanic) || !errors.Is(err, c.want) {
+				t.Errorf("tasks %v: a panic and %v: %v", tasks, c.want, err)
+			}
+		}
 		if err := join(ok, ok); err != nil {
 			t.Errorf("tasks %v: after the failures: %v", tasks, err)
 		}
@@ -205,7 +216,10 @@ func TestJoinErrors(t *testing.T) {
 			t.Errorf("tasks %v: unknown kernel: %v", tasks, err)
 		}
 	}
-	if err := m.Join(Call{Kernel: kScale}, Call{Kernel: ok}); err == nil || !strings.Contains(err.Error(), "Simple") {
+	if err := m.Join(nil, &Call{Kernel: ok}); err == nil || !strings.Contains(err.Error(), "nil *Call (a true, b false)") {
+		t.Errorf("a nil Call: %v, want an error naming it", err)
+	}
+	if err := m.Join(&Call{Kernel: kScale}, &Call{Kernel: ok}); err == nil || !strings.Contains(err.Error(), "Simple") {
 		t.Errorf("a streaming kernel in a Call: %v, want an error naming Simple kernels", err)
 	}
 	bad := []struct {
@@ -243,7 +257,7 @@ func TestJoinWhenHalfLeavesTasks(t *testing.T) {
 		})
 		kp := kernelOf(t, s, "parent", func(c *Ctx, d *TaskData) error {
 			for range 20 {
-				if err := c.Join(Call{Kernel: ka}, Call{Kernel: kb}); err != nil {
+				if err := c.Join(&Call{Kernel: ka}, &Call{Kernel: kb}); err != nil {
 					return err
 				}
 			}
@@ -287,7 +301,7 @@ func TestJoinHalfThatWaits(t *testing.T) {
 		return c.Wait(id)
 	})
 	kp := kernelOf(t, s, "parent", func(c *Ctx, d *TaskData) error {
-		return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
+		return c.Join(&Call{Kernel: ka}, &Call{Kernel: kb})
 	})
 	within(t, 20*time.Second, "joins whose half waits", func() {
 		ids := make([]TaskID, 50)
@@ -322,7 +336,7 @@ func TestJoinDeeperThanItsStack(t *testing.T) {
 			return nil
 		}
 		// a is a leaf, b goes on down
-		return c.Join(Call{Kernel: kd}, Call{Kernel: kd, Params: Params{n - 1}})
+		return c.Join(&Call{Kernel: kd}, &Call{Kernel: kd, Params: Params{n - 1}})
 	})
 	depth := uint32(3 * joinDepth)
 	tk := Task{Kernel: kd}
@@ -330,6 +344,41 @@ func TestJoinDeeperThanItsStack(t *testing.T) {
 	must(t, m.RunInPlace(&tk))
 	if got := leaves.Load(); got != int32(depth)+1 {
 		t.Fatalf("%d leaves ran, want %d", got, depth+1)
+	}
+}
+
+// TestJoinReadsCallsFirst: Join reads both Calls before either half
+// runs, so b's kernel changing the caller's Call for a does not change
+// what a runs, whether a is shared as a record or, the Join nested in
+// RunInPlace calls that fill the in-place stack, added as a task.
+func TestJoinReadsCallsFirst(t *testing.T) {
+	s, m := joinSched(t, 1)
+	defer s.Close()
+	var got atomic.Int32
+	ka := kernelOf(t, s, "a", func(_ *Ctx, d *TaskData) error {
+		got.Store(int32(d.Params[0]))
+		return nil
+	})
+	kb := kernelOf(t, s, "b", func(_ *Ctx, d *TaskData) error {
+		d.Data.(*Call).Params[0] = 2
+		return nil
+	})
+	var kd KernelID
+	kd = kernelOf(t, s, "nest", func(c *Ctx, d *TaskData) error {
+		if n := d.Params[0]; n > 0 {
+			return c.RunInPlace(&Task{Kernel: kd, Data: TaskData{Params: Params{n - 1}}})
+		}
+		a := &Call{Kernel: ka, Params: Params{1}}
+		return c.Join(a, &Call{Kernel: kb, Data: a})
+	})
+	for _, depth := range []uint32{0, inPlaceDepth - 1} {
+		got.Store(0)
+		tk := Task{Kernel: kd}
+		tk.Data.Params[0] = depth
+		must(t, m.RunInPlace(&tk))
+		if g := got.Load(); g != 1 {
+			t.Errorf("nested %d deep: a ran with Params[0] = %d, want 1 (its Call as passed)", depth, g)
+		}
 	}
 }
 
@@ -354,7 +403,7 @@ func TestJoinHalfGoexit(t *testing.T) {
 		return nil
 	})
 	kp := kernelOf(t, s, "parent", func(c *Ctx, d *TaskData) error {
-		return c.Join(Call{Kernel: ka}, Call{Kernel: kx})
+		return c.Join(&Call{Kernel: ka}, &Call{Kernel: kx})
 	})
 	within(t, 20*time.Second, "a join whose half exits its goroutine", func() {
 		for range 3 {
@@ -430,7 +479,7 @@ func TestJoinHalfWaitsForTheOther(t *testing.T) {
 				return nil
 			})
 			kp := kernelOf(t, s, "joiner", func(c *Ctx, d *TaskData) error {
-				return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
+				return c.Join(&Call{Kernel: ka}, &Call{Kernel: kb})
 			})
 			within(t, 20*time.Second, "a join whose b waits for a", func() {
 				if fromTask {
@@ -438,7 +487,7 @@ func TestJoinHalfWaitsForTheOther(t *testing.T) {
 					must(t, err)
 					must(t, s.Wait(id))
 				} else {
-					must(t, m.Join(Call{Kernel: ka}, Call{Kernel: kb}))
+					must(t, m.Join(&Call{Kernel: ka}, &Call{Kernel: kb}))
 				}
 				must(t, s.Close())
 			})
@@ -471,7 +520,7 @@ func TestJoinUnderAbandonAndClose(t *testing.T) {
 			return nil
 		})
 		kp := kernelOf(t, s, "joiner", func(c *Ctx, d *TaskData) error {
-			return c.Join(Call{Kernel: half, Params: Params{0}}, Call{Kernel: half, Params: Params{1}})
+			return c.Join(&Call{Kernel: half, Params: Params{0}}, &Call{Kernel: half, Params: Params{1}})
 		})
 		fib, err := s.Kernels().RegisterNext(Kernel{Name: "fib-join", CPU: fibJoinKernel})
 		must(t, err)
@@ -528,7 +577,7 @@ func TestJoinHalfBlockedOutsideScheduler(t *testing.T) {
 		return nil
 	})
 	kp := kernelOf(t, s, "joiner", func(c *Ctx, d *TaskData) error {
-		return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
+		return c.Join(&Call{Kernel: ka}, &Call{Kernel: kb})
 	})
 	within(t, 20*time.Second, "a join whose b blocks on a channel for a", func() {
 		for range 20 {
@@ -561,7 +610,7 @@ func TestJoinCloseWhileHalfParkedOnSameWorker(t *testing.T) {
 		return nil
 	})
 	kp := kernelOf(t, s, "joiner", func(c *Ctx, d *TaskData) error {
-		return c.Join(Call{Kernel: ka}, Call{Kernel: kb})
+		return c.Join(&Call{Kernel: ka}, &Call{Kernel: kb})
 	})
 	if _, err := s.Add(&Task{Kernel: kp}); err != nil {
 		t.Fatal(err)
@@ -619,7 +668,7 @@ func TestJoinGoexitOnRegisteredThread(t *testing.T) {
 		return nil
 	})
 	kp := kernelOf(t, s, "parent", func(c *Ctx, d *TaskData) error {
-		return c.Join(Call{Kernel: ka}, Call{Kernel: kx})
+		return c.Join(&Call{Kernel: ka}, &Call{Kernel: kx})
 	})
 	// Keep the only worker busy so that it cannot steal a before b exits.
 	if _, err := s.Add(&Task{Kernel: kblock}); err != nil {
@@ -675,10 +724,10 @@ func TestJoinRecordSeqWrap(t *testing.T) {
 		return nil
 	})
 	ok := kernelOf(t, s, "ok", func(*Ctx, *TaskData) error { return nil })
-	must(t, m.Join(Call{Kernel: ok}, Call{Kernel: ok})) // makes the records
+	must(t, m.Join(&Call{Kernel: ok}, &Call{Kernel: ok})) // makes the records
 	st := m.inPlaceStack()
 	st.joins[0].seq = ^uint32(0) // 2^32-1 uses so far, none stolen: done is still 0
-	must(t, m.Join(Call{Kernel: ka}, Call{Kernel: kb}))
+	must(t, m.Join(&Call{Kernel: ka}, &Call{Kernel: kb}))
 	if !aStarted.Load() {
 		t.Skip("a was not stolen")
 	}
