@@ -25,9 +25,13 @@ const bufferUsage = vk.BufferUsageStorageBufferBit | vk.BufferUsageUniformBuffer
 
 // memBlock is one VkBuffer with its own memory.
 type memBlock struct {
-	buf    vk.Buffer
-	mem    vk.DeviceMemory
-	size   uint64
+	buf  vk.Buffer
+	mem  vk.DeviceMemory
+	size uint64
+	// vkSize is the VkBuffer's size: size, or for a Buffer its size
+	// rounded up to whole 16-byte elements (newBuffer), which a binding's
+	// range may reach (bindStream).
+	vkSize uint64
 	mapped []byte // nil unless host-visible
 	heap   int    // memory heap of mem
 	alloc  uint64 // bytes of mem, counted in Device.heapUsed
@@ -60,7 +64,7 @@ func (d *Device) newBlock(size uint64, kind memKind) (memBlock, error) {
 	if err := check("vkCreateBuffer", Result(r)); err != nil {
 		return memBlock{}, err
 	}
-	b := memBlock{buf: buf, size: size}
+	b := memBlock{buf: buf, size: size, vkSize: size}
 
 	hostFlags := vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit
 	var want, prefer vk.MemoryPropertyFlags
@@ -188,12 +192,19 @@ func (d *Device) newBuffer(size uint64, register bool) (*Buffer, error) {
 	if size == 0 {
 		return nil, fmt.Errorf("%w: a buffer of 0 bytes", ErrBadStream)
 	}
-	blk, err := d.newBlock(size, memDevice)
+	// The VkBuffer spans whole 16-byte elements (a uint or vec4 array
+	// over a stream of smaller items), so that a binding of the stream's
+	// last bytes can reach the shader's last element; Size, Write, Read
+	// and Mapped keep to the size asked for.
+	blk, err := d.newBlock(alignUp(size, 16), memDevice)
 	if err != nil {
 		return nil, err
 	}
 	b := &Buffer{d: d, blk: blk}
 	b.blk.size = size
+	if b.blk.mapped != nil {
+		b.blk.mapped = b.blk.mapped[:size:size]
+	}
 	b.refs.Store(1)
 	if register {
 		d.bmu.Lock()

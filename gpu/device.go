@@ -972,6 +972,9 @@ func (d *Device) Close() error {
 		if err := d.waitIdle(); err != nil {
 			errs = append(errs, err)
 		}
+		for _, e := range execs {
+			e.freeLeftover() // the queue is idle now
+		}
 		if err := d.savePipelineCache(); err != nil {
 			errs = append(errs, fmt.Errorf("gpu: saving the pipeline cache: %w", err))
 		}

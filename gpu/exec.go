@@ -96,6 +96,10 @@ type Executor struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
+	// leftover: Close gave up waiting for a hung queue and left the
+	// executor's Vulkan objects, which the GPU may still use, for
+	// Device.Close to free once the queue is idle (freeLeftover).
+	leftover bool
 
 	// Graph segments (segment.go), under e.mu: segs are those not yet
 	// destroyed; segQ those submitted, in order, for segmentLoop; segSub
@@ -316,7 +320,11 @@ func (e *Executor) Device() *Device { return e.d }
 // Vulkan objects, graph segments included (a graph's later run fails its
 // GPU nodes with ErrClosed). The scheduler calls it from Scheduler.Close. A GPU that
 // never completes a command buffer delays Close by at most
-// FenceTimeout*(HungAfter+1), after which the device counts as lost.
+// FenceTimeout*(HungAfter+1), after which the device counts as lost, and
+// then by at most that again: Vulkan cannot abort a dispatch, so a
+// command buffer still running then is left to run, Close returns an
+// error wrapping ErrTimeout, and the objects it uses are freed by
+// Device.Close, which waits for the queue to finish.
 func (e *Executor) Close() error {
 	e.closeOnce.Do(func() {
 		e.mu.Lock()
@@ -330,8 +338,20 @@ func (e *Executor) Close() error {
 		e.wg.Wait()
 		if e.d.lost.Load() {
 			// Command buffers may still run on a device that only
-			// reported a loss (or an injected one): drain before freeing.
-			e.closeErr = e.d.waitIdle()
+			// reported a loss (or an injected one, or a queue declared
+			// hung): drain before freeing, for a bounded time.
+			bound := time.Duration(e.opts.HungAfter+1) * e.opts.FenceTimeout
+			idle := make(chan error, 1)
+			go func() { idle <- e.d.waitIdle() }()
+			t := time.NewTimer(bound)
+			select {
+			case e.closeErr = <-idle:
+				t.Stop()
+			case <-t.C:
+				e.leftover = true
+				e.closeErr = fmt.Errorf("%w: Executor.Close: the device is lost and its queue still runs a command buffer after %v more; the executor's objects are left for Device.Close, which waits for the queue", ErrTimeout, bound)
+				return
+			}
 		}
 		e.destroySlots()
 		e.destroySegments()
@@ -340,4 +360,18 @@ func (e *Executor) Close() error {
 		e.d.emu.Unlock()
 	})
 	return e.closeErr
+}
+
+// freeLeftover frees what Close left to a hung queue (see leftover);
+// Device.Close calls it once the queue is idle.
+func (e *Executor) freeLeftover() {
+	if !e.leftover {
+		return
+	}
+	e.leftover = false
+	e.destroySlots()
+	e.destroySegments()
+	e.d.emu.Lock()
+	delete(e.d.execs, e)
+	e.d.emu.Unlock()
 }

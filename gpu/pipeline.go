@@ -35,6 +35,15 @@ type pipeline struct {
 	nin, nout     int
 	uniform       [4]bool
 	itemsPerGroup uint64
+	// elem is the element stride of the array each binding's block ends
+	// in (from the module; 0 where it states none, or the binding is
+	// unused), maxElem the largest. A descriptor's range is rounded up
+	// to it (bindStream): a shader that reads several items per element
+	// (a uint over four byte items, a vec4 over four floats) would
+	// otherwise find its last element partly past the range, where robust
+	// buffer access drops its stores and zeroes its loads.
+	elem    [FirstOutBinding + bind.MaxStreams]uint32
+	maxElem uint64
 }
 
 func (p *pipeline) destroy(d *Device) {
@@ -166,6 +175,14 @@ func (d *Device) createPipelineObjects(p *pipeline, k *sched.Kernel, b *Binding)
 		return fmt.Errorf("%w: %w", ErrBadBinding, err)
 	}
 	p.module = module
+	if m, err := bind.ParseSPIRV(b.SPIRV); err == nil {
+		for _, r := range m.Resources {
+			if r.Set == 0 && r.Binding < uint32(len(p.elem)) {
+				p.elem[r.Binding] = r.ElemStride
+				p.maxElem = max(p.maxElem, uint64(r.ElemStride))
+			}
+		}
+	}
 
 	setLayout, r := d.shim.CreateSetLayout(bindings)
 	if err := check("vkCreateDescriptorSetLayout", Result(r)); err != nil {

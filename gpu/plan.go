@@ -83,17 +83,24 @@ func (sl *slot) rollback(m slotMark) {
 func (e *Executor) plan(sl *slot, jb *job) bool {
 	kid, k := jb.j.Kernel()
 	td := jb.j.Data()
+	if jb.j.Abandoned() {
+		e.finishEarly(jb, sched.ErrAbandoned) // never run it (sched.Job.Abandoned)
+		return true
+	}
 	if td.End <= td.Begin {
 		e.finishEarly(jb, nil) // nothing to dispatch
 		return true
 	}
 	p, err := e.d.pipelineFor(k)
+	if err == nil {
+		err = itemRange(k, p, td.Begin, td.End)
+	}
 	if err != nil {
 		e.finishEarly(jb, err)
 		return true
 	}
 	a := sl.arena
-	need := e.arenaNeed(k, td, a.align)
+	need := e.arenaNeed(k, td, a.align+p.maxElem)
 	if a.used+need > a.Cap() {
 		if len(sl.jobs) > 0 {
 			sl.want = max(sl.want, xmath.Pow2(a.used+need))
@@ -108,13 +115,13 @@ func (e *Executor) plan(sl *slot, jb *job) bool {
 	rec := plannedJob{job: *jb, kid: kid, pipe: p, params: td.Params, begin: td.Begin, end: td.End, rb0: m.readbacks, ac0: m.access}
 	nw := 0
 	for i := range k.In {
-		if sl.writes[nw], err = e.bindStream(sl, k, td, false, i, p.uniform[i], &rec); err != nil {
+		if sl.writes[nw], err = e.bindStream(sl, k, td, false, i, p, &rec); err != nil {
 			break
 		}
 		nw++
 	}
 	for i := 0; err == nil && i < len(k.Out); i++ {
-		if sl.writes[nw], err = e.bindStream(sl, k, td, true, i, false, &rec); err != nil {
+		if sl.writes[nw], err = e.bindStream(sl, k, td, true, i, p, &rec); err != nil {
 			break
 		}
 		nw++
@@ -131,6 +138,23 @@ func (e *Executor) plan(sl *slot, jb *job) bool {
 	rec.rb1, rec.ac1 = len(sl.readbacks), len(sl.access)
 	sl.jobs = append(sl.jobs, rec)
 	return true
+}
+
+// itemRange refuses a range whose last workgroup would reach past item
+// 2^32-1: its invocations beyond End number their items modulo 2^32 in a
+// shader's 32-bit arithmetic (begin + g*ItemsPerInvocation wraps), so they
+// would pass the contract's i >= end test with a small i and redo, or
+// overwrite, items near 0. Only a workgroup span that is not a power of
+// two can get there (one that is divides 2^32), and only with billions of
+// items.
+func itemRange(k *sched.Kernel, p *pipeline, begin, end uint32) error {
+	n := uint64(end - begin)
+	last := uint64(begin) + (n+p.itemsPerGroup-1)/p.itemsPerGroup*p.itemsPerGroup
+	if last > 1<<32 {
+		return fmt.Errorf("%w: kernel %q: items [%d, %d) in workgroups of %d items (LocalSize x ItemsPerInvocation) run invocations up to item %d, past 2^32-1, where a shader's 32-bit item numbers wrap to 0: use a power of two, or fewer items",
+			ErrBadBinding, k.Name, begin, end, p.itemsPerGroup, last-1)
+	}
+	return nil
 }
 
 // streamSpan returns the bytes [lo, hi) of a stream that work items
@@ -158,7 +182,9 @@ func streamSpan(k *sched.Kernel, td *sched.TaskData, out bool, i int) (lo, hi, t
 	return lo, hi, total
 }
 
-// arenaNeed bounds the arena bytes a job's streams take (see Arena.window).
+// arenaNeed bounds the arena bytes a job's streams take (see Arena.window),
+// with align bytes of slack per stream (alignment, and the rounding of
+// bindStream).
 func (e *Executor) arenaNeed(k *sched.Kernel, td *sched.TaskData, align uint64) uint64 {
 	var sum, maxLo uint64
 	add := func(s *sched.Stream, out bool, i int) {
@@ -194,16 +220,21 @@ func (e *Executor) growArena(sl *slot, size uint64) error {
 // bindStream resolves input or output stream i of a job to a descriptor,
 // uploading host bytes into the arena and queueing the copies and
 // read-backs it needs.
-func (e *Executor) bindStream(sl *slot, k *sched.Kernel, td *sched.TaskData, out bool, i int, uniform bool, rec *plannedJob) (vk.DescWrite, error) {
+func (e *Executor) bindStream(sl *slot, k *sched.Kernel, td *sched.TaskData, out bool, i int, p *pipeline, rec *plannedJob) (vk.DescWrite, error) {
 	d := e.d
 	var s *sched.Stream
 	var name, dir string
 	var bind uint32
+	uniform := false
 	if out {
 		s, name, bind, dir = &td.Out[i], k.Out[i].Name, uint32(FirstOutBinding+i), "output"
 	} else {
 		s, name, bind, dir = &td.In[i], k.In[i].Name, uint32(FirstInBinding+i), "input"
+		uniform = p.uniform[i]
 	}
+	// The range spans whole shader elements (see pipeline.elem); the
+	// bytes past the stream are scratch, never copied back.
+	elem := max(uint64(p.elem[bind]), 1)
 	w := vk.DescWrite{Bind: bind, Type: uint32(vk.DescriptorTypeStorageBuffer)}
 	maxRange, align, what := d.lim.maxStorageRange, d.lim.storageAlign, "maxStorageBufferRange"
 	if uniform {
@@ -221,11 +252,12 @@ func (e *Executor) bindStream(sl *slot, k *sched.Kernel, td *sched.TaskData, out
 		if hi > maxRange {
 			return w, fmt.Errorf("%w: %s stream %d (%s): binding %d bytes exceeds the device's %s of %d bytes", ErrBadStream, dir, i, name, hi, what, maxRange)
 		}
-		base, ok := a.window(lo, hi)
+		hiR := min(alignUp(hi, elem), maxRange)
+		base, ok := a.window(lo, hiR)
 		if !ok {
 			return w, fmt.Errorf("%w: %s stream %d (%s): transient arena overflow", ErrOutOfMemory, dir, i, name)
 		}
-		w.Buffer, w.Offset, w.Range = a.dev.buf, base, hi
+		w.Buffer, w.Offset, w.Range = a.dev.buf, base, hiR
 		r := vk.BufferCopy{Src: base + lo, Dst: base + lo, Size: hi - lo}
 		if out {
 			if a.Staged() {
@@ -257,7 +289,16 @@ func (e *Executor) bindStream(sl *slot, k *sched.Kernel, td *sched.TaskData, out
 	case total > maxRange:
 		return w, fmt.Errorf("%w: %s stream %d (%s): binding %d bytes exceeds the device's %s of %d bytes", ErrBadStream, dir, i, name, total, what, maxRange)
 	}
-	w.Buffer, w.Offset, w.Range = b.blk.buf, s.Offset, total
+	rng := min(alignUp(total, elem), b.blk.vkSize-s.Offset, maxRange)
+	if out && rng > total && s.Offset+total < size {
+		// The rounded range would reach bytes of the buffer past the
+		// stream, which may be another stream's: the shader's last
+		// element would write them. (Past the buffer's end they are
+		// newBuffer's padding, which nobody else owns; an input only
+		// reads them.)
+		return w, fmt.Errorf("%w: %s stream %d (%s): the shader's elements are %d bytes and the stream's %d bytes end inside buffer %d (at byte %d of %d): its last element would write the buffer's bytes after it; size the stream to whole shader elements, or place it at the buffer's end", ErrBadStream, dir, i, name, elem, total, s.Buffer, s.Offset+total, size)
+	}
+	w.Buffer, w.Offset, w.Range = b.blk.buf, s.Offset, rng
 	sl.access = append(sl.access, access{id: s.Buffer, lo: s.Offset + lo, hi: s.Offset + hi, write: out})
 	inPlace := b.blk.mapped != nil && len(s.Bytes) > 0 && s.Offset < uint64(len(b.blk.mapped)) && &s.Bytes[0] == &b.blk.mapped[s.Offset]
 	if len(s.Bytes) == 0 || hi == lo || inPlace {

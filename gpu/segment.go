@@ -396,7 +396,11 @@ func (e *Executor) planSegment(sg *segment) error {
 	for i := range sg.nodes {
 		n := &sg.nodes[i]
 		if n.td.End > n.td.Begin {
-			need += e.arenaNeed(n.k, n.td, sl.arena.align)
+			pad := uint64(0)
+			if p, err := d.pipelineFor(n.k); err == nil { // an error fails the node below
+				pad = p.maxElem
+			}
+			need += e.arenaNeed(n.k, n.td, sl.arena.align+pad)
 		}
 	}
 	if need > sl.arena.Cap() {
@@ -420,19 +424,22 @@ func (e *Executor) planSegment(sg *segment) error {
 			continue // nothing to dispatch
 		}
 		p, err := d.pipelineFor(n.k)
+		if err == nil {
+			err = itemRange(n.k, p, n.td.Begin, n.td.End)
+		}
 		if err != nil {
 			return n.err(err)
 		}
 		rec := plannedJob{kid: n.kid, pipe: p, params: n.td.Params, begin: n.td.Begin, end: n.td.End, ac0: len(sl.access), node: i}
 		nw := 0
 		for j := range n.k.In {
-			if sl.writes[nw], err = e.bindStream(sl, n.k, n.td, false, j, p.uniform[j], &rec); err != nil {
+			if sl.writes[nw], err = e.bindStream(sl, n.k, n.td, false, j, p, &rec); err != nil {
 				return n.err(err)
 			}
 			nw++
 		}
 		for j := range n.k.Out {
-			if sl.writes[nw], err = e.bindStream(sl, n.k, n.td, true, j, false, &rec); err != nil {
+			if sl.writes[nw], err = e.bindStream(sl, n.k, n.td, true, j, p, &rec); err != nil {
 				return n.err(err)
 			}
 			nw++

@@ -175,6 +175,13 @@ func (j Job) Segment() Segment {
 // Scheduler returns the job's scheduler.
 func (j Job) Scheduler() *Scheduler { return j.s }
 
+// Abandoned reports whether Scheduler.Abandon failed the task. An executor
+// checks it when it takes the job, before any work: an abandoned job is
+// completed with Done at once and never run, as a CPU worker never runs a
+// task abandoned before it started (its waiters already saw the error, and
+// may have reused the memory its streams name).
+func (j Job) Abandoned() bool { return uint32(j.s.slots[j.idx].deps.Load()) == depsAbandoned }
+
 // Done completes the job's own work. err != nil fails the task (wrapped in
 // a TaskError); dependents and the parent are released exactly as for a CPU
 // task. Calling Done twice is a bug that corrupts the pool.
