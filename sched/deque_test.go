@@ -78,25 +78,7 @@ func TestDequeBatchSteal(t *testing.T) {
 	a := &takeAll{t: t, seen: make([]atomic.Int32, items)}
 	var taken atomic.Int64
 	var wg sync.WaitGroup
-	for th := range 3 {
-		wg.Go(func() {
-			var got [stealBatch]uint32
-			for i := 0; taken.Load() < items; i++ {
-				if (i+th)%3 == 0 {
-					if x := d.steal(); x != noItem {
-						a.take(x)
-						taken.Add(1)
-					}
-					continue
-				}
-				n := d.stealBatch(got[:1+i%stealBatch])
-				for _, x := range got[:n] {
-					a.take(x)
-				}
-				taken.Add(int64(n))
-			}
-		})
-	}
+	startThieves(&wg, &d, a, &taken, items, 3, func(i int) int { return 1 + i%stealBatch })
 	r := rand.New(rand.NewPCG(1, 2))
 	for next := uint32(0); next < items; {
 		if r.IntN(3) != 0 && d.push(next) {
@@ -165,25 +147,7 @@ func TestDequePopOwnRacesSteals(t *testing.T) {
 	a := &takeAll{t: t, seen: make([]atomic.Int32, items)}
 	var taken atomic.Int64
 	var wg sync.WaitGroup
-	for th := range 2 {
-		wg.Go(func() {
-			var got [stealBatch]uint32
-			for i := 0; taken.Load() < items; i++ {
-				if (i+th)%2 == 0 {
-					if x := d.steal(); x != noItem {
-						a.take(x)
-						taken.Add(1)
-					}
-					continue
-				}
-				n := d.stealBatch(got[:2+i%(stealBatch-1)])
-				for _, x := range got[:n] {
-					a.take(x)
-				}
-				taken.Add(int64(n))
-			}
-		})
-	}
+	startThieves(&wg, &d, a, &taken, items, 2, func(i int) int { return 2 + i%(stealBatch-1) })
 	r := rand.New(rand.NewPCG(3, 4))
 	var mine []uint32 // pushed and not taken back by the owner, oldest first
 	for next := uint32(0); next < items || len(mine) > 0; {
@@ -222,4 +186,29 @@ func TestDequePopOwnRacesSteals(t *testing.T) {
 	}
 	wg.Wait()
 	a.check()
+}
+
+// startThieves starts n thieves on d that take single items (steal) and
+// batches of batch(i) items (stealBatch) in turn, every taken item to a,
+// until taken reaches items; wg counts them.
+func startThieves(wg *sync.WaitGroup, d *deque, a *takeAll, taken *atomic.Int64, items int64, n int, batch func(i int) int) {
+	for th := range n {
+		wg.Go(func() {
+			var got [stealBatch]uint32
+			for i := 0; taken.Load() < items; i++ {
+				if (i+th)%n == 0 {
+					if x := d.steal(); x != noItem {
+						a.take(x)
+						taken.Add(1)
+					}
+					continue
+				}
+				k := d.stealBatch(got[:batch(i)])
+				for _, x := range got[:k] {
+					a.take(x)
+				}
+				taken.Add(int64(k))
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -362,24 +363,7 @@ func TestSlotCacheTakenWhileOwnerAdds(t *testing.T) {
 	s, m, k, ran := countingSched(t, Config{Workers: 1, PoolSize: pool})
 	defer s.Close()
 	t.Logf("process-wide fence: %v", haveProcessFence)
-	stop := make(chan struct{})
-	var takes atomic.Int64
-	takers := make(chan struct{})
-	for range takerCount {
-		go func() {
-			defer func() { takers <- struct{}{} }()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if s.reclaimCaches() {
-					takes.Add(1)
-				}
-			}
-		}()
-	}
+	stopTakers := startTakers(s, takerCount)
 	within(t, 60*time.Second, "adding while the cache is taken back", func() {
 		for range rounds {
 			root, err := m.Create(&Task{})
@@ -392,18 +376,15 @@ func TestSlotCacheTakenWhileOwnerAdds(t *testing.T) {
 			must(t, m.Wait(root))
 		}
 	})
-	close(stop)
-	for range takerCount {
-		<-takers
-	}
+	takes := stopTakers()
 	if got := ran.Load(); got != rounds*per {
 		t.Errorf("%d tasks ran, want %d", got, rounds*per)
 	}
-	if takes.Load() == 0 {
+	if takes == 0 {
 		t.Errorf("no cache was taken back: nothing was tested")
 	}
 	checkSlotsFreeOnce(t, s)
-	t.Logf("%d caches taken back", takes.Load())
+	t.Logf("%d caches taken back", takes)
 }
 
 // TestPoolStallLimitRestartsAfterABreak: an Add fails only once the pool
@@ -462,5 +443,36 @@ func TestPoolStallLimitRestartsAfterABreak(t *testing.T) {
 	a := <-late
 	if a.err != nil {
 		t.Fatal(a.err)
+	}
+}
+
+// startTakers starts n goroutines that take back slot caches
+// (reclaimCaches) as often as they can, so that owners and takers meet
+// inside their sections; the function it returns stops them and returns
+// how many takes moved slots.
+func startTakers(s *Scheduler, n int) (stop func() int64) {
+	done := make(chan struct{})
+	var takes atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if s.reclaimCaches() {
+					takes.Add(1)
+				}
+			}
+		}()
+	}
+	return func() int64 {
+		close(done)
+		wg.Wait()
+		return takes.Load()
 	}
 }

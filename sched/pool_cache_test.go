@@ -100,24 +100,7 @@ func TestWorkerSlotCacheTakenWhileKernelsAdd(t *testing.T) {
 		}
 		return nil
 	})
-	stop := make(chan struct{})
-	var takes atomic.Int64
-	takers := make(chan struct{})
-	for range takerCount {
-		go func() {
-			defer func() { takers <- struct{}{} }()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if s.reclaimCaches() {
-					takes.Add(1)
-				}
-			}
-		}()
-	}
+	stopTakers := startTakers(s, takerCount)
 	within(t, 60*time.Second, "kernels adding while workers' caches are taken back", func() {
 		var ids [roots]TaskID
 		for range rounds {
@@ -131,18 +114,15 @@ func TestWorkerSlotCacheTakenWhileKernelsAdd(t *testing.T) {
 			}
 		}
 	})
-	close(stop)
-	for range takerCount {
-		<-takers
-	}
+	takes := stopTakers()
 	if got := ran.Load(); got != rounds*roots*per {
 		t.Errorf("%d tasks ran, want %d", got, rounds*roots*per)
 	}
-	if takes.Load() == 0 {
+	if takes == 0 {
 		t.Errorf("no worker's cache was taken back: nothing was tested")
 	}
 	checkSlotsFreeOnce(t, s)
-	t.Logf("%d caches taken back", takes.Load())
+	t.Logf("%d caches taken back", takes)
 }
 
 // checkSlotsFreeOnce waits until s is idle (no task live, every worker
