@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vkjobs/vkjobs/anim"
+	"github.com/vkjobs/vkjobs/anim/internal/animtest"
 	"github.com/vkjobs/vkjobs/anim/offline"
 	"github.com/vkjobs/vkjobs/kernels"
 )
@@ -105,21 +106,7 @@ func refLocal(c *offline.Clip, b int, t float64) (tr [3]float64, q [4]float64) {
 
 func edgeBlob(t testing.TB, sk *offline.Skeleton, ccs ...*offline.CompressedClip) *anim.Blob {
 	t.Helper()
-	var b offline.Builder
-	s := b.AddSkeleton(sk)
-	for _, cc := range ccs {
-		if err := b.AddClip(s, cc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data, err := b.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bl, err := anim.Load(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bl, _ := animtest.Blob(t, sk, ccs[0], ccs[1:]...)
 	return bl
 }
 

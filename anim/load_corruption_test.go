@@ -34,18 +34,7 @@ func corpusBlob(t testing.TB) []byte {
 		}
 		ccs = append(ccs, cc)
 	}
-	var b offline.Builder
-	s := b.AddSkeleton(sk)
-	for _, cc := range ccs {
-		if err := b.AddClip(s, cc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data, err := b.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return edgeBlob(t, sk, ccs...).Bytes()
 }
 
 // exercise uses every runtime call on a loaded blob; it must not panic.
