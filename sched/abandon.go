@@ -20,6 +20,25 @@ import (
 //     that has not started never runs (run sees the mark). The slot stays
 //     reserved until the kernel returns: complete then finds the mark and
 //     releases nothing twice, so no ID is reused under a running kernel.
+//  5. What cannot return before the abandoned kernel does is abandoned
+//     with it (stranded): the kernels suspended under it on its goroutine
+//     (a wait that ran it on top of them, a child run in place), and, when
+//     it runs on the goroutine that holds a worker, every kernel parked in
+//     a wait of that worker (handoff.go): a parked wait resumes only when
+//     the holder reaches the top of its loop, which a hung kernel never
+//     lets it do. Without this, Abandon freed the hung task's waiters but
+//     a kernel that had waited for it, or for anything, on the same worker
+//     hung with it, and so did everything that waited for that kernel.
+//     Each kernel run by call records the slot of the kernel under it
+//     (slot.under) and publishes itself as the goroutine's innermost
+//     (Ctx.top); Abandon walks those links down from each thread's holder
+//     and each parked runner. A link read is true while the kernel it
+//     starts from runs (the ones under it are suspended, their slots
+//     reserved), and the holder's walk is kept only if Ctx.top did not
+//     move meanwhile (a kernel's ID runs once). Not seen: the kernels of a
+//     goroutine caught between parking and handing over (a window of a
+//     few instructions), and a registered thread's own code outside any
+//     task (a Wait that helped and ran the kernel): nothing can fail it.
 
 // Abandon fails a task that has not finished, at once: its waiters,
 // dependents and parent see a *TaskError wrapping err and ErrAbandoned. If
@@ -44,7 +63,93 @@ func (s *Scheduler) Abandon(id TaskID, err error) error {
 	if !s.abandon(id, err) {
 		return fmt.Errorf("sched: Abandon %v: task already finished or abandoned", id)
 	}
+	s.abandonStranded(id)
 	return nil
+}
+
+// maxStrandWalk bounds a walk down the kernels suspended on one goroutine
+// (each a frame of at least one kernel call on that goroutine's stack).
+const maxStrandWalk = 1 << 12
+
+// abandonStranded abandons the kernels that cannot return before the
+// kernel of x, just abandoned, does (5 above).
+func (s *Scheduler) abandonStranded(x TaskID) {
+	type stranded struct {
+		id     TaskID
+		worker int // the worker whose parked wait it is in; -1: under x
+	}
+	var found []stranded
+	var chain []TaskID
+	for _, c := range s.threads {
+		// The holder's goroutine: its walk counts only if Ctx.top did
+		// not move during it (then every kernel on the walk ran
+		// throughout and its link was true).
+		holder := false
+		for range 8 {
+			top := TaskID(atomic.LoadInt64(&c.top))
+			chain = s.suspendedFrom(top, chain[:0])
+			if TaskID(atomic.LoadInt64(&c.top)) != top {
+				chain = chain[:0]
+				continue
+			}
+			for i, t := range chain {
+				if t == x {
+					holder = true
+					for _, u := range chain[i+1:] {
+						found = append(found, stranded{u, -1})
+					}
+					break
+				}
+			}
+			break
+		}
+		if !c.worker {
+			continue
+		}
+		// The parked runners' stacks: stable while they are listed
+		// (unparking takes idleMu).
+		s.idleMu.Lock()
+		for _, r := range c.parked {
+			chain = s.suspendedFrom(TaskID(r.top), chain[:0])
+			for i, t := range chain {
+				if holder {
+					found = append(found, stranded{t, c.index})
+				} else if t == x {
+					for _, u := range chain[i+1:] {
+						found = append(found, stranded{u, -1})
+					}
+					break
+				}
+			}
+		}
+		s.idleMu.Unlock()
+	}
+	for _, f := range found {
+		var err error
+		if f.worker < 0 {
+			err = fmt.Errorf("%w: its kernel is suspended under the kernel of %v on the same goroutine, and %v was abandoned: it cannot return before that kernel does", ErrAbandoned, x, x)
+		} else {
+			err = fmt.Errorf("%w: its kernel waits to resume on worker %d, whose goroutine runs the kernel of %v, abandoned: it cannot resume before that kernel returns", ErrAbandoned, f.worker, x)
+		}
+		s.abandon(f.id, err)
+	}
+}
+
+// suspendedFrom appends to chain task top and the tasks whose kernels are
+// suspended under its kernel on the same goroutine, innermost first, by
+// the slots' under links. The caller makes sure top's kernel runs
+// throughout (see abandonStranded): then each kernel under it is
+// suspended, its slot reserved, and its generation the one read.
+func (s *Scheduler) suspendedFrom(top TaskID, chain []TaskID) []TaskID {
+	for t := top; t != NoTask && len(chain) < maxStrandWalk; {
+		chain = append(chain, t)
+		u := atomic.LoadUint32(&s.slots[t.index()].under)
+		if u == 0 || int(u) > len(s.slots) {
+			break
+		}
+		t = makeID(s.id, s.slots[u-1].genLoad(), u-1)
+	}
+	return chain
 }
 
 // abandon is Abandon with the task's error given whole; it reports whether
@@ -68,8 +173,20 @@ func (s *Scheduler) abandon(id TaskID, err error) bool {
 			te.Name = k.Name
 		}
 		sl.err.Store(te) // before the CAS: late dependents read it
-		if sl.deps.CompareAndSwap(h, want|depsAbandoned) {
-			s.recordFailure(te)
+		// The CAS and the record under failMu, with nFailed raised
+		// before the CAS: a waiter that sees the task finished must find
+		// its error (Err takes failMu; its no-failure fast path reads
+		// nFailed), as complete records before its generation bump.
+		s.failMu.Lock()
+		s.nFailed.Store(int64(len(s.failed)) + 1)
+		ok := sl.deps.CompareAndSwap(h, want|depsAbandoned)
+		if ok {
+			s.recordFailureLocked(te)
+		} else {
+			s.nFailed.Store(int64(len(s.failed)))
+		}
+		s.failMu.Unlock()
+		if ok {
 			for d := uint32(h); d != 0; {
 				next := s.slots[d-1].depNext
 				s.depReady(d-1, te, nil)

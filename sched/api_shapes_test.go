@@ -7,6 +7,7 @@ package sched
 import (
 	"errors"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,6 +138,7 @@ func TestAbandonInNestedWaits(t *testing.T) {
 			return nil
 		})
 		var midErr atomic.Pointer[error]
+		var midID atomic.Uint64
 		mid := kernelOf(t, s, "mid", func(c *Ctx, d *TaskData) error {
 			id, err := c.Add(&Task{Kernel: hang})
 			if err != nil {
@@ -153,6 +155,7 @@ func TestAbandonInNestedWaits(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			midID.Store(uint64(id))
 			return c.Wait(id)
 		})
 		within(t, 10*time.Second, "abandon in nested waits", func() {
@@ -164,6 +167,10 @@ func TestAbandonInNestedWaits(t *testing.T) {
 			if err := m.WaitFor(id, 5*time.Second); !errors.Is(err, ErrAbandoned) {
 				t.Errorf("%d workers: top: %v, want ErrAbandoned through its child", w, err)
 			}
+			// top may end first: abandoned with hang, if hang ran on
+			// its worker while it waited (abandonStranded). Mid's
+			// WaitFor sees hang abandoned within its poll.
+			_ = m.WaitFor(TaskID(midID.Load()), 5*time.Second)
 			if p := midErr.Load(); p == nil || !errors.Is(*p, ErrAbandoned) {
 				t.Errorf("%d workers: mid's WaitFor did not end with ErrAbandoned", w)
 			}
@@ -257,5 +264,123 @@ func TestPinnedTaskWaitsForPinnedTask(t *testing.T) {
 	})
 	if innerRan.Load() != 51 {
 		t.Fatalf("inner ran %d times, want 51", innerRan.Load())
+	}
+}
+
+// TestAbandonFailsKernelsSuspendedUnderIt: a kernel Waits for its child,
+// the wait runs the child on the same goroutine, and the child hangs.
+// Abandoning the child fails the parent at once too: its kernel cannot
+// return before the child's does, so without that its waiters hung with
+// it.
+func TestAbandonFailsKernelsSuspendedUnderIt(t *testing.T) {
+	s, m := joinSched(t, 1)
+	release, started := make(chan struct{}), make(chan struct{})
+	var child atomic.Uint64
+	hang := kernelOf(t, s, "hang", func(c *Ctx, _ *TaskData) error {
+		close(started)
+		<-release
+		return nil
+	})
+	top := kernelOf(t, s, "top", func(c *Ctx, _ *TaskData) error {
+		id, err := c.Add(&Task{Kernel: hang})
+		if err != nil {
+			return err
+		}
+		child.Store(uint64(id))
+		return c.Wait(id) // the only worker runs hang here, on top of this kernel
+	})
+	within(t, 10*time.Second, "abandon a child run under its waiting parent", func() {
+		id, err := m.Add(&Task{Kernel: top})
+		must(t, err)
+		<-started
+		must(t, s.Abandon(TaskID(child.Load()), errors.New("watchdog")))
+		err = m.WaitFor(id, 5*time.Second)
+		if !errors.Is(err, ErrAbandoned) || !strings.Contains(err.Error(), "suspended under the kernel of") {
+			t.Errorf("top: %v, want ErrAbandoned: suspended under the abandoned kernel", err)
+		}
+		if err := s.Abandon(id, nil); err == nil {
+			t.Errorf("top abandoned twice")
+		}
+		close(release)
+		must(t, s.Close())
+	})
+}
+
+// TestAbandonFailsWaitsParkedOnItsWorker: a kernel's Wait on the only
+// worker finds an unrelated task, hands the worker to another goroutine
+// that runs it, and parks; that task hangs. A parked wait resumes only
+// when the worker's goroutine gets back to its loop, so abandoning the
+// hung task fails the parked kernel too, rather than leave it (and its
+// waiters) hung behind it. The other tasks still run once it returns.
+func TestAbandonFailsWaitsParkedOnItsWorker(t *testing.T) {
+	s, m := joinSched(t, 1)
+	release, hangStarted, topStarted := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	hang := kernelOf(t, s, "hang", func(*Ctx, *TaskData) error {
+		close(hangStarted)
+		<-release
+		return nil
+	})
+	var ran atomic.Int32
+	leaf := kernelOf(t, s, "leaf", func(*Ctx, *TaskData) error { ran.Add(1); return nil })
+	gate, err := m.Create(&Task{})
+	must(t, err)
+	var topErr atomic.Pointer[error]
+	top := kernelOf(t, s, "top", func(c *Ctx, _ *TaskData) error {
+		id, err := c.Add(&Task{Kernel: leaf, Dependency: gate})
+		if err != nil {
+			return err
+		}
+		close(topStarted)
+		err = c.Wait(id) // finds hang, hands the worker over, parks
+		topErr.Store(&err)
+		return err
+	})
+	within(t, 10*time.Second, "abandon the task that holds a parked wait's worker", func() {
+		id, err := m.Add(&Task{Kernel: top})
+		must(t, err)
+		<-topStarted
+		h, err := m.Add(&Task{Kernel: hang})
+		must(t, err)
+		<-hangStarted
+		must(t, s.Abandon(h, nil))
+		err = m.WaitFor(id, 5*time.Second)
+		if !errors.Is(err, ErrAbandoned) || !strings.Contains(err.Error(), "waits to resume on worker 0") {
+			t.Errorf("top: %v, want ErrAbandoned: waits to resume on its worker", err)
+		}
+		must(t, m.Run(gate))
+		close(release)
+		// The worker gets back to its loop, resumes top's wait, runs
+		// the leaf; top's kernel returns, its result discarded.
+		for topErr.Load() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		if err := *topErr.Load(); err != nil || ran.Load() != 1 {
+			t.Errorf("top's Wait after the release: %v, leaf ran %d times", err, ran.Load())
+		}
+		must(t, s.Close())
+	})
+}
+
+// TestErrOfAbandonedTaskAsSoonAsFinished: a task reads as finished the
+// moment Abandon marks it, so its error must be there at that moment:
+// a poller that saw it finished and read Err got nil, as if it had
+// succeeded (the record came after the mark; with no failure retained
+// yet, Err's fast path answered nil without looking).
+func TestErrOfAbandonedTaskAsSoonAsFinished(t *testing.T) {
+	s, m := joinSched(t, 1)
+	defer s.Close()
+	for i := range 3000 {
+		if i%2 == 0 {
+			s.ForgetErrors() // the no-failure fast path
+		}
+		id, err := m.Create(&Task{})
+		must(t, err)
+		go func() { _ = s.Abandon(id, nil) }()
+		for !s.IsFinished(id) {
+			runtime.Gosched()
+		}
+		if err := s.Err(id); !errors.Is(err, ErrAbandoned) {
+			t.Fatalf("round %d: finished, Err %v, want ErrAbandoned", i, err)
+		}
 	}
 }

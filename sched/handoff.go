@@ -84,6 +84,7 @@ type runner struct {
 	exit  bool
 	// What its goroutine owns of the Ctx, saved while it does not hold it.
 	current TaskID
+	top     int64 // Ctx.top: read by Abandon under idleMu while parked
 	running int
 	inline  int
 	nouter  int
@@ -112,6 +113,7 @@ func (c *Ctx) take(r *runner) {
 	c.g.Store(r.g)
 	c.goid.Store(r.goid)
 	c.current, c.running, c.inline, c.nouter = r.current, r.running, r.inline, r.nouter
+	storeRelease64(&c.top, r.top)
 	copy(c.outer[:min(r.nouter, maxOuter)], r.outer[:])
 	c.inPlace = r.inPlace
 }
@@ -120,6 +122,7 @@ func (c *Ctx) take(r *runner) {
 func (c *Ctx) save(r *runner) {
 	c.flushDec() // no debt is held by a thread that changes hands
 	r.current, r.running, r.inline, r.nouter = c.current, c.running, c.inline, c.nouter
+	r.top = c.top
 	copy(r.outer[:], c.outer[:min(c.nouter, maxOuter)])
 	r.inPlace = c.inPlace
 }

@@ -115,6 +115,12 @@ func (s *Scheduler) ForgetErrors() {
 
 func (s *Scheduler) recordFailure(e *TaskError) {
 	s.failMu.Lock()
+	s.recordFailureLocked(e)
+	s.failMu.Unlock()
+}
+
+// recordFailureLocked is recordFailure with failMu held.
+func (s *Scheduler) recordFailureLocked(e *TaskError) {
 	if len(s.failFIFO) >= s.cfg.MaxRetainedErrors {
 		old := s.failFIFO[0]
 		s.failFIFO = s.failFIFO[1:]
@@ -124,7 +130,6 @@ func (s *Scheduler) recordFailure(e *TaskError) {
 	s.failed[e.Task] = e
 	s.failFIFO = append(s.failFIFO, e.Task)
 	s.nFailed.Store(int64(len(s.failed)))
-	s.failMu.Unlock()
 }
 
 // checkID validates an ID given by a caller.

@@ -114,10 +114,16 @@ type slotFields struct {
 	held   atomic.Bool // made by Create, not yet Run
 	sub    bool        // a range piece of a split streaming task
 	simple bool        // task.Data's streams are zero
-	err    atomic.Pointer[TaskError]
-	kern   *Kernel
-	dep    uint64 // task.Dependency: stored with storeUnpublished64, read atomically (Add's cycle check)
-	task   Task
+	// under is the slot (index+1) of the task whose kernel is suspended
+	// directly under this one's on the same goroutine, 0 if none: call
+	// stores it (storeRelease32) before the kernel runs, in the first
+	// line's padding. Abandon walks it to find the kernels that cannot
+	// return before an abandoned one does (stranded, abandon.go).
+	under uint32
+	err   atomic.Pointer[TaskError]
+	kern  *Kernel
+	dep   uint64 // task.Dependency: stored with storeUnpublished64, read atomically (Add's cycle check)
+	task  Task
 	// execID is the ID of the last task of this slot handed to an
 	// executor (ready stores it before Enqueue); Wait reads it to sleep
 	// at once rather than spin (see Ctx.Wait). Never cleared: a later

@@ -49,6 +49,14 @@ func makeID(tag uint16, gen uint32, idx uint32) TaskID {
 }
 
 func (id TaskID) index() uint32 { return uint32(id & idIndexMask) }
+
+// index1 is index()+1, or 0 for NoTask (a slot link's encoding).
+func (id TaskID) index1() uint32 {
+	if id == NoTask {
+		return 0
+	}
+	return id.index() + 1
+}
 func (id TaskID) gen() uint32   { return uint32(id>>idIndexBits) & idGenMask }
 func (id TaskID) sched() uint16 { return uint16(id >> (idIndexBits + idGenBits)) }
 

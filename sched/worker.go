@@ -64,11 +64,17 @@ type Ctx struct {
 	npinned atomic.Int32
 	running int    // depth of kernels running on this thread (owner only)
 	current TaskID // task whose kernel runs now (owner only)
-	rng     uint32
-	misses  int      // runOne's misses in a row (owner only)
-	spun    uint64   // idle rounds Wait spun, in all (owner only; tests)
-	inline  int      // empty tasks being completed inside ready, nested (owner only)
-	ev      RunEvent // scratch for the Observer (owner only)
+	// top is the task (a TaskID) whose kernel is innermost on the stack of
+	// the goroutine holding this thread: stored by call (storeRelease64)
+	// as it starts and ends a task's kernel, and with the role
+	// (take/save). Unlike current, a Join's half run here leaves it
+	// alone. Read atomically by Abandon (stranded, abandon.go).
+	top    int64
+	rng    uint32
+	misses int      // runOne's misses in a row (owner only)
+	spun   uint64   // idle rounds Wait spun, in all (owner only; tests)
+	inline int      // empty tasks being completed inside ready, nested (owner only)
+	ev     RunEvent // scratch for the Observer (owner only)
 	// observing is true while Config.Observer's TaskRan runs on this
 	// thread (owner only): Close refuses to be called from there.
 	observing bool
@@ -389,7 +395,10 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 	s := c.s
 	sl := &s.slots[idx]
 	prev := c.current
+	prevTop := c.top
 	id := makeID(s.id, sl.genLoad(), idx)
+	storeRelease32(&sl.under, TaskID(prevTop).index1())
+	storeRelease64(&c.top, int64(id))
 	c.current = id
 	c.running++
 	obs := s.cfg.Observer
@@ -405,6 +414,7 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 		exiting := false
 		if c.current != prev {
 			exiting = c.endAbnormal(recover(), &err, prev)
+			storeRelease64(&c.top, prevTop)
 		}
 		if obs != nil {
 			c.ev = RunEvent{Thread: c.index, Where: AnyWorker, Task: id, Dependency: sl.task.Dependency,
@@ -421,6 +431,7 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 	err = k.CPU(c, d)
 	c.running--
 	c.current = prev
+	storeRelease64(&c.top, prevTop)
 	return err
 }
 
