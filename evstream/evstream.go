@@ -138,23 +138,30 @@ func (w *Writer) DroppedBytes() int { return w.droppedBytes }
 // the payload to fill in place. The payload may hold stale bytes from an
 // earlier frame: the caller must write all of it (the padding after it is
 // zeroed). When the buffer is full the event is dropped and counted, and
-// Alloc returns ErrFull. It never allocates.
+// Alloc returns ErrFull. It allocates nothing but the error of a negative size.
 func (w *Writer) Alloc(t Type, size int) ([]byte, error) {
 	if t == TypeInvalid {
 		return nil, ErrInvalidType
 	}
-	if size < 0 || size > MaxPayload {
+	// MaxPayload does not fit a 32-bit int, and there RecordSize of a size
+	// near math.MaxInt32 overflows: the size is compared in uint64, and with
+	// the free space before RecordSize is taken.
+	if size < 0 {
+		return nil, fmt.Errorf("%w: negative size %d", ErrPayload, size)
+	}
+	if uint64(size) > MaxPayload {
 		return nil, ErrTooLarge
 	}
 	if w.misaligned {
 		return nil, ErrMisaligned
 	}
-	rec := RecordSize(size)
-	if rec > len(w.buf)-w.n {
+	free := len(w.buf) - w.n
+	if size > free-HeaderSize || RecordSize(size) > free {
 		w.dropped++
-		w.droppedBytes += rec
+		w.droppedBytes += int(HeaderSize + (uint64(size)+Align-1)&^(Align-1))
 		return nil, ErrFull
 	}
+	rec := RecordSize(size)
 	h := w.buf[w.n : w.n+rec]
 	binary.LittleEndian.PutUint32(h[0:4], uint32(t))
 	binary.LittleEndian.PutUint32(h[4:8], uint32(size))
@@ -210,8 +217,14 @@ func Put[T any](w *Writer, t Type, v *T) error {
 // struct (see Put).
 func View[T any](payload []byte) (*T, error) {
 	var z T
-	if uintptr(len(payload)) != unsafe.Sizeof(z) || len(payload) == 0 {
+	if uintptr(len(payload)) != unsafe.Sizeof(z) {
 		return nil, ErrPayload
+	}
+	if len(payload) == 0 {
+		// A zero-size event (a marker: its type says it all) has no
+		// bytes to point at, and an empty payload's data pointer may be
+		// nil; new of a zero-size type allocates nothing.
+		return new(T), nil
 	}
 	p := unsafe.Pointer(unsafe.SliceData(payload))
 	if uintptr(p)%unsafe.Alignof(z) != 0 {

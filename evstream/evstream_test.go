@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -128,7 +129,7 @@ func TestWriterRejects(t *testing.T) {
 	if err := w.Append(TypeInvalid, nil); !errors.Is(err, ErrInvalidType) {
 		t.Fatal(err)
 	}
-	if _, err := w.Alloc(tName, -1); !errors.Is(err, ErrTooLarge) {
+	if _, err := w.Alloc(tName, -1); !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), "negative size -1") {
 		t.Fatal(err)
 	}
 	if err := w.Load(make([]byte, 65)); !errors.Is(err, ErrFull) {
@@ -169,11 +170,11 @@ func TestView(t *testing.T) {
 	if _, err := View[pos](buf[:23]); !errors.Is(err, ErrPayload) {
 		t.Fatal("short payload accepted")
 	}
-	if _, err := View[pos](buf[4:28]); !errors.Is(err, ErrPayload) {
+	if _, err := View[pos](buf[1:25]); !errors.Is(err, ErrPayload) {
 		t.Fatal("misaligned payload accepted")
 	}
-	if _, err := View[struct{}](nil); !errors.Is(err, ErrPayload) {
-		t.Fatal("empty payload accepted")
+	if _, err := View[struct{}](buf[:1]); !errors.Is(err, ErrPayload) {
+		t.Fatal("non-empty payload accepted for a zero-size type")
 	}
 }
 

@@ -1,7 +1,9 @@
 package trace
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -29,12 +31,28 @@ func CheckChrome(r io.Reader) error {
 		Tid  int      `json:"tid"`
 	}
 	var doc struct {
-		TraceEvents []event `json:"traceEvents"`
+		TraceEvents *[]event `json:"traceEvents"`
 	}
-	if len(data) > 0 && data[0] == '[' {
-		err = json.Unmarshal(data, &doc.TraceEvents)
-	} else {
-		err = json.Unmarshal(data, &doc)
+	var events []event
+	// JSON may have whitespace before its value: a pretty-printed or
+	// hand-edited array is still the array form. Anything else than an
+	// array or an object with a traceEvents array (null, {}, a number) is
+	// refused: passing it would pass a trace with nothing in it.
+	switch v := bytes.TrimLeft(data, " \t\r\n"); {
+	case len(v) > 0 && v[0] == '[':
+		err = json.Unmarshal(data, &events)
+	case len(v) > 0 && v[0] == '{':
+		if err = json.Unmarshal(data, &doc); err == nil {
+			if doc.TraceEvents == nil {
+				err = errors.New(`the object has no "traceEvents" array`)
+			} else {
+				events = *doc.TraceEvents
+			}
+		}
+	default:
+		if err = json.Unmarshal(data, &events); err == nil {
+			err = errors.New("neither an array of events nor an object")
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("trace: not a Chrome trace: %w", err)
@@ -44,7 +62,7 @@ func CheckChrome(r io.Reader) error {
 		start, end int64
 	}
 	tracks := map[[2]int][]slice{}
-	for _, e := range doc.TraceEvents {
+	for _, e := range events {
 		if e.Ph != "X" {
 			continue
 		}

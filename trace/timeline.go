@@ -76,7 +76,20 @@ const legendCharWidth = 7
 
 // FrameSpan returns the start and end (sched.Nanotime) of frame n: from its
 // marker to the next frame's marker, or to the last event if it is the last.
+// When frame number n was marked more than once (a second run recorded
+// without Reset, a counter that wraps), the latest marker counts. ok is
+// false when n was never marked or nothing ends after its marker.
 func (r *Recorder) FrameSpan(n int) (start, end int64, ok bool) {
+	start, end, found := r.frameSpan(n)
+	if !found || end <= start {
+		return 0, 0, false
+	}
+	return start, end, true
+}
+
+// frameSpan is FrameSpan, with found telling a frame that was never marked
+// from one marked with nothing after it (end <= start).
+func (r *Recorder) frameSpan(n int) (start, end int64, found bool) {
 	evs := r.Events()
 	start, end = -1, -1
 	var lastStop int64
@@ -89,7 +102,9 @@ func (r *Recorder) FrameSpan(n int) (start, end int64, ok bool) {
 			continue
 		}
 		if e.Frame == n {
-			start = e.Start
+			// A later marker of the same number starts the frame
+			// again: its end is the marker after this one.
+			start, end = e.Start, -1
 		} else if start >= 0 && end < 0 && e.Start > start {
 			end = e.Start
 		}
@@ -100,7 +115,7 @@ func (r *Recorder) FrameSpan(n int) (start, end int64, ok bool) {
 	if end < 0 {
 		end = lastStop
 	}
-	return start, end, end > start
+	return start, end, true
 }
 
 // WriteTimelineSVG draws frame n as an SVG picture: one row per thread and
@@ -111,9 +126,12 @@ func (r *Recorder) FrameSpan(n int) (start, end int64, ok bool) {
 // the device chosen, and their tooltip gives the decision: the reason, the
 // predicted time per device and the measured time.
 func (r *Recorder) WriteTimelineSVG(w io.Writer, n int) error {
-	t0, t1, ok := r.FrameSpan(n)
-	if !ok {
+	t0, t1, found := r.frameSpan(n)
+	if !found {
 		return fmt.Errorf("trace: no frame %d recorded", n)
+	}
+	if t1 <= t0 {
+		return fmt.Errorf("trace: frame %d is empty: nothing ends after its marker", n)
 	}
 	type row struct {
 		name string
@@ -202,7 +220,8 @@ func (r *Recorder) WriteTimelineSVG(w io.Writer, n int) error {
 		fmt.Fprintf(bw, `<text x="5" y="%d">%s</text>`+"\n", y+rowH/2+4, html.EscapeString(rw.name))
 	}
 	dix := newDecisionIndex(r.Decisions())
-	// Nested scopes (a Wait inside a kernel) are drawn thinner on top.
+	// Longest first, so that nested scopes (a Wait inside a kernel) are
+	// drawn on top of the scopes that contain them.
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Stop-evs[i].Start > evs[j].Stop-evs[j].Start })
 	for i := range evs {
 		e := &evs[i]

@@ -6,7 +6,8 @@
 //
 // A Recorder is a sched.Observer: pass it as sched.Config.Observer (or in a
 // Tee with other observers). Recording appends a fixed-size event to a
-// preallocated per-thread buffer: no lock, no allocation. When a buffer is
+// preallocated per-thread buffer: no lock, no allocation (the shared tracks,
+// GPU, SPU and other, where several goroutines record, take a mutex). When a buffer is
 // full, further events on that thread are dropped and counted (Dropped), never
 // grown. A disabled Recorder (SetEnabled(false)) costs one atomic load per
 // event; no Recorder at all costs the scheduler one nil check.
@@ -98,8 +99,11 @@ type Recorder struct {
 
 // New returns an enabled recorder for a scheduler with the given number of
 // threads (sched.Scheduler.Threads()), keeping up to perThread events per
-// thread and per device track.
+// thread and per device track. A negative count is taken as 0: no thread
+// tracks (their events go to the "other" track), or no room (every event
+// is dropped and counted, see Dropped).
 func New(threads, perThread int) *Recorder {
+	threads, perThread = max(threads, 0), max(perThread, 0)
 	r := &Recorder{threads: make([]track, threads)}
 	for i := range r.threads {
 		r.threads[i].events = make([]Event, perThread)
@@ -111,6 +115,10 @@ func New(threads, perThread int) *Recorder {
 	r.enabled.Store(true)
 	return r
 }
+
+// The recording methods (TaskRan, Scope, Frame) of a nil *Recorder do
+// nothing: a program that traces only on request can pass its possibly nil
+// recorder in a Tee, where a nil *Recorder is not a nil Observer.
 
 // SetEnabled turns recording on or off.
 func (r *Recorder) SetEnabled(on bool) { r.enabled.Store(on) }
@@ -158,7 +166,7 @@ func (r *Recorder) allTracks() []*track {
 
 // TaskRan implements sched.Observer.
 func (r *Recorder) TaskRan(ev *sched.RunEvent) {
-	if !r.enabled.Load() {
+	if r == nil || !r.enabled.Load() {
 		return
 	}
 	e := Event{Kind: KindTask, Where: ev.Where, Failed: ev.Err != nil, Kernel: ev.Kernel, Thread: ev.Thread,
@@ -168,10 +176,13 @@ func (r *Recorder) TaskRan(ev *sched.RunEvent) {
 }
 
 // Scope records a user scope on thread (a scheduler thread index, or -1 for
-// a shared track) that started at start (sched.Nanotime()) and ends now.
-// label should be a constant string.
+// a shared track) that started at start (sched.Nanotime(), not later than
+// now) and ends now. label should be a constant string. A thread's track
+// takes no lock: pass a thread index only from the goroutine that runs as
+// that thread (a kernel's Ctx.Index(), a registered thread's own
+// goroutine); any other goroutine passes -1.
 func (r *Recorder) Scope(thread int, label string, start int64) {
-	if !r.enabled.Load() {
+	if r == nil || !r.enabled.Load() {
 		return
 	}
 	e := Event{Kind: KindScope, Thread: thread, Label: label, Start: start, Stop: sched.Nanotime()}
@@ -180,7 +191,7 @@ func (r *Recorder) Scope(thread int, label string, start int64) {
 
 // Frame records a frame marker (frame number n begins now).
 func (r *Recorder) Frame(n int) {
-	if !r.enabled.Load() {
+	if r == nil || !r.enabled.Load() {
 		return
 	}
 	now := sched.Nanotime()
