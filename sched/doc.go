@@ -66,7 +66,10 @@
 //     can hold it past the deadline), and Abandon fails the task at once —
 //     waiters, dependents and the parent see ErrAbandoned — while its slot
 //     stays reserved until the kernel returns, so no ID is ever reused
-//     under a running kernel.
+//     under a running kernel. The kernels that cannot return before it
+//     does (suspended under it on its goroutine, or parked in a wait of
+//     the worker whose goroutine runs it) are abandoned with it, so
+//     nothing waits behind a hung kernel without an error.
 //
 // # Threads
 //
