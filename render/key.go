@@ -138,8 +138,8 @@ func (s SortKey) String() string {
 // the key's 24-bit depth, preserving order: a <= b implies QuantizeDepth(a)
 // <= QuantizeDepth(b). It keeps the float's exponent and top 16 mantissa
 // bits, so the relative precision is about 1.5e-5 at any distance, with no
-// near/far range to configure. Negative depths and -0 map to 0, +Inf and NaN
-// to MaxDepth.
+// near/far range to configure. Negative depths and -0 map to 0, +Inf to
+// 0xff0000 (above every finite depth), NaN to MaxDepth.
 func QuantizeDepth(d float32) uint32 {
 	if d != d {
 		return MaxDepth

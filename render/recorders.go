@@ -270,8 +270,9 @@ type CommandRecorder struct {
 	// ViewProj is the camera's view-projection matrix, column-major.
 	ViewProj [16]float32
 
-	lists []cmdList
-	cur   []int // per worker: the range it records
+	lists  []cmdList // grown to the largest frame; lists past ranges are stale
+	ranges int       // the last frame's ranges
+	cur    []int     // per worker: the range it records
 }
 
 type cmdList struct {
@@ -286,6 +287,7 @@ func (r *CommandRecorder) BeginFrame(f FrameInfo) error {
 		r.lists = append(r.lists, make([]cmdList, f.Ranges-len(r.lists))...)
 	}
 	r.cur = grow(r.cur, f.Threads)
+	r.ranges = f.Ranges
 	return nil
 }
 
@@ -361,9 +363,11 @@ func (r *CommandRecorder) End(w int, rg Range) error {
 func (r *CommandRecorder) EndFrame(rangeErr error) error { return nil }
 
 // Commands returns range i's command list from the last frame: an evstream
-// of Cmd* records, valid until the next BeginFrame.
+// of Cmd* records, valid until the next BeginFrame. It is nil for an i
+// outside the last frame's ranges (an older, larger frame's lists are kept
+// for reuse, not returned).
 func (r *CommandRecorder) Commands(i int) []byte {
-	if i < 0 || i >= len(r.lists) {
+	if i < 0 || i >= r.ranges {
 		return nil
 	}
 	return r.lists[i].w.Bytes()

@@ -270,7 +270,10 @@ func (c *Clip) Validate(s *Skeleton) error {
 	}
 	nb := c.NumBones()
 	for i, e := range c.Events {
-		if !format.Finite(float64(e.Time)) || e.Time < 0 || float64(e.Time) > c.Duration()+1e-6 {
+		// Times are float32: the one nearest the duration (an event at
+		// the last frame) may exceed it by half an ulp, more than 1e-6 s
+		// from 16 s on.
+		if d := c.Duration(); !format.Finite(float64(e.Time)) || e.Time < 0 || (float64(e.Time) > d+1e-6 && e.Time > float32(d)) {
 			return fmt.Errorf("clip %q: event %d at %v s is outside 0..%v", c.Name, i, e.Time, c.Duration())
 		}
 		if int(e.Bone) >= nb {

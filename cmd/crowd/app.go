@@ -462,6 +462,9 @@ func (a *app) setupWorld() error {
 	if err := a.allocSets(); err != nil {
 		return a.fitErr(err)
 	}
+	if err := a.checkSPUFits(); err != nil {
+		return err
+	}
 	if err := a.setupDrawing(); err != nil {
 		return err
 	}
@@ -571,7 +574,9 @@ func (a *app) allocSets() error {
 		}
 	}
 	if a.skinWhere == sched.SPU {
-		g := a.cfg.spuGroup
+		// A group never holds more than the crowd: -spu-group 100000
+		// must not cost gigabytes of vertex copies.
+		g := min(a.cfg.spuGroup, n)
 		w.spuVerts = make([]kernels.SkinVertex, g*nv)
 		for i := range g {
 			for v, sv := range a.rig.Mesh.Vertices {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/kernels"
+	"github.com/vkjobs/vkjobs/sched"
 )
 
 // What a crowd needs of the device, checked before the first frame, so that
@@ -54,6 +55,42 @@ func (a *app) checkFits() error {
 			n, worst.name, worst.perChar*n+worst.extra, l.MaxStorageBufferRange, fit)
 	}
 	return nil
+}
+
+// checkSPUFits refuses, before the first frame, a -spu-group whose
+// skinning task does not fit the SPU executor's local store (the group's
+// palettes are one Whole stream), naming the largest group that fits;
+// without it the first frame failed deep in the task graph. It asks the
+// executor's own planner (spu.Executor.Fits) about the first group's real
+// task, so the two cannot disagree. Call it after allocSets.
+func (a *app) checkSPUFits() error {
+	if a.spu == nil || a.skinWhere != sched.SPU {
+		return nil
+	}
+	k := a.reg.Lookup(kSkinSPU)
+	fits := func(g int) bool {
+		var t sched.Task
+		a.skinSPUTask(&t, &a.w.sets[0], &a.w.vsets[0], 0, g)
+		t.Data.End = t.Data.Elements
+		return a.spu.Fits(k, &t.Data)
+	}
+	g := min(a.cfg.spuGroup, a.w.n)
+	if fits(g) {
+		return nil
+	}
+	lo, hi := 0, g // fits(lo) or lo == 0; !fits(hi)
+	for hi-lo > 1 {
+		if m := (lo + hi) / 2; fits(m) {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return fmt.Errorf("-offload spu: the skinning of one character (%d bones, %d vertices) does not fit the SPU local store of %d bytes", a.w.bones, a.w.verts, a.spu.LocalStore())
+	}
+	return fmt.Errorf("-spu-group %d does not fit the SPU local store of %d bytes: the palettes of %d characters x %d bones take %d bytes; at most %d characters per group fit",
+		a.cfg.spuGroup, a.spu.LocalStore(), g, a.w.bones, g*a.w.bones*64, lo)
 }
 
 // fitErr explains an allocation that does not fit the device's memory.

@@ -429,6 +429,11 @@ func (r *Rig) loadOrCompress(opt Options, files []string, sk *offline.Skeleton, 
 		// tolerance (calibrating the CMU clips ends at shares of 0.46 to
 		// 0.49); cmd/animc calibrates.
 		if opt.Rate > 0 && c.Rate > opt.Rate {
+			// Below one frame per clip duration the resampled clip keeps
+			// a single frame: no motion, no duration.
+			if d := c.Duration(); d*opt.Rate < 1 {
+				return fmt.Errorf("rig: -clip-rate %v Hz keeps one frame of clip %s (%.2f s): want at least %.3g Hz, or 0 for the source's rate", opt.Rate, c.Name, d, 1/d)
+			}
 			rc, err := c.Resample(opt.Rate)
 			if err != nil {
 				return fmt.Errorf("rig: %w", err)
