@@ -4,6 +4,8 @@ package pinning
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -63,18 +65,58 @@ func AllowedCPUs() (CPUSet, error) {
 	return startMask.Clone(), startErr
 }
 
-// RefreshAllowedCPUs re-reads the allowed set from the process's main
-// thread (sched_getaffinity on the process ID) and returns it. Wrong if
-// the main thread itself was pinned: don't pin it, or don't refresh.
+// RefreshAllowedCPUs re-reads the allowed set (after the container's CPU
+// set changed) and returns it: the union of the masks of the process's
+// threads (/proc/self/task). No single thread's mask will do, the main
+// thread's included: a Pinner's hook runs on whatever thread the Go
+// runtime gives a worker's goroutine, the main thread too, and leaves it
+// pinned. Threads pinned by this package hold subsets of the allowed set,
+// and the runtime's own threads (sysmon, the template thread that starts
+// threads for locked goroutines) never run goroutines, so are never
+// pinned: the union is the allowed set. Without /proc it reads the main
+// thread's mask (sched_getaffinity on the process ID), which a pinned
+// main thread makes too small.
 func RefreshAllowedCPUs() (CPUSet, error) {
-	s, err := getaffinity(unix.Getpid())
+	s, err := threadsMask()
 	if err != nil {
-		return CPUSet{}, err
+		if s, err = getaffinity(unix.Getpid()); err != nil {
+			return CPUSet{}, err
+		}
 	}
 	allowedMu.Lock()
 	startMask, startErr = s, nil
 	allowedMu.Unlock()
 	return s.Clone(), nil
+}
+
+// threadsMask returns the union of the affinity masks of the process's
+// threads. A thread that exits while it is read is skipped.
+func threadsMask() (CPUSet, error) {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return CPUSet{}, err
+	}
+	var u CPUSet
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		m, err := getaffinity(tid)
+		if err != nil {
+			continue // exited meanwhile (ESRCH)
+		}
+		for len(u.w) < len(m.w) {
+			u.w = append(u.w, 0)
+		}
+		for i, w := range m.w {
+			u.w[i] |= w
+		}
+	}
+	if u.Count() == 0 {
+		return CPUSet{}, fmt.Errorf("pinning: no thread's affinity mask readable in /proc/self/task")
+	}
+	return u, nil
 }
 
 // ThreadCPUs returns the calling thread's affinity mask. Meaningful only on

@@ -62,7 +62,8 @@ func (t *Topology) Siblings(cpu int) []int {
 	return nil
 }
 
-// String summarises the topology: "2 CPUs on 2 cores in 1 package (sysfs)".
+// String summarises the topology: "2 CPUs on 2 cores in 1 packages,
+// allowed 0-1 (sysfs)", and the quota when there is one.
 func (t *Topology) String() string {
 	pk := map[int]bool{}
 	for _, c := range t.Cores {
@@ -265,23 +266,42 @@ func cgroupQuota(fsys fs.FS) float64 {
 // Plan returns a CPU for each of workers threads, spreading them over
 // physical cores first: the first CPU of every core (cores ordered by
 // package, then CPU ID), then the second SMT sibling of every core, and so
-// on; with more workers than allowed CPUs it wraps around. workers <= 0
-// means one per allowed CPU. Worker i should be pinned to Plan(...)[i].
-// An empty topology gives nil.
+// on; with more workers than CPUs it wraps around. workers <= 0 means one
+// per CPU. Worker i should be pinned to Plan(...)[i].
+//
+// The plan uses the CPUs of t.Cores, so a program may keep cores for
+// other threads (a render thread) by dropping them from a copy of the
+// topology's Cores; a topology without cores (built by hand) plans over
+// t.CPUs, each its own core. An empty topology gives nil.
 func Plan(t *Topology, workers int) []int {
-	if t == nil || len(t.CPUs) == 0 {
+	if t == nil {
 		return nil
 	}
-	if workers <= 0 {
-		workers = len(t.CPUs)
+	cores := t.Cores
+	if len(cores) == 0 {
+		for _, c := range t.CPUs {
+			cores = append(cores, Core{Package: c.Package, CPUs: []int{c.ID}})
+		}
 	}
-	order := make([]int, 0, len(t.CPUs))
-	for round := 0; len(order) < len(t.CPUs); round++ {
-		for _, c := range t.Cores {
+	// Round r takes the r-th sibling of every core that has one; the
+	// rounds end with the largest core, whatever t.CPUs says.
+	var order []int
+	for round := 0; ; round++ {
+		n := len(order)
+		for _, c := range cores {
 			if round < len(c.CPUs) {
 				order = append(order, c.CPUs[round])
 			}
 		}
+		if len(order) == n {
+			break
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	if workers <= 0 {
+		workers = len(order)
 	}
 	plan := make([]int, workers)
 	for i := range plan {

@@ -12,7 +12,10 @@ import (
 	"github.com/vkjobs/vkjobs/sched"
 )
 
-// Options configures a Placer. The zero value gives the defaults.
+// Options configures a Placer. The zero value gives the defaults, and so
+// do values out of range (NaN, a Decay outside (0, 1]); counts are
+// clamped (Explore, ReprobeEvery and TrackEvery to 2^31-1, MaxInFlight and
+// History to 2^20), so that "as many as you like" (math.MaxInt) works.
 type Options struct {
 	// Explore is how many tasks each candidate device gets per kernel and
 	// size class (a power-of-two range of item counts) before the model
@@ -75,14 +78,15 @@ type Options struct {
 	// Attach, min(GOMAXPROCS, NumCPU).
 	CPUThreads int
 	// MaxInFlight bounds the placements tracked until completion (default
-	// 1024, rounded up to a power of two). Beyond it the oldest is dropped
-	// (its sample is lost, nothing else).
+	// 1024, rounded up to a power of two, at most 2^20). Beyond it the
+	// oldest is dropped (its sample is lost, nothing else).
 	MaxInFlight int
 	// StaleAfter drops a tracked placement that has not completed after
 	// this long (default 10 s): a task that never reports (its executor
 	// vanished) must not hold predicted work forever.
 	StaleAfter time.Duration
-	// History is how many recent decisions Snapshot returns (default 256).
+	// History is how many recent decisions Snapshot returns (default 256,
+	// at most 2^20).
 	History int
 	// ExploreBudget bounds what learning costs: a device other than the
 	// predicted best is explored (its exploration quota, a slice probe, a
@@ -238,13 +242,23 @@ const (
 // a variable so that tests can step it instead of racing real time.
 var placerClock = sched.Nanotime
 
+// Bounds of Options' counts. The schedules count in uint32 (per kernel
+// and size class): maxCount keeps their modulus from truncating to 0. The
+// tracking ring and the decision history are allocated whole: maxRing
+// turns a request for "unbounded" into 2^20 entries of each (under 150
+// bytes apiece) instead of an allocation no machine can make.
+const (
+	maxCount = 1<<31 - 1
+	maxRing  = 1 << 20
+)
+
 // New returns a Placer with no knowledge: it explores first (or
 // Load a saved model).
 func New(opts Options) *Placer {
 	if opts.Explore <= 0 {
 		opts.Explore = 3
 	}
-	if opts.Decay <= 0 || opts.Decay > 1 {
+	if !(opts.Decay > 0 && opts.Decay <= 1) { // NaN too
 		opts.Decay = 0.25
 	}
 	if opts.ReprobeEvery == 0 {
@@ -253,12 +267,16 @@ func New(opts Options) *Placer {
 	if opts.CoExecMin == 0 {
 		opts.CoExecMin = 1 << 16
 	}
-	if opts.CoExecGain <= 0 {
+	if !(opts.CoExecGain > 0) {
 		opts.CoExecGain = 0.1
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 1024
 	}
+	opts.Explore = min(opts.Explore, maxCount)
+	opts.ReprobeEvery = min(opts.ReprobeEvery, maxCount)
+	opts.TrackEvery = min(opts.TrackEvery, maxCount)
+	opts.MaxInFlight = min(opts.MaxInFlight, maxRing)
 	n := 1
 	for n < opts.MaxInFlight {
 		n <<= 1
@@ -270,10 +288,11 @@ func New(opts Options) *Placer {
 	if opts.History <= 0 {
 		opts.History = 256
 	}
+	opts.History = min(opts.History, maxRing)
 	if opts.TrackEvery == 0 {
 		opts.TrackEvery = 8
 	}
-	if opts.ExploreBudget == 0 {
+	if opts.ExploreBudget == 0 || math.IsNaN(opts.ExploreBudget) {
 		opts.ExploreBudget = 0.02
 	}
 	p := &Placer{

@@ -333,6 +333,10 @@ type savedClass struct {
 
 const savedVersion = 1
 
+// maxSavedNs bounds the times of a saved size class (about 11 days): no
+// task's run is longer, and the fit's weights stay finite and nonzero.
+const maxSavedNs = 1e15
+
 // ErrBadModel is wrapped by Load's errors about malformed files.
 var ErrBadModel = errors.New("placement: bad saved model")
 
@@ -396,6 +400,9 @@ func (p *Placer) Load(r io.Reader) error {
 	if err := dec.Decode(&m); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadModel, err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: data after the model", ErrBadModel)
+	}
 	if m.Version != savedVersion {
 		return fmt.Errorf("%w: version %d, want %d", ErrBadModel, m.Version, savedVersion)
 	}
@@ -442,8 +449,15 @@ func (p *Placer) Load(r io.Reader) error {
 				if sc.Inflation != 0 && !(sc.Inflation >= inflMin && sc.Inflation <= inflMax) {
 					return fmt.Errorf("%w: kernel %d device %s: size class %q: inflation %v outside [%v, %v]", ErrBadModel, sk.ID, name, cs, sc.Inflation, inflMin, inflMax)
 				}
+				// Measured times are at least 1 ns (add clamps them): a
+				// zero, or one past any run's length, gives the fit a
+				// weight 1/est^2 of Inf or 0 and the model NaN.
+				for _, v := range append([]float64{ce.est}, sc.Recent...) {
+					if !(v >= 1 && v <= maxSavedNs) {
+						return fmt.Errorf("%w: kernel %d device %s: size class %q: time %v ns outside [1, %g]", ErrBadModel, sk.ID, name, cs, v, maxSavedNs)
+					}
+				}
 				vals = append(vals, ce.est, ce.x)
-				vals = append(vals, sc.Recent...)
 			}
 			for cs, n := range sd.Tries {
 				c, err := strconv.Atoi(cs)

@@ -34,6 +34,9 @@
 // get a nil *sched.Ctx (an SPU cannot add tasks or wait), and streams must
 // have host bytes (ErrStream otherwise). Stats reports the bytes moved,
 // the chunks, the time in kernels and in copies, and the time the kernel
-// waited for a copy (what double buffering did not hide). Close lets the
-// units finish every queued job and returns when all goroutines exited.
+// waited for a copy (what double buffering did not hide). A kernel's error,
+// panic or runtime.Goexit fails its task (a panic or Goexit with
+// sched.ErrKernelPanic), as on CPU workers, and the unit goes on with the
+// next job. Close lets the units finish every queued job and returns when
+// all goroutines exited.
 package spu

@@ -51,7 +51,7 @@ type Options struct {
 	// DefaultLocalStore; at least 4 KiB).
 	LocalStore int
 	// Units is the number of SPUs: each is a compute goroutine with its
-	// own local store and DMA goroutine (default 1).
+	// own local store and DMA goroutine (default 1; negative is an error).
 	Units int
 }
 
@@ -134,6 +134,10 @@ type spuUnit struct {
 	plan  spuPlan
 	local sched.TaskData
 	ev    sched.RunEvent // observer scratch: reused, so reporting allocates nothing
+	// streaming: the job's DMA commands may be in flight (between the
+	// first get and quiesce); read by runJob when a kernel's Goexit
+	// unwinds stream.
+	streaming bool
 }
 
 type dmaCmd struct {
@@ -156,7 +160,10 @@ func New(opts Options) (*Executor, error) {
 	if opts.LocalStore < 4096 {
 		return nil, fmt.Errorf("spu: New: local store of %d bytes; at least 4096", opts.LocalStore)
 	}
-	if opts.Units <= 0 {
+	if opts.Units < 0 {
+		return nil, fmt.Errorf("spu: New: %d units; want 1 or more (0: the default, 1)", opts.Units)
+	}
+	if opts.Units == 0 {
 		opts.Units = 1
 	}
 	x := &Executor{opts: opts}
@@ -242,31 +249,65 @@ func (x *Executor) next() (sched.Job, bool) {
 	j := x.queue[x.head]
 	x.queue[x.head] = sched.Job{}
 	x.head++
-	if x.head == len(x.queue) {
+	switch {
+	case x.head == len(x.queue):
 		x.head, x.queue = 0, x.queue[:0]
+	case x.head >= 32 && 2*x.head >= len(x.queue):
+		// Never drained (a producer keeps jobs queued behind the running
+		// ones): move the waiting jobs to the front, so that the slice
+		// holds what waits, not every job since the queue was last empty.
+		// Half the slice was taken since the last move: each job is
+		// copied about once.
+		n := copy(x.queue, x.queue[x.head:])
+		clear(x.queue[n:])
+		x.head, x.queue = 0, x.queue[:n]
 	}
 	return j, true
 }
 
 func (u *spuUnit) run() {
-	defer u.x.wg.Done()
-	defer close(u.cmds) // stops the DMA goroutine
+	exited := true // until the loop ends: a kernel called runtime.Goexit
+	defer func() {
+		if exited {
+			// runJob completed the job as the goroutine unwound; the unit
+			// goes on on a new goroutine, which inherits this one's count
+			// in the wait group and the DMA goroutine.
+			go u.run()
+			return
+		}
+		close(u.cmds) // stops the DMA goroutine
+		u.x.wg.Done()
+	}()
 	for {
 		j, ok := u.x.next()
 		if !ok {
+			exited = false
 			return
 		}
 		u.runJob(j)
 	}
 }
 
-// runJob stages, runs and completes one job.
+// runJob stages, runs and completes one job. A runtime.Goexit in the
+// kernel (testing's FailNow or Fatal) cannot be stopped: the job fails
+// with sched.ErrKernelPanic as the goroutine unwinds, after the DMA
+// goroutine finished the commands it was given, and run replaces the
+// goroutine.
 func (u *spuUnit) runJob(j sched.Job) {
-	x := u.x
 	id, k := j.Kernel()
 	d := j.Data()
-	start := sched.Nanotime()
 	begin, end := d.Begin, d.End
+	start := sched.Nanotime()
+	finished := false
+	defer func() {
+		if finished {
+			return
+		}
+		if u.streaming {
+			u.quiesce(d)
+		}
+		u.complete(j, id, begin, end, start, fmt.Errorf("%w: kernel %d %q: runtime.Goexit", sched.ErrKernelPanic, id, k.Name))
+	}()
 	var err error
 	if k.Kind == sched.Simple {
 		// No streams to stage: the kernel data is all it may see.
@@ -277,6 +318,14 @@ func (u *spuUnit) runJob(j sched.Job) {
 			err = u.stream(k, d, u.plan.chunk, u.plan.double)
 		}
 	}
+	finished = true
+	u.complete(j, id, begin, end, start, err)
+}
+
+// complete counts, reports and finishes job j (items [begin, end) of
+// kernel id, started at start) with err.
+func (u *spuUnit) complete(j sched.Job, id sched.KernelID, begin, end uint32, start int64, err error) {
+	x := u.x
 	stop := sched.Nanotime()
 	if err != nil {
 		err = fmt.Errorf("SPU: %w", err)
@@ -484,6 +533,7 @@ func (u *spuUnit) stream(k *sched.Kernel, d *sched.TaskData, chunk uint32, doubl
 	if !double {
 		x.single.Add(1)
 	}
+	u.streaming = true // commands in flight until quiesce
 	nChunks := (n + chunk - 1) / chunk
 	rng := func(i uint32) (uint32, uint32) {
 		c0 := d.Begin + i*chunk
@@ -518,17 +568,24 @@ func (u *spuUnit) stream(k *sched.Kernel, d *sched.TaskData, chunk uint32, doubl
 			send(dmaGet, i+2, b)
 		}
 	}
+	u.quiesce(d)
+	return err
+}
+
+// quiesce waits until the DMA goroutine completed every command of the
+// job of d (a fence, which copies Whole outputs back) and drops the ready
+// signals of chunks not computed (after an error or a Goexit), so that
+// the next job starts with idle buffers.
+func (u *spuUnit) quiesce(d *sched.TaskData) {
 	u.cmds <- dmaCmd{op: dmaFence, c0: d.Begin, c1: d.End}
 	u.wait(u.fence)
-	// After the fence every earlier command completed: drop the ready
-	// signals of chunks not computed (after an error).
 	for b := range u.ready {
 		select {
 		case <-u.ready[b]:
 		default:
 		}
 	}
-	return err
+	u.streaming = false
 }
 
 // wait blocks on ch, counting the time as stall.
