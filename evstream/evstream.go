@@ -123,8 +123,9 @@ func (w *Writer) Cap() int { return len(w.buf) }
 func (w *Writer) Free() int { return len(w.buf) - w.n }
 
 // Bytes returns the stream written so far. It aliases the buffer: it is
-// valid until the next Reset or Init, and later appends extend the buffer
-// beyond the returned slice without changing it.
+// valid until the next Reset, Init or Load (which rewrite the buffer), and
+// later appends extend the buffer beyond the returned slice without
+// changing it.
 func (w *Writer) Bytes() []byte { return w.buf[:w.n:w.n] }
 
 // Dropped returns how many events were dropped because the buffer was full
@@ -306,7 +307,8 @@ func (r *Reader) Type() Type { return r.typ }
 // Payload returns the current record's payload. It aliases the stream.
 func (r *Reader) Payload() []byte { return r.payload }
 
-// Offset returns the byte offset of the current record's header.
+// Offset returns the byte offset of the current record's header: -1
+// before the first Next (the zero Reader reads 0 there: use NewReader).
 func (r *Reader) Offset() int { return r.cur }
 
 // PayloadOffset returns the byte offset of the current record's payload.

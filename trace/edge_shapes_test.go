@@ -322,3 +322,21 @@ func TestNewNegativeCounts(t *testing.T) {
 		t.Fatalf("events %d, dropped %d; want 0 and 2", len(r.Events()), r.Dropped())
 	}
 }
+
+// TestScopeStartInFuture: a scope whose start is later than now is
+// recorded empty at now, so the trace stays valid for CheckChrome.
+func TestScopeStartInFuture(t *testing.T) {
+	r := New(1, 8)
+	r.Scope(0, "ahead", sched.Nanotime()+int64(time.Hour))
+	ev := r.Events()
+	if len(ev) != 1 || ev[0].Start != ev[0].Stop {
+		t.Fatalf("events %+v, want one empty scope", ev)
+	}
+	var b bytes.Buffer
+	if err := r.WriteChrome(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckChrome(&b); err != nil {
+		t.Fatal(err)
+	}
+}

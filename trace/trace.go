@@ -176,8 +176,8 @@ func (r *Recorder) TaskRan(ev *sched.RunEvent) {
 }
 
 // Scope records a user scope on thread (a scheduler thread index, or -1 for
-// a shared track) that started at start (sched.Nanotime(), not later than
-// now) and ends now. label should be a constant string. A thread's track
+// a shared track) that started at start (sched.Nanotime(); a start later
+// than now is taken as now) and ends now. label should be a constant string. A thread's track
 // takes no lock: pass a thread index only from the goroutine that runs as
 // that thread (a kernel's Ctx.Index(), a registered thread's own
 // goroutine); any other goroutine passes -1.
@@ -185,7 +185,11 @@ func (r *Recorder) Scope(thread int, label string, start int64) {
 	if r == nil || !r.enabled.Load() {
 		return
 	}
-	e := Event{Kind: KindScope, Thread: thread, Label: label, Start: start, Stop: sched.Nanotime()}
+	stop := sched.Nanotime()
+	// A start later than now (a clock other than sched.Nanotime, or a
+	// time computed ahead) would make a negative duration, which no trace
+	// viewer takes: the scope is recorded empty, at now.
+	e := Event{Kind: KindScope, Thread: thread, Label: label, Start: min(start, stop), Stop: stop}
 	r.put(thread, sched.AnyWorker, &e)
 }
 
