@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,11 +53,16 @@ func (t *Topology) NumCPU() int { return len(t.CPUs) }
 func (t *Topology) NumCores() int { return len(t.Cores) }
 
 // Siblings returns the allowed logical CPUs that share cpu's core (cpu
-// included), or nil when cpu is not an allowed CPU.
+// included), or nil when cpu is not an allowed CPU. The slice is a copy
+// the caller may keep and modify: handing out Core.CPUs itself would let an
+// edit through the result reorder or rename the topology's CPUs under
+// Plan. The copy is a small allocation in a lookup that already scans
+// every CPU; it is meant for start-up decisions, like Discover, not for a
+// per-task path.
 func (t *Topology) Siblings(cpu int) []int {
 	for _, c := range t.CPUs {
 		if c.ID == cpu {
-			return t.Cores[c.Core].CPUs
+			return slices.Clone(t.Cores[c.Core].CPUs)
 		}
 	}
 	return nil
@@ -263,11 +269,27 @@ func cgroupQuota(fsys fs.FS) float64 {
 	return 0
 }
 
+// MaxPlanWorkers bounds the length of the plan Plan returns (65536), or
+// of one round over the CPUs where there are more. Plan allocates a slot
+// per worker, so without a bound a huge count (a corrupt flag, an
+// overflowed computation) would end the process in the allocation. No
+// real pool comes near it: a pinned worker holds an OS thread of its own,
+// and the Go runtime ends a program at 10000 threads unless
+// debug.SetMaxThreads raises the limit.
+const MaxPlanWorkers = 1 << 16
+
 // Plan returns a CPU for each of workers threads, spreading them over
 // physical cores first: the first CPU of every core (cores ordered by
 // package, then CPU ID), then the second SMT sibling of every core, and so
 // on; with more workers than CPUs it wraps around. workers <= 0 means one
-// per CPU. Worker i should be pinned to Plan(...)[i].
+// per CPU. Worker i should be pinned to plan[i%len(plan)], as Pinner
+// does: for more than MaxPlanWorkers workers (and CPUs) the plan is
+// clamped to the whole number of wrap-arounds that fits MaxPlanWorkers (or
+// to one per CPU when there are more CPUs than that), and since the plan
+// repeats with the CPUs, indexing it modulo its length gives every worker
+// the CPU the unclamped plan would. Clamping rather than refusing keeps
+// Plan infallible (its result has no error to carry a refusal), and the
+// CPUs are the same either way.
 //
 // The plan uses the CPUs of t.Cores, so a program may keep cores for
 // other threads (a render thread) by dropping them from a copy of the
@@ -302,6 +324,10 @@ func Plan(t *Topology, workers int) []int {
 	}
 	if workers <= 0 {
 		workers = len(order)
+	}
+	if workers > MaxPlanWorkers {
+		// Whole rounds only, so that the plan still repeats with order.
+		workers = min(workers, max(len(order), MaxPlanWorkers/len(order)*len(order)))
 	}
 	plan := make([]int, workers)
 	for i := range plan {

@@ -20,8 +20,12 @@ import (
 //	"auto"      sched.Auto: the scheduler's Placer chooses per task (see Placer);
 //	            without a Placer, CPU workers
 //
-// Parsing is case-insensitive and also accepts "any" and "worker" for
-// "cpu" and sched's own spelling "thread(N)". The zero Affinity is "cpu".
+// Parsing is case-insensitive, ignores surrounding white space, and also
+// accepts "any" and "worker" for "cpu" and sched's own spelling
+// "thread(N)". N must be written as String writes it: decimal digits
+// without a sign or leading zeros ("thread:7", not "thread:+7" or
+// "thread:007"), so that each thread has one spelling and a flag or a
+// configuration file reads back as written. The zero Affinity is "cpu".
 //
 //	var where placement.Affinity
 //	flag.Var(&where, "where", "where tasks run: cpu, gpu, spu, auto, thread:N")
@@ -48,13 +52,31 @@ func ParseAffinity(s string) (Affinity, error) {
 		}
 	}
 	if ok {
-		i, err := strconv.Atoi(num)
-		if err != nil || i < 0 || i > 0xffff {
-			return 0, fmt.Errorf("placement: bad thread index in %q: want 0..65535", s)
+		i, ok := parseThread(num)
+		if !ok {
+			return 0, fmt.Errorf("placement: bad thread index %q in %q: want 0..65535 in decimal, without a sign or leading zeros", num, s)
 		}
 		return Affinity(sched.OnThread(i)), nil
 	}
 	return 0, fmt.Errorf("placement: unknown affinity %q: want cpu, gpu, spu, auto or thread:N", s)
+}
+
+// parseThread parses a thread index in the one form String writes it:
+// 0..65535 in decimal digits, with no sign and no leading zero (but "0"
+// itself). strconv.Atoi is not used because it accepts a sign, and "-0"
+// or "+5" would name a thread in a second spelling.
+func parseThread(num string) (int, bool) {
+	if num == "" || len(num) > len("65535") || (num[0] == '0' && len(num) > 1) {
+		return 0, false
+	}
+	i := 0
+	for _, c := range []byte(num) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		i = 10*i + int(c-'0')
+	}
+	return i, i <= 0xffff
 }
 
 // Affinity returns the sched.Affinity to put in a sched.Task.

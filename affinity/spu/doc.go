@@ -7,7 +7,8 @@
 //
 // Executor is a sched.Executor (attach as sched.ExecSPU) that runs streaming,
 // reduce and expand tasks the way a Cell SPU did. Each unit owns a local
-// store (256 KiB by default) and a DMA goroutine. The task's Whole streams
+// store (256 KiB by default; New refuses more than MaxLocalStore bytes for
+// all units together, or more than MaxUnits units) and a DMA goroutine. The task's Whole streams
 // are copied into the store once (Whole outputs are copied back at the
 // end); the rest of the store holds two buffers of a chunk of every
 // per-item stream. While the kernel computes chunk i in one buffer, the

@@ -16,6 +16,27 @@ import (
 // KiB, a Cell SPU's.
 const DefaultLocalStore = 256 << 10
 
+// Bounds of Options, checked by New. New allocates every unit's local
+// store at once, and an allocation the Go runtime cannot satisfy ends the
+// process (it is not a panic that can be recovered), so a corrupt
+// configuration or an overflowed computation must fail in New with an
+// error instead.
+// The bounds are far beyond what the executor models: a local store stands
+// for memory next to one core, cache-sized (a Cell's was 256 KiB), and a
+// unit for one core.
+const (
+	// MaxLocalStore bounds the local stores of all units together, in
+	// bytes (1 GiB): Options.LocalStore and Options.Units × LocalStore.
+	// A bound on the total rather than only per unit, because either
+	// field alone within its bound can still ask for terabytes.
+	MaxLocalStore = 1 << 30
+	// MaxUnits bounds Options.Units (4096). A unit models one core, and
+	// units beyond the machine's cores add goroutines, not parallelism;
+	// 4096 is more cores than machines have, and MaxUnits units of the
+	// default local store take exactly MaxLocalStore.
+	MaxUnits = MaxLocalStore / DefaultLocalStore
+)
+
 // Errors of the SPU executor (wrapped; test with errors.Is).
 var (
 	// ErrMisfit: a task's streams cannot fit the local store, even one
@@ -48,10 +69,12 @@ type Binding struct {
 // Options configures an SPU executor. The zero value gives defaults.
 type Options struct {
 	// LocalStore is each unit's local store size in bytes (default
-	// DefaultLocalStore; at least 4 KiB).
+	// DefaultLocalStore; at least 4 KiB; at most MaxLocalStore for all
+	// units together).
 	LocalStore int
 	// Units is the number of SPUs: each is a compute goroutine with its
-	// own local store and DMA goroutine (default 1; negative is an error).
+	// own local store and DMA goroutine (default 1; at most MaxUnits;
+	// negative is an error).
 	Units int
 }
 
@@ -152,19 +175,32 @@ const (
 	dmaFence
 )
 
-// New creates an SPU executor and starts its goroutines.
+// New creates an SPU executor and starts its goroutines. Options out of
+// their bounds (see Options, MaxLocalStore and MaxUnits) are refused with
+// an error naming the field and the bound, before anything is allocated.
 func New(opts Options) (*Executor, error) {
 	if opts.LocalStore == 0 {
 		opts.LocalStore = DefaultLocalStore
 	}
 	if opts.LocalStore < 4096 {
-		return nil, fmt.Errorf("spu: New: local store of %d bytes; at least 4096", opts.LocalStore)
+		return nil, fmt.Errorf("spu: New: Options.LocalStore of %d bytes; at least 4096", opts.LocalStore)
+	}
+	if opts.LocalStore > MaxLocalStore {
+		return nil, fmt.Errorf("spu: New: Options.LocalStore of %d bytes; at most spu.MaxLocalStore, %d", opts.LocalStore, MaxLocalStore)
 	}
 	if opts.Units < 0 {
-		return nil, fmt.Errorf("spu: New: %d units; want 1 or more (0: the default, 1)", opts.Units)
+		return nil, fmt.Errorf("spu: New: Options.Units %d; want 1 or more (0: the default, 1)", opts.Units)
+	}
+	if opts.Units > MaxUnits {
+		return nil, fmt.Errorf("spu: New: Options.Units %d; at most spu.MaxUnits, %d", opts.Units, MaxUnits)
 	}
 	if opts.Units == 0 {
 		opts.Units = 1
+	}
+	// Both factors are bounded, but their product may not fit a 32-bit int.
+	if opts.LocalStore > MaxLocalStore/opts.Units {
+		return nil, fmt.Errorf("spu: New: Options.Units %d × Options.LocalStore %d bytes = %d bytes of local store; at most spu.MaxLocalStore, %d, in all",
+			opts.Units, opts.LocalStore, int64(opts.Units)*int64(opts.LocalStore), MaxLocalStore)
 	}
 	x := &Executor{opts: opts}
 	x.cond = sync.NewCond(&x.mu)
@@ -367,6 +403,19 @@ type spuPlan struct {
 	bind    Binding
 	whole   int    // bytes of Whole streams
 	perItem uint64 // bytes of per-item streams per work item
+	pad     int    // bytes a buffer may lose to aligning its per-item streams
+}
+
+// need is the smallest local store that holds the plan's task: its Whole
+// streams and one buffer of one work item of every per-item stream,
+// aligned. planSPU refuses a store smaller than need and plans at least
+// one item in one buffer in a store of need bytes, so the misfit error's
+// figure is exact.
+func (pl *spuPlan) need() uint64 {
+	if pl.perItem == 0 {
+		return uint64(pl.whole)
+	}
+	return uint64(pl.whole) + uint64(pl.pad) + pl.perItem
 }
 
 // errNoFit is planSPU's error when not asked to explain (no allocation).
@@ -443,17 +492,19 @@ func planSPU(ls int, id sched.KernelID, k *sched.Kernel, d *sched.TaskData, pl *
 			nItem++
 		}
 	}
-	pl.whole, pl.perItem = whole, perItem
+	// Each per-item stream's offset in a buffer is rounded up to 16
+	// bytes: a buffer may lose up to 15 bytes per stream, counted as 16.
+	pl.whole, pl.perItem, pl.pad = whole, perItem, 16*nItem
 	n := d.End - d.Begin
-	avail := ls - whole
-	pad := 16 * nItem
+	if uint64(ls) < pl.need() {
+		return fail(func() error { return misfit(ls, id, k, d, pl) })
+	}
 	if perItem == 0 {
-		if avail < 0 {
-			return fail(func() error { return misfit(ls, id, k, d, pl) })
-		}
 		pl.chunk, pl.double = max(n, 1), false
 		return nil
 	}
+	// ls >= need: one buffer holds at least one item.
+	avail, pad := ls-whole, pl.pad
 	double := true
 	var chunk uint64
 	if half := avail/2 - pad; half > 0 {
@@ -461,12 +512,7 @@ func planSPU(ls int, id sched.KernelID, k *sched.Kernel, d *sched.TaskData, pl *
 	}
 	if chunk == 0 {
 		double = false
-		if one := avail - pad; one > 0 {
-			chunk = uint64(one) / perItem
-		}
-	}
-	if chunk == 0 {
-		return fail(func() error { return misfit(ls, id, k, d, pl) })
+		chunk = uint64(avail-pad) / perItem
 	}
 	chunk = min(chunk, uint64(max(n, 1)))
 	// Offsets of each per-item stream inside a buffer, then the buffers.
@@ -507,7 +553,7 @@ func misfit(ls int, id sched.KernelID, k *sched.Kernel, d *sched.TaskData, pl *s
 		}
 	}
 	return fmt.Errorf("kernel %d %q %w of %d bytes: Whole streams take %d bytes and one work item of the per-item streams %d (need at least %d)%s",
-		id, k.Name, ErrMisfit, ls, pl.whole, pl.perItem, pl.whole+int(pl.perItem)+16*sched.MaxStreams, desc.String())
+		id, k.Name, ErrMisfit, ls, pl.whole, pl.perItem, pl.need(), desc.String())
 }
 
 // Fits reports whether the executor can run task d of kernel k: a
