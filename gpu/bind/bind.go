@@ -201,7 +201,7 @@ func (m *SPIRVModule) checkEntry(entry string, local uint32) error {
 }
 
 // Check verifies the binding against the kernel's declared streams (in and
-// out, in order) and returns an error naming every shader binding and
+// out, in order, at most MaxStreams each) and returns an error naming every shader binding and
 // stream that disagree, or nil. sched.Registry.Register calls it for every
 // kernel with a GPU binding, so a kernel whose shader would read or write
 // the wrong buffers is refused before any task runs. It checks:
@@ -252,6 +252,10 @@ func (b *Binding) Check(in, out []Stream) error {
 	}
 	if b.LocalSize > MaxLocalSize {
 		return fmt.Errorf("%w: LocalSize %d exceeds %d invocations", ErrBadBinding, b.LocalSize, MaxLocalSize)
+	}
+	if len(in) > MaxStreams || len(out) > MaxStreams {
+		return fmt.Errorf("%w: %d input and %d output streams; the contract binds at most %d each (inputs at bindings %d-%d, outputs at %d-%d)",
+			ErrBadBinding, len(in), len(out), MaxStreams, FirstInBinding, FirstInBinding+MaxStreams-1, FirstOutBinding, FirstOutBinding+MaxStreams-1)
 	}
 	for i, u := range b.UniformIn {
 		if u && i >= len(in) {

@@ -187,8 +187,15 @@
 // (ErrBadDraw), or an unknown job (ErrUnknownJob) is recorded as the
 // range's error and not sent to Vulkan; End returns it, Record returns it,
 // and EndFrame submits the frame without any secondary (the clear colour
-// only) so that fences and semaphores stay balanced. A zero-area viewport
-// skips the draws after it (Vulkan forbids it). The tests run with the
+// only) so that fences and semaphores stay balanced. A viewport of zero
+// area or outside the target skips the draws after it (Vulkan forbids the
+// first, and the second's coordinates may exceed the device's viewport
+// bounds); a scissor is intersected with the target. Custom shaders
+// (Pipeline.VertexSPIRV, FragmentSPIRV) are read with package bind's
+// SPIR-V reader before they reach the driver: a "main" entry point of the
+// stage's model, and descriptors and push constants within the shared
+// layout, else AddPipeline fails with gpu.ErrBadBinding (lavapipe crashes
+// on a shader of the wrong stage). The tests run with the
 // validation layer and fail on any message, leak reports at vkDestroyDevice
 // included (TestGfxValidationIsOn shows that such messages do arrive).
 //

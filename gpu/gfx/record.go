@@ -197,33 +197,38 @@ func (g *Graphics) BindMesh(w int, id render.MeshID) {
 }
 
 // SetState implements render.Recorder: vkCmdSetViewport (depth 0..1) or
-// vkCmdSetScissor. A viewport of zero area makes the following draws of
-// the range no-ops (Vulkan forbids it); a scissor is clipped to
-// non-negative coordinates.
+// vkCmdSetScissor. A viewport of zero area, or one that does not overlap
+// the target, makes the following draws of the range no-ops (Vulkan
+// forbids the first, and would draw nothing visible for the second; a
+// viewport far outside the target would also break the device's
+// viewportBoundsRange, which Vulkan forbids). A viewport's size is
+// clamped to maxViewportDimensions. A scissor is intersected with the
+// target, which selects the same pixels and keeps its offset non-negative
+// and offset plus extent within int32, as Vulkan requires.
 func (g *Graphics) SetState(w int, s *render.StatePacket) {
 	ws := g.worker(w)
 	if ws == nil || ws.err != nil {
 		return
 	}
-	x, y, rw, rh := s.Rect[0], s.Rect[1], s.Rect[2], s.Rect[3]
+	x, y, rw, rh := int64(s.Rect[0]), int64(s.Rect[1]), int64(s.Rect[2]), int64(s.Rect[3])
+	tw, th := int64(g.w), int64(g.h)
 	switch s.Kind {
 	case render.StateViewport:
-		if rw <= 0 || rh <= 0 {
+		rw = min(rw, int64(g.maxViewport[0]))
+		rh = min(rh, int64(g.maxViewport[1]))
+		// Overlapping the target bounds x and y by the viewport's size
+		// and the target's, both within maxViewportDimensions, and Vulkan
+		// guarantees viewportBoundsRange covers twice that.
+		if rw <= 0 || rh <= 0 || x+rw <= 0 || y+rh <= 0 || x >= tw || y >= th {
 			ws.culled = true
 			return
 		}
 		ws.culled = false
-		rw = min(rw, int32(g.maxViewport[0]))
-		rh = min(rh, int32(g.maxViewport[1]))
 		g.t.State(ws.cb, 0, float32(x), float32(y), float32(rw), float32(rh))
 	case render.StateScissor:
-		if x < 0 {
-			rw, x = max(rw+x, 0), 0
-		}
-		if y < 0 {
-			rh, y = max(rh+y, 0), 0
-		}
-		g.t.State(ws.cb, 1, float32(x), float32(y), float32(max(rw, 0)), float32(max(rh, 0)))
+		x0, y0 := min(max(x, 0), tw), min(max(y, 0), th)
+		x1, y1 := min(max(x+max(rw, 0), 0), tw), min(max(y+max(rh, 0), 0), th)
+		g.t.State(ws.cb, 1, float32(x0), float32(y0), float32(max(x1-x0, 0)), float32(max(y1-y0, 0)))
 	default:
 		ws.fail(fmt.Errorf("gpu: SetState: unknown state kind %d", s.Kind))
 	}

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"github.com/vkjobs/vkjobs/gpu"
@@ -83,6 +84,10 @@ type Pipeline struct {
 	NoDepthTest bool
 	// VertexSPIRV and FragmentSPIRV replace the built-in lit shaders
 	// (SPIR-V 1.0, entry point "main", the interface above). Nil: built-in.
+	// AddPipeline refuses (gpu.ErrBadBinding) a module whose "main" is of
+	// another stage, or that uses descriptors other than set 0 binding 0
+	// or more push constants than the 80 bytes; vertex inputs and the
+	// stages' varyings are not checked.
 	VertexSPIRV, FragmentSPIRV []byte
 }
 
@@ -147,6 +152,21 @@ func (m *gfxMesh) release() {
 	m.refs = nil
 }
 
+// SPIR-V execution models of the two stages a Pipeline takes.
+const (
+	spvModelVertex   = 0
+	spvModelFragment = 4
+)
+
+// spvModelName names a SPIR-V execution model for messages.
+func spvModelName(m uint32) string {
+	names := [...]string{"Vertex", "TessellationControl", "TessellationEvaluation", "Geometry", "Fragment", "GLCompute", "Kernel"}
+	if int(m) < len(names) {
+		return names[m]
+	}
+	return fmt.Sprintf("model %d", m)
+}
+
 // checkSPIRV rejects what is obviously not a SPIR-V 1.0 module before it
 // reaches the driver (lavapipe may crash on malformed SPIR-V).
 func checkSPIRV(code []byte, what string) error {
@@ -160,6 +180,59 @@ func checkSPIRV(code []byte, what string) error {
 		return fmt.Errorf("%w: %s: SPIR-V version %#x is newer than 1.0 (compile with --target-env=vulkan1.0)", gpu.ErrBadBinding, what, v)
 	}
 	return nil
+}
+
+// checkStage is checkSPIRV plus what the module's SPIR-V states of the
+// pipeline interface: a "main" entry point of the stage's execution model,
+// descriptors and push constants within the shared layout. lavapipe
+// crashes (SIGSEGV in vkCreateGraphicsPipelines) on a module of the wrong
+// stage, e.g. the fragment shader passed as the vertex shader, and on a
+// descriptor outside the layout. The module is read with package bind's
+// SPIR-V reader, which also checks that every instruction fits. Vertex
+// input locations are not checked (the reader does not record them).
+func checkStage(code []byte, what string, model uint32) error {
+	if err := checkSPIRV(code, what); err != nil {
+		return err
+	}
+	mod, err := bind.ParseSPIRV(code)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", gpu.ErrBadBinding, what, err)
+	}
+	var models []string // of the entry points named "main"
+	found := false
+	for _, ep := range mod.EntryPoints {
+		if ep.Name == "main" {
+			found = found || ep.Model == model
+			models = append(models, spvModelName(ep.Model))
+		}
+	}
+	switch {
+	case len(models) == 0:
+		return fmt.Errorf("%w: %s: the module has no entry point \"main\"", gpu.ErrBadBinding, what)
+	case !found:
+		return fmt.Errorf("%w: %s: entry point \"main\" is a %s shader, want %s", gpu.ErrBadBinding, what, strings.Join(models, "/"), spvModelName(model))
+	}
+	// The shared pipeline layout has set 0 binding 0 (the frame's uniform
+	// block) and pushConstantBytes of push constants, nothing else; a
+	// shader that uses more breaks vkCreateGraphicsPipelines' rules, and
+	// lavapipe crashes on some of those (a descriptor in set 1).
+	for _, r := range mod.Resources {
+		if r.Used && (r.Set != 0 || r.Binding != 0 || r.Kind != bind.ResourceUniform || r.Array) {
+			return fmt.Errorf("%w: %s: it uses a %s at set %d binding %d%s; the pipeline layout has only the frame's uniform block at set 0 binding 0",
+				gpu.ErrBadBinding, what, r.Kind, r.Set, r.Binding, arrayNote(r.Array))
+		}
+	}
+	if mod.PushConstantBytes > pushConstantBytes {
+		return fmt.Errorf("%w: %s: its push-constant block is %d bytes; draws push %d (mat4 model, vec4 color)", gpu.ErrBadBinding, what, mod.PushConstantBytes, pushConstantBytes)
+	}
+	return nil
+}
+
+func arrayNote(array bool) string {
+	if array {
+		return " (an array of descriptors)"
+	}
+	return ""
 }
 
 // AddPipeline creates a graphics pipeline and registers it: in reg, which
@@ -181,10 +254,10 @@ func (g *Graphics) AddPipeline(reg *render.Registry, p Pipeline) (render.Pipelin
 	if frag == nil {
 		frag = litFragSPV
 	}
-	if err := checkSPIRV(vert, "vertex shader"); err != nil {
+	if err := checkStage(vert, "vertex shader", spvModelVertex); err != nil {
 		return 0, fmt.Errorf("gpu: AddPipeline %q: %w", p.Name, err)
 	}
-	if err := checkSPIRV(frag, "fragment shader"); err != nil {
+	if err := checkStage(frag, "fragment shader", spvModelFragment); err != nil {
 		return 0, fmt.Errorf("gpu: AddPipeline %q: %w", p.Name, err)
 	}
 	var cull uint32

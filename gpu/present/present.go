@@ -74,12 +74,18 @@ type Window struct {
 	win      *glfw.Window
 	fbW, fbH atomic.Int32 // framebuffer size, from the size callback
 	resizes  atomic.Int64
-	closed   bool
+	// closed is set by Close before the GLFW window is destroyed; the
+	// methods check it on the main thread, where Close destroys the
+	// window, so none touches a destroyed window. It is atomic because
+	// CreateSurface may run on any goroutine.
+	closed atomic.Bool
 }
 
 var _ gfx.Surface = (*Window)(nil)
 
-// glfw state: initialised while at least one window is open.
+// glfw state: initialised while at least one window is open. glfwUsers
+// changes only on the main thread (in Open's and Close's calls there),
+// so a call running on the main thread may read it without the lock.
 var (
 	glfwMu    sync.Mutex
 	glfwUsers int
@@ -155,11 +161,15 @@ const (
 func (r *request) run() {
 	switch r.op {
 	case opPoll:
-		glfw.PollEvents()
+		if glfwUsers > 0 { // GLFW panics when it is not initialised
+			glfw.PollEvents()
+		}
 	case opShouldClose:
-		r.b = r.w.win.ShouldClose()
+		r.b = r.w.closed.Load() || r.w.win.ShouldClose()
 	case opSetTitle:
-		r.w.win.SetTitle(r.s)
+		if !r.w.closed.Load() {
+			r.w.win.SetTitle(r.s)
+		}
 	default:
 		r.fn()
 	}
@@ -294,10 +304,15 @@ func boolHint(b bool) int {
 }
 
 // InstanceExtensions returns the Vulkan instance extensions the window
-// system needs for surfaces (VK_KHR_surface and the platform's).
+// system needs for surfaces (VK_KHR_surface and the platform's); nil
+// after Close.
 func (w *Window) InstanceExtensions() []string {
 	var exts []string
-	onMain(func() { exts = w.win.GetRequiredInstanceExtensions() })
+	onMain(func() {
+		if !w.closed.Load() {
+			exts = w.win.GetRequiredInstanceExtensions()
+		}
+	})
 	return exts
 }
 
@@ -325,7 +340,7 @@ func (w *Window) DeviceOptions(o gpu.Options) gpu.Options {
 // CreateSurface implements gfx.Surface: glfwCreateWindowSurface on the
 // VkInstance handle instance. Package gpu owns (and destroys) the surface.
 func (w *Window) CreateSurface(instance unsafe.Pointer) (uint64, error) {
-	if w.closed {
+	if w.closed.Load() {
 		return 0, errors.New("present: CreateSurface on a closed window")
 	}
 	// glfw takes the instance as any pointer (it reads it with reflect)
@@ -352,12 +367,17 @@ func (w *Window) FramebufferSize() (width, height int) {
 func (w *Window) Resizes() int64 { return w.resizes.Load() }
 
 // SetSize resizes the window (screen coordinates). The new framebuffer
-// size arrives with a later PollEvents.
+// size arrives with a later PollEvents. After Close it does nothing.
 func (w *Window) SetSize(width, height int) {
-	onMain(func() { w.win.SetSize(width, height) })
+	onMain(func() {
+		if !w.closed.Load() {
+			w.win.SetSize(width, height)
+		}
+	})
 }
 
-// ShouldClose reports whether the user asked to close the window.
+// ShouldClose reports whether the user asked to close the window; true
+// after Close.
 func (w *Window) ShouldClose() bool {
 	r := getRequest()
 	r.op, r.w = opShouldClose, w
@@ -367,7 +387,8 @@ func (w *Window) ShouldClose() bool {
 	return b
 }
 
-// SetTitle sets the window's title (e.g. frame statistics).
+// SetTitle sets the window's title (e.g. frame statistics). After Close
+// it does nothing.
 func (w *Window) SetTitle(title string) {
 	r := getRequest()
 	r.op, r.w, r.s = opSetTitle, w, title
@@ -378,12 +399,15 @@ func (w *Window) SetTitle(title string) {
 
 // Close destroys the window (after the gfx.Graphics that draws into it was
 // closed) and, with the last window, terminates GLFW. Calling it again
-// does nothing.
+// does nothing, and so does calling it on a nil *Window (the result of a
+// failed Open), so that `defer win.Close()` is safe either way. Its other
+// methods stay safe to call after Close: ShouldClose reports true,
+// InstanceExtensions returns nil, CreateSurface fails, and the others do
+// nothing.
 func (w *Window) Close() {
-	if w.closed {
+	if w == nil || !w.closed.CompareAndSwap(false, true) {
 		return
 	}
-	w.closed = true
 	onMain(func() {
 		w.win.Destroy()
 		glfwMu.Lock()
@@ -396,7 +420,8 @@ func (w *Window) Close() {
 }
 
 // PollEvents processes pending window events (resizes, close requests),
-// calling the callbacks. Call it once per frame.
+// calling the callbacks. Call it once per frame. With no window open it
+// does nothing.
 func PollEvents() {
 	r := getRequest()
 	r.op = opPoll
@@ -405,7 +430,18 @@ func PollEvents() {
 }
 
 // WaitEvents blocks until an event arrives or timeout passes (for a
-// minimised window, instead of spinning on skipped frames).
+// minimised window, instead of spinning on skipped frames). With no
+// window open no event can arrive: it sleeps for timeout.
 func WaitEvents(timeout time.Duration) {
-	onMain(func() { glfw.WaitEventsTimeout(timeout.Seconds()) })
+	idle := false
+	onMain(func() {
+		if glfwUsers > 0 { // GLFW panics when it is not initialised
+			glfw.WaitEventsTimeout(timeout.Seconds())
+		} else {
+			idle = true
+		}
+	})
+	if idle && timeout > 0 {
+		time.Sleep(timeout)
+	}
 }
