@@ -22,23 +22,46 @@ import (
 //     releases nothing twice, so no ID is reused under a running kernel.
 //  5. What cannot return before the abandoned kernel does is abandoned
 //     with it (stranded): the kernels suspended under it on its goroutine
-//     (a wait that ran it on top of them, a child run in place), and, when
-//     it runs on the goroutine that holds a worker, every kernel parked in
-//     a wait of that worker (handoff.go): a parked wait resumes only when
-//     the holder reaches the top of its loop, which a hung kernel never
-//     lets it do. Without this, Abandon freed the hung task's waiters but
-//     a kernel that had waited for it, or for anything, on the same worker
-//     hung with it, and so did everything that waited for that kernel.
+//     (a wait that ran it on top of them, a child run in place, the owner
+//     of a Join's half it runs on top of), and, when it runs on the
+//     goroutine that holds a worker above that goroutine's innermost Wait
+//     or WaitEvent (or with none), every kernel parked in a wait of that
+//     worker (handoff.go): a parked wait resumes only when the holder
+//     reaches the top of its loop or a Wait or WaitEvent of its own that
+//     finds nothing to run, which a kernel hung above them never lets it
+//     do. A kernel hung in such a wait (an event nobody signals) strands
+//     nothing on its worker: its wait swaps with the parked waits that can
+//     go on (Ctx.waitTop records where the innermost one began). Without
+//     this, Abandon freed the hung task's waiters but a kernel that had
+//     waited for it, or for anything, on the same worker hung with it,
+//     and so did everything that waited for that kernel. Abandon sees the
+//     moment it is called: it takes the kernel for hung, so a kernel that
+//     was only slow takes those with it all the same (their kernels run
+//     on, their results discarded), and one that waited in the scheduler
+//     then and hangs in its own code later strands the parked waits
+//     unseen (Abandon them in turn). A kernel in Add's back-pressure or
+//     RunOne counts as outside any wait: it strands the parked waits
+//     (back-pressure swaps with some of them too, but only while slots
+//     are short; it is not told apart). A graph's runner found stranded
+//     is not abandoned itself but its run's join is: an abandoned runner
+//     would release the join, and so the graph's next run, while it still
+//     runs nodes and counts down their successors; an abandoned join
+//     keeps its slot, and the graph running, until its runners return
+//     (Graph.settled).
 //     Each kernel run by call records the slot of the kernel under it
-//     (slot.under) and publishes itself as the goroutine's innermost
+//     (slot.under; with none, the Join half's owner the goroutine runs,
+//     Ctx.current) and publishes itself as the goroutine's innermost
 //     (Ctx.top); Abandon walks those links down from each thread's holder
 //     and each parked runner. A link read is true while the kernel it
 //     starts from runs (the ones under it are suspended, their slots
-//     reserved), and the holder's walk is kept only if Ctx.top did not
-//     move meanwhile (a kernel's ID runs once). Not seen: the kernels of a
-//     goroutine caught between parking and handing over (a window of a
-//     few instructions), and a registered thread's own code outside any
-//     task (a Wait that helped and ran the kernel): nothing can fail it.
+//     reserved; a Join's owner cannot return before its half), and the
+//     holder's walk is kept only if Ctx.top and Ctx.waitTop did not move
+//     meanwhile (a kernel's ID runs once). Not seen: the kernels of a
+//     goroutine caught between parking and handing over, and those under
+//     a kernel abandoned between run's look at the mark and call's store
+//     of top (windows of a few instructions), and a registered thread's
+//     own code outside any task (a Wait that helped and ran the kernel):
+//     nothing can fail it.
 
 // Abandon fails a task that has not finished, at once: its waiters,
 // dependents and parent see a *TaskError wrapping err and ErrAbandoned. If
@@ -48,6 +71,16 @@ import (
 // way out of a kernel that never finishes: WaitFor a task with a time-out,
 // then Abandon it. It returns an error if id finished or was abandoned.
 // Children of an abandoned task still run; the parent no longer waits.
+//
+// A running kernel is taken for hung: the tasks whose kernels cannot go on
+// before it returns are abandoned with it, with an error that names it
+// (ErrAbandoned): kernels suspended under it on its goroutine (a Wait
+// that ran it there), and, where it runs on a worker's goroutine outside
+// a Wait or WaitEvent of its own, the kernels parked in waits of that
+// worker (a worker's Wait hands the worker to another goroutine and
+// resumes only when that goroutine gets back to the scheduler). Their
+// kernels run on, their results discarded, as the abandoned one's: so
+// abandon a kernel that is only slow knowing that it takes those too.
 func (s *Scheduler) Abandon(id TaskID, err error) error {
 	if err := s.checkID(id, "Abandon"); err != nil {
 		return err
@@ -83,18 +116,28 @@ func (s *Scheduler) abandonStranded(x TaskID) {
 	for _, c := range s.threads {
 		// The holder's goroutine: its walk counts only if Ctx.top did
 		// not move during it (then every kernel on the walk ran
-		// throughout and its link was true).
+		// throughout and its link was true), nor Ctx.waitTop. The
+		// parked waits are stranded only if x runs above the innermost
+		// Wait or WaitEvent on the holder's stack (waitTop): that wait
+		// swaps with a parked one that can go on whenever it finds
+		// nothing to run, unless a kernel it runs (above it) is
+		// running.
 		holder := false
 		for range 8 {
 			top := TaskID(atomic.LoadInt64(&c.top))
+			wt := TaskID(atomic.LoadInt64(&c.waitTop))
 			chain = s.suspendedFrom(top, chain[:0])
-			if TaskID(atomic.LoadInt64(&c.top)) != top {
+			if TaskID(atomic.LoadInt64(&c.top)) != top || TaskID(atomic.LoadInt64(&c.waitTop)) != wt {
 				chain = chain[:0]
 				continue
 			}
+			above := true // x, if found, runs above waitTop
 			for i, t := range chain {
+				if t == wt {
+					above = false // x is the waiting kernel or under it
+				}
 				if t == x {
-					holder = true
+					holder = above
 					for _, u := range chain[i+1:] {
 						found = append(found, stranded{u, -1})
 					}
@@ -110,7 +153,11 @@ func (s *Scheduler) abandonStranded(x TaskID) {
 		// (unparking takes idleMu).
 		s.idleMu.Lock()
 		for _, r := range c.parked {
-			chain = s.suspendedFrom(TaskID(r.top), chain[:0])
+			top := TaskID(r.top)
+			if top == NoTask {
+				top = r.current // a Join's half parked at the top of a loop
+			}
+			chain = s.suspendedFrom(top, chain[:0])
 			for i, t := range chain {
 				if holder {
 					found = append(found, stranded{t, c.index})
@@ -131,7 +178,23 @@ func (s *Scheduler) abandonStranded(x TaskID) {
 		} else {
 			err = fmt.Errorf("%w: its kernel waits to resume on worker %d, whose goroutine runs the kernel of %v, abandoned: it cannot resume before that kernel returns", ErrAbandoned, f.worker, x)
 		}
-		s.abandon(f.id, err)
+		id := f.id
+		if KernelID(atomic.LoadUint32(&s.slots[id.index()].kid)) == KernelGraph {
+			// A graph's runner: abandon its run's join instead. An
+			// abandoned runner would release the join before the
+			// runner returns, and the graph would start its next run
+			// while this one still runs its nodes and counts down
+			// their successors; an abandoned join keeps its slot until
+			// its runners are done, which keeps the graph running
+			// (Graph.settled). parentOf reads the link after the kind:
+			// NoTask if id finished meanwhile.
+			p := s.parentOf(id)
+			if p == NoTask {
+				continue
+			}
+			id, err = p, fmt.Errorf("%w: graph runner %v: %w", ErrChildFailed, f.id, err)
+		}
+		s.abandon(id, err)
 	}
 }
 

@@ -67,9 +67,10 @@
 //     waiters, dependents and the parent see ErrAbandoned — while its slot
 //     stays reserved until the kernel returns, so no ID is ever reused
 //     under a running kernel. The kernels that cannot return before it
-//     does (suspended under it on its goroutine, or parked in a wait of
-//     the worker whose goroutine runs it) are abandoned with it, so
-//     nothing waits behind a hung kernel without an error.
+//     does (suspended under it on its goroutine, the owner of a Join's
+//     half under it, or parked in a wait of the worker whose goroutine
+//     runs it outside a Wait or WaitEvent of its own) are abandoned with
+//     it, so nothing waits behind a hung kernel without an error.
 //
 // # Threads
 //

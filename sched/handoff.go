@@ -85,6 +85,7 @@ type runner struct {
 	// What its goroutine owns of the Ctx, saved while it does not hold it.
 	current TaskID
 	top     int64 // Ctx.top: read by Abandon under idleMu while parked
+	waitTop int64 // Ctx.waitTop
 	running int
 	inline  int
 	nouter  int
@@ -113,6 +114,7 @@ func (c *Ctx) take(r *runner) {
 	c.g.Store(r.g)
 	c.goid.Store(r.goid)
 	c.current, c.running, c.inline, c.nouter = r.current, r.running, r.inline, r.nouter
+	storeRelease64(&c.waitTop, r.waitTop)
 	storeRelease64(&c.top, r.top)
 	copy(c.outer[:min(r.nouter, maxOuter)], r.outer[:])
 	c.inPlace = r.inPlace
@@ -122,7 +124,7 @@ func (c *Ctx) take(r *runner) {
 func (c *Ctx) save(r *runner) {
 	c.flushDec() // no debt is held by a thread that changes hands
 	r.current, r.running, r.inline, r.nouter = c.current, c.running, c.inline, c.nouter
-	r.top = c.top
+	r.top, r.waitTop = c.top, c.waitTop
 	copy(r.outer[:], c.outer[:min(c.nouter, maxOuter)])
 	r.inPlace = c.inPlace
 }

@@ -132,6 +132,29 @@ func (c *Ctx) enter() {
 
 func (c *Ctx) leave() { c.nouter-- }
 
+// enterSwapWait is enter for a Wait or WaitEvent, which on a worker
+// swaps with a parked wait that can go on whenever it finds nothing to
+// run: it also publishes the kernel making the wait (the innermost,
+// c.top) as waitTop, and returns the waitTop it replaces, for
+// leaveSwapWait. Abandon reads it: the kernels above waitTop on the
+// holder's stack keep the parked waits from resuming, the ones at or
+// under it do not (abandon.go, 5).
+func (c *Ctx) enterSwapWait() int64 {
+	c.enter()
+	prev, top := c.waitTop, c.top
+	if top == int64(NoTask) {
+		top = int64(c.current) // a Join's half: its owner's task (call's under)
+	}
+	storeRelease64(&c.waitTop, top)
+	return prev
+}
+
+// leaveSwapWait ends enterSwapWait.
+func (c *Ctx) leaveSwapWait(prev int64) {
+	c.nouter--
+	storeRelease64(&c.waitTop, prev)
+}
+
 // waitCycle returns an error wrapping ErrDeadlock if a wait for id on this
 // thread can never return, for a reason it can see: id needs (transitively)
 // a task whose kernel is suspended on this thread under this wait, and

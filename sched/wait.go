@@ -101,8 +101,9 @@ func (c *Ctx) Wait(id TaskID) error {
 		return fmt.Errorf("sched: Wait %v from its own kernel: %w", id, ErrSelfDepend)
 	}
 	if c.running > 0 {
-		c.enter()
-		defer c.leave()
+		// A worker's Wait swaps with a parked wait that can go on
+		// (handoff.go): Abandon reads waitTop (abandon.go, 5).
+		defer c.leaveSwapWait(c.enterSwapWait())
 	}
 	// The loop leaves with an error by break, not return: this
 	// function's returns times its defers must stay within the
@@ -245,8 +246,7 @@ func (c *Ctx) WaitEvent(e *Event) {
 	defer c.leaveBusy()
 	defer c.flushDec() // before busy drops: no debt outlives the call
 	if c.running > 0 {
-		c.enter()
-		defer c.leave()
+		defer c.leaveSwapWait(c.enterSwapWait()) // as Wait's
 	}
 	for spins := 0; !e.IsSet(); {
 		if x := c.find(); x != noItem {

@@ -69,12 +69,18 @@ type Ctx struct {
 	// as it starts and ends a task's kernel, and with the role
 	// (take/save). Unlike current, a Join's half run here leaves it
 	// alone. Read atomically by Abandon (stranded, abandon.go).
-	top    int64
-	rng    uint32
-	misses int      // runOne's misses in a row (owner only)
-	spun   uint64   // idle rounds Wait spun, in all (owner only; tests)
-	inline int      // empty tasks being completed inside ready, nested (owner only)
-	ev     RunEvent // scratch for the Observer (owner only)
+	top int64
+	// waitTop is the top (a TaskID) when the innermost Wait or WaitEvent
+	// now in progress on the holder's goroutine began, NoTask if none
+	// (or none made by a kernel): that kernel's wait swaps with a parked
+	// one that can go on, unless a kernel it runs (above it) is running.
+	// Stored like top (enterSwapWait, take/save); read by Abandon.
+	waitTop int64
+	rng     uint32
+	misses  int      // runOne's misses in a row (owner only)
+	spun    uint64   // idle rounds Wait spun, in all (owner only; tests)
+	inline  int      // empty tasks being completed inside ready, nested (owner only)
+	ev      RunEvent // scratch for the Observer (owner only)
 	// observing is true while Config.Observer's TaskRan runs on this
 	// thread (owner only): Close refuses to be called from there.
 	observing bool
@@ -397,7 +403,15 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 	prev := c.current
 	prevTop := c.top
 	id := makeID(s.id, sl.genLoad(), idx)
-	storeRelease32(&sl.under, TaskID(prevTop).index1())
+	under := TaskID(prevTop)
+	if under == NoTask {
+		// No kernel under this one on this goroutine, but maybe a
+		// Join's half taken at the top of a loop (runJoin): it is part
+		// of the owner's task (current), whose kernel cannot return
+		// before the half does, and so before this kernel does.
+		under = prev
+	}
+	storeRelease32(&sl.under, under.index1())
 	storeRelease64(&c.top, int64(id))
 	c.current = id
 	c.running++
