@@ -83,7 +83,10 @@
 //   - Steady state allocates nothing: submitting never allocates, and the
 //     Renderer's scratch grows to the largest frame seen and is reused
 //     (TestContextZeroAllocs, TestMergeSortZeroAllocs, TestRecordZeroAllocs).
-//     Only a frame with problems allocates, for its *FrameError.
+//     Only a frame with problems allocates, for its *FrameError. The
+//     scratch is linear in the frame: a bounded number of bytes per packet
+//     and per context, whatever Config.MergeTasks is (its doc gives the
+//     figures; sort.go how the sort's tasks are sized to keep it so).
 //
 // # Bad input
 //
@@ -94,7 +97,10 @@
 // draws naming pipelines or meshes the Registry lacks or reading past a mesh
 // (ErrUnknownPipeline, ErrUnknownMesh, ErrDrawRange, ErrInstanceRange,
 // ErrEmptyDraw), malformed state packets (ErrBadState). It returns the
-// still-valid sorted stream with a *FrameError listing the problems; the
-// caller decides whether to present it. Unknown packet types are skipped by
+// still-valid sorted stream with a *FrameError listing the problems, each a
+// Problem naming the context, the byte offset and what was wrong, with its
+// numbers (the pipeline that is not registered, the vertex and instance
+// counts of an empty draw, the bad field of a state packet); the caller
+// decides whether to present it. Unknown packet types are skipped by
 // design (Stats.Unknown) since contexts may carry other systems' packets.
 package render

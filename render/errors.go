@@ -34,12 +34,31 @@ var (
 	ErrBadState = errors.New("render: invalid state packet")
 )
 
-// Problem is one thing MergeSort dropped.
+// Problem is one thing MergeSort dropped. Field, Value and Limit say what
+// was wrong, by Kind:
+//
+//	Kind                Field                     Value                       Limit
+//	ErrOverflow         ""                        packets dropped             0
+//	ErrCorrupt          ""                        0 (see Cause)               0
+//	ErrPacketSize       "draw", "state" or "job"  payload bytes               the type's payload bytes
+//	ErrUnknownPipeline  "pipeline"                the PipelineID              pipelines registered
+//	ErrUnknownMesh      "mesh"                    the MeshID                  meshes registered
+//	ErrEmptyDraw        "counts"                  VertexCount                 InstanceCount
+//	ErrDrawRange        "vertices" or "indices"   FirstVertex+VertexCount     the mesh's vertices or indices
+//	ErrInstanceRange    "instances"               Instance+InstanceCount      Registry.SetInstances
+//	ErrBadState         "kind"                    the StateKind               NumStates
+//	ErrBadState         "width" or "height"       the size, sign-extended     0 (sizes must be >= 0)
+//
+// Field tells the two kinds of ErrBadState apart, and a negative size,
+// sign-extended, is at least 1<<63 while a StateKind is below 1<<32, so
+// their Values differ too. String prints all of it in words.
 type Problem struct {
 	Context int    // index of the context in the MergeSort call
 	Offset  int    // byte offset in that context's stream; -1 for overflow
 	Kind    error  // one of the sentinels above
-	Value   uint64 // the offending handle, size, range end or drop count
+	Field   string // what in the packet was wrong (see the table)
+	Value   uint64 // the offending value (see the table)
+	Limit   uint64 // the bound it broke, or the other count (see the table)
 	Cause   error  // for ErrCorrupt, the *evstream.Error; else nil
 }
 
@@ -48,13 +67,34 @@ func (p Problem) String() string {
 	if p.Offset >= 0 {
 		s += fmt.Sprintf(" offset %d", p.Offset)
 	}
-	switch {
-	case p.Cause != nil:
-		return fmt.Sprintf("%s: %v: %v", s, p.Kind, p.Cause)
-	case p.Kind == ErrOverflow:
-		return fmt.Sprintf("%s: %v (%d packets)", s, p.Kind, p.Value)
+	return fmt.Sprintf("%s: %v: %s", s, p.Kind, p.detail())
+}
+
+// detail says what was wrong, with the numbers, in words.
+func (p Problem) detail() string {
+	if p.Cause != nil {
+		return p.Cause.Error()
 	}
-	return fmt.Sprintf("%s: %v (%d)", s, p.Kind, p.Value)
+	switch p.Kind {
+	case ErrOverflow:
+		return fmt.Sprintf("%d packets dropped", p.Value)
+	case ErrPacketSize:
+		return fmt.Sprintf("%s packet of %d bytes, want %d", p.Field, p.Value, p.Limit)
+	case ErrUnknownPipeline, ErrUnknownMesh:
+		return fmt.Sprintf("%s %d, registered are 1..%d", p.Field, p.Value, p.Limit)
+	case ErrEmptyDraw:
+		return fmt.Sprintf("vertex count %d, instance count %d", p.Value, p.Limit)
+	case ErrDrawRange:
+		return fmt.Sprintf("draw reads %s up to %d, the mesh has %d", p.Field, p.Value, p.Limit)
+	case ErrInstanceRange:
+		return fmt.Sprintf("draw reads instances up to %d, the limit is %d", p.Value, p.Limit)
+	case ErrBadState:
+		if p.Field == "kind" {
+			return fmt.Sprintf("state kind %d, want below %d", p.Value, p.Limit)
+		}
+		return fmt.Sprintf("%s %d, want >= 0", p.Field, int64(p.Value))
+	}
+	return fmt.Sprintf("%s %d (limit %d)", p.Field, p.Value, p.Limit)
 }
 
 // FrameError reports that MergeSort dropped input. The sorted stream it

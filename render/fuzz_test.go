@@ -65,7 +65,7 @@ func FuzzPacketStream(f *testing.F) {
 				t.Fatalf("packet %d out of order", i)
 			}
 			if d := sorted.Draw(i); d != nil {
-				if _, bad := reg.checkDraw(d); bad != nil {
+				if bad := (Problem{}); !reg.checkDraw(d, &bad) {
 					t.Fatalf("invalid draw %+v passed: %v", *d, bad)
 				}
 			}

@@ -172,8 +172,9 @@ func (r *CountingRecorder) Draw(w int, d *DrawPacket) {
 	case cw.mesh == 0 || cw.mesh != d.Mesh:
 		cw.err = fmt.Errorf("counting recorder: range %d: draw with mesh %d while %d is bound", cw.rg, d.Mesh, cw.mesh)
 	case r.Registry != nil:
-		if _, err := r.Registry.checkDraw(d); err != nil {
-			cw.err = fmt.Errorf("counting recorder: range %d: %w", cw.rg, err)
+		var p Problem
+		if !r.Registry.checkDraw(d, &p) {
+			cw.err = fmt.Errorf("counting recorder: range %d: %w: %s", cw.rg, p.Kind, p.detail())
 		}
 	}
 }

@@ -81,41 +81,51 @@ func (g *Registry) Pipelines() int { return len(g.pipelines) }
 // Meshes returns how many meshes are registered.
 func (g *Registry) Meshes() int { return len(g.meshes) }
 
-// checkDraw validates a draw against the registry. It returns the offending
-// value and the sentinel describing the problem, or nil.
-func (g *Registry) checkDraw(d *DrawPacket) (uint64, error) {
+// checkDraw validates a draw against the registry. When the draw is
+// invalid it describes why in *p (Kind, Field, Value, Limit; see Problem)
+// and returns false.
+func (g *Registry) checkDraw(d *DrawPacket, p *Problem) bool {
 	if d.Pipeline == 0 || uint64(d.Pipeline) > uint64(len(g.pipelines)) {
-		return uint64(d.Pipeline), ErrUnknownPipeline
+		*p = Problem{Kind: ErrUnknownPipeline, Field: "pipeline", Value: uint64(d.Pipeline), Limit: uint64(len(g.pipelines))}
+		return false
 	}
 	if d.Mesh == 0 || uint64(d.Mesh) > uint64(len(g.meshes)) {
-		return uint64(d.Mesh), ErrUnknownMesh
+		*p = Problem{Kind: ErrUnknownMesh, Field: "mesh", Value: uint64(d.Mesh), Limit: uint64(len(g.meshes))}
+		return false
 	}
 	if d.VertexCount == 0 || d.InstanceCount == 0 {
-		return uint64(d.VertexCount)<<32 | uint64(d.InstanceCount), ErrEmptyDraw
+		*p = Problem{Kind: ErrEmptyDraw, Field: "counts", Value: uint64(d.VertexCount), Limit: uint64(d.InstanceCount)}
+		return false
 	}
 	m := &g.meshes[d.Mesh-1]
-	limit := m.Vertices
+	limit, what := m.Vertices, "vertices"
 	if m.Indices > 0 {
-		limit = m.Indices
+		limit, what = m.Indices, "indices"
 	}
 	if end := uint64(d.FirstVertex) + uint64(d.VertexCount); end > uint64(limit) {
-		return end, ErrDrawRange
+		*p = Problem{Kind: ErrDrawRange, Field: what, Value: end, Limit: uint64(limit)}
+		return false
 	}
 	if g.instances > 0 {
 		if end := uint64(d.Instance) + uint64(d.InstanceCount); end > uint64(g.instances) {
-			return end, ErrInstanceRange
+			*p = Problem{Kind: ErrInstanceRange, Field: "instances", Value: end, Limit: uint64(g.instances)}
+			return false
 		}
 	}
-	return 0, nil
+	return true
 }
 
-// checkState validates a state packet.
-func checkState(s *StatePacket) (uint64, error) {
+// checkState validates a state packet like checkDraw.
+func checkState(s *StatePacket, p *Problem) bool {
 	if s.Kind >= NumStates {
-		return uint64(s.Kind), ErrBadState
+		*p = Problem{Kind: ErrBadState, Field: "kind", Value: uint64(s.Kind), Limit: uint64(NumStates)}
+		return false
 	}
-	if s.Rect[2] < 0 || s.Rect[3] < 0 {
-		return uint64(uint32(s.Rect[2]))<<32 | uint64(uint32(s.Rect[3])), ErrBadState
+	for i, name := range [2]string{"width", "height"} {
+		if v := s.Rect[2+i]; v < 0 {
+			*p = Problem{Kind: ErrBadState, Field: name, Value: uint64(int64(v))}
+			return false
+		}
 	}
-	return 0, nil
+	return true
 }

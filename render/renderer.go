@@ -15,9 +15,15 @@ type Config struct {
 	// MergeGrain is the fewest packets per sort task (default 4096);
 	// smaller frames are sorted on the calling thread.
 	MergeGrain int
-	// MergeTasks caps the tasks of each sort pass after the first (which
-	// has one task per context). Default: twice the scheduler threads, so
-	// a thread that helps late still finds work.
+	// MergeTasks caps the tasks of each sort pass, at most MaxMergeTasks.
+	// Default: twice the scheduler threads (at most MaxMergeTasks), so a
+	// thread that helps late still finds work. A frame of n packets uses
+	// fewer tasks when it is small: one per MergeGrain packets, and at most
+	// sqrt(n/64), so that the digit counts (1 KiB per task and task) never
+	// outweigh the packets. The memory of a frame's sort is
+	// thus linear: at most 80 bytes per packet (48 for the sort items, 32
+	// for the counts) plus growth slack, and about 9 KiB per context (its
+	// key-byte histograms and problems), kept at the largest frame seen.
 	MergeTasks int
 	// Ranges is how many ranges Record splits the sorted stream into, at
 	// most: one secondary command buffer each. Default: four per scheduler
@@ -32,6 +38,11 @@ type Config struct {
 	// the Ranges budget is shared among layers by size.
 	SplitLayers bool
 }
+
+// MaxMergeTasks bounds Config.MergeTasks. Beyond it a pass's tasks are so
+// many that the serial step between passes, which adds up their digit
+// counts, costs more than the parallel scatter saves.
+const MaxMergeTasks = 1024
 
 // NumKernels is how many kernel IDs a Renderer uses: a block the
 // scheduler's registry hands out (sched.Registry.RegisterBlock, owner
@@ -130,11 +141,14 @@ func New(s *sched.Scheduler, cfg Config) (*Renderer, error) {
 	if cfg.MergeGrain < 0 || cfg.MergeTasks < 0 || cfg.Ranges < 0 || cfg.MinRange < 0 {
 		return nil, fmt.Errorf("render: New: negative value in %+v", cfg)
 	}
+	if cfg.MergeTasks > MaxMergeTasks {
+		return nil, fmt.Errorf("render: New: Config.MergeTasks %d exceeds MaxMergeTasks (%d)", cfg.MergeTasks, MaxMergeTasks)
+	}
 	if cfg.MergeGrain == 0 {
 		cfg.MergeGrain = 4096
 	}
 	if cfg.MergeTasks == 0 {
-		cfg.MergeTasks = 2 * s.Threads()
+		cfg.MergeTasks = min(2*s.Threads(), MaxMergeTasks)
 	}
 	if cfg.Ranges == 0 {
 		cfg.Ranges = 4 * s.Threads()
@@ -306,6 +320,12 @@ func (r *Renderer) MergeSort(c *sched.Ctx, ctxs []*RenderContext, reg *Registry)
 	return &r.sorted, fe
 }
 
+// sizeProblem describes a packet of type what whose payload has size bytes
+// instead of want.
+func sizeProblem(what string, size, want int) Problem {
+	return Problem{Kind: ErrPacketSize, Field: what, Value: uint64(size), Limit: uint64(want)}
+}
+
 // grow returns s with length n, reallocating only when it lacks capacity.
 func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
@@ -330,37 +350,37 @@ func (r *Renderer) parse(_ *sched.Ctx, i int) {
 	*h = [8][256]uint32{}
 	var diff SortKey
 	rd := evstream.NewReader(buf)
+	var bad Problem // bad.Kind != nil: the packet is dropped, for the reason in bad
 	for rd.Next() {
 		pl := rd.Payload()
 		off := rd.PayloadOffset()
 		var kind uint8
 		var key SortKey
-		var bad error
-		var val uint64
+		bad.Kind = nil
 		switch rd.Type() {
 		case TypeDraw:
 			if len(pl) != drawSize {
-				bad, val = ErrPacketSize, uint64(len(pl))
+				bad = sizeProblem("draw", len(pl), drawSize)
 				break
 			}
 			d := (*DrawPacket)(unsafe.Pointer(&buf[off]))
-			if val, bad = r.reg.checkDraw(d); bad == nil {
+			if r.reg.checkDraw(d, &bad) {
 				kind, key = kindDraw, d.Key
 				sc.stats.Draws++
 			}
 		case TypeState:
 			if len(pl) != stateSize {
-				bad, val = ErrPacketSize, uint64(len(pl))
+				bad = sizeProblem("state", len(pl), stateSize)
 				break
 			}
 			s := (*StatePacket)(unsafe.Pointer(&buf[off]))
-			if val, bad = checkState(s); bad == nil {
+			if checkState(s, &bad) {
 				kind, key = kindState, s.Key
 				sc.stats.States++
 			}
 		case TypeJob:
 			if len(pl) != jobSize {
-				bad, val = ErrPacketSize, uint64(len(pl))
+				bad = sizeProblem("job", len(pl), jobSize)
 				break
 			}
 			kind, key = kindJob, (*JobPacket)(unsafe.Pointer(&buf[off])).Key
@@ -369,9 +389,10 @@ func (r *Renderer) parse(_ *sched.Ctx, i int) {
 			sc.stats.Unknown++
 			continue
 		}
-		if bad != nil {
+		if bad.Kind != nil {
 			sc.stats.Invalid++
-			sc.problem(Problem{Context: i, Offset: rd.Offset(), Kind: bad, Value: val})
+			bad.Context, bad.Offset = i, rd.Offset()
+			sc.problem(bad)
 			continue
 		}
 		a = append(a, item{key: key, off: uint32(off), ctx: uint16(i), kind: kind})

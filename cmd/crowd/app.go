@@ -99,6 +99,10 @@ type app struct {
 	onStop  func()
 	stopped os.Signal
 	issued  int // frames issued
+
+	// memAvailable reports the host memory available for the crowd
+	// (checkHostMemory); nil: /proc/meminfo's MemAvailable.
+	memAvailable func() (uint64, bool)
 }
 
 // interrupted is run's error after a signal stopped the run: the outputs
@@ -162,8 +166,9 @@ func relaySignals(sigs <-chan os.Signal, reset func()) (stop <-chan os.Signal, c
 
 // runOptions are runApp's hooks beside the command line.
 type runOptions struct {
-	stop   <-chan os.Signal // a value here stops the run as SIGINT does
-	onStop func()           // called once when the run stops early
+	stop         <-chan os.Signal      // a value here stops the run as SIGINT does
+	onStop       func()                // called once when the run stops early
+	memAvailable func() (uint64, bool) // the host memory available (nil: MemAvailable)
 }
 
 // runApp is run, returning the finished (closed) app for inspection.
@@ -181,7 +186,7 @@ func runApp(args []string, stdout io.Writer, opts ...runOptions) (a *app, err er
 	}
 	a = &app{cfg: cfg, out: stdout}
 	for _, o := range opts {
-		a.stop, a.onStop = o.stop, o.onStop
+		a.stop, a.onStop, a.memAvailable = o.stop, o.onStop, o.memAvailable
 	}
 	a.log = func(format string, args ...any) {
 		if !cfg.quiet {
@@ -446,6 +451,10 @@ func (a *app) attachExecutors() error {
 // drawing, and sets the time step.
 func (a *app) setupWorld() error {
 	cfg := a.cfg
+	a.draw.inFlight = 2
+	if err := a.checkHostMemory(); err != nil {
+		return err
+	}
 	a.w = newWorld(a.rig, cfg.count, cfg.seed, a.s.Threads())
 	if a.exec != nil && cfg.uniform {
 		sa, ua := a.dev.BindingAlignment()
@@ -455,7 +464,6 @@ func (a *app) setupWorld() error {
 	}
 	a.stageOf = stagesFor(cfg.pipeline)
 	a.done = make([]sched.TaskID, cfg.pipeline+1)
-	a.draw.inFlight = 2
 	if err := a.checkFits(); err != nil {
 		return err
 	}
@@ -520,21 +528,82 @@ func (a *app) registerKernels() error {
 	return a.reg.Register(kSkinSPU, k)
 }
 
+// bufferPlan is what allocSets allocates for a crowd: the one place its
+// sizes are computed, so that checkHostMemory counts exactly the buffers
+// allocSets then makes.
+type bufferPlan struct {
+	onGPU bool // the sampling, static and set buffers are wanted on the device
+	draw  bool // the vertex sets are drawn from the device
+
+	cursors, blob, parents, invBind, bindVerts int // bytes: sampling and static skinning inputs
+	spuVerts                                   int // kernels.SkinVertex copies (spu skinning)
+
+	sets                   int // buffer sets: one per pipeline stage
+	local, model, palette  int // bytes of each set's buffers
+	eventWriters, eventCap int // per set: event streams (one per scheduler thread) and bytes each
+	vsets                  int // vertex sets
+	skinned                int // bytes of each vertex set
+}
+
+// planBuffers sizes the buffers of a crowd of n characters of the rig.
+// a.s, a.dev, a.exec, a.skinWhere and a.draw.inFlight must be set.
+func (a *app) planBuffers(n int) bufferPlan {
+	r := a.rig
+	nb, nv := r.Bones, len(r.Mesh.Vertices)
+	p := bufferPlan{
+		onGPU:     a.exec != nil,
+		draw:      a.dev != nil && a.cfg.render,
+		cursors:   4 * n * r.CursorStride,
+		blob:      len(r.Blob.Bytes()),
+		parents:   4 * nb,
+		invBind:   64 * nb,
+		bindVerts: 48 * nv,
+		sets:      a.cfg.pipeline,
+		local:     48 * n * nb,
+		model:     64 * n * nb,
+		// Padded by one uniform block: a uniform-palette skinning task
+		// binds 64 KiB from its group's offset.
+		palette:      64*n*nb + kernels.UniformPaletteBytes,
+		eventWriters: a.s.Threads(),
+		eventCap:     max(4096, n*4*(evstream.HeaderSize+24)),
+		skinned:      24 * n * nv,
+	}
+	if a.skinWhere == sched.SPU {
+		// A group never holds more than the crowd: -spu-group 100000
+		// must not cost gigabytes of vertex copies.
+		p.spuVerts = min(a.cfg.spuGroup, n) * nv
+	}
+	// Vertex sets: the skinned vertices of frame f are read by the GPU
+	// while it draws f, which may still run when frame f+pipeline is
+	// issued: one set per pipeline stage plus one per Graphics frame in
+	// flight.
+	p.vsets = a.cfg.pipeline
+	if p.draw {
+		p.vsets += a.draw.inFlight
+	}
+	if a.cfg.graph {
+		// A multiple of the depth: frame f's buffer set (f mod N) and
+		// vertex set (f mod nvs) are then fixed per graph copy (graph.go).
+		p.vsets = (p.vsets + a.cfg.pipeline - 1) / a.cfg.pipeline * a.cfg.pipeline
+	}
+	return p
+}
+
 // allocSets allocates the frame pipeline's buffer sets, the vertex sets
-// and the static skinning inputs, on the device when a task may run there
-// (or when the vertices are drawn from it).
+// and the static skinning inputs (sized by planBuffers), on the device
+// when a task may run there (or when the vertices are drawn from it).
 func (a *app) allocSets() error {
 	w, dev := a.w, a.dev
-	n, nb, nv := w.n, w.bones, w.verts
-	onGPU := a.exec != nil
+	p := a.planBuffers(w.n)
+	onGPU := p.onGPU
 	var err error
 	// Sampling on the GPU: the blob and the cursors live on the device.
 	// The blob is loaded again from its buffer's mapping, so that the
 	// host bytes the CPU kernel checks are the bytes the GPU reads.
-	if w.cursors, err = alloc(dev, 4*n*w.stride, onGPU); err != nil {
+	if w.cursors, err = alloc(dev, p.cursors, onGPU); err != nil {
 		return err
 	}
-	if w.blobMem, err = alloc(dev, len(w.blob.Bytes()), onGPU); err != nil {
+	if w.blobMem, err = alloc(dev, p.blob, onGPU); err != nil {
 		return err
 	}
 	if w.blobMem.mapped {
@@ -554,15 +623,15 @@ func (a *app) allocSets() error {
 			}
 		}
 	}
-	if w.parents, err = alloc(dev, 4*nb, onGPU); err != nil {
+	if w.parents, err = alloc(dev, p.parents, onGPU); err != nil {
 		return err
 	}
 	copy(w.parents.host, asBytes(a.rig.Parents))
-	if w.invBind, err = alloc(dev, 64*nb, onGPU); err != nil {
+	if w.invBind, err = alloc(dev, p.invBind, onGPU); err != nil {
 		return err
 	}
 	copy(w.invBind.host, asBytes(a.rig.InvBind))
-	if w.bindVerts, err = alloc(dev, 48*nv, onGPU); err != nil {
+	if w.bindVerts, err = alloc(dev, p.bindVerts, onGPU); err != nil {
 		return err
 	}
 	copy(w.bindVerts.host, asBytes(a.rig.Mesh.Vertices))
@@ -574,22 +643,18 @@ func (a *app) allocSets() error {
 		}
 	}
 	if a.skinWhere == sched.SPU {
-		// A group never holds more than the crowd: -spu-group 100000
-		// must not cost gigabytes of vertex copies.
-		g := min(a.cfg.spuGroup, n)
-		w.spuVerts = make([]kernels.SkinVertex, g*nv)
-		for i := range g {
+		w.spuVerts = make([]kernels.SkinVertex, p.spuVerts)
+		for i := range min(a.cfg.spuGroup, w.n) {
 			for v, sv := range a.rig.Mesh.Vertices {
-				sv.Palette = uint32(i * nb)
-				w.spuVerts[i*nv+v] = sv
+				sv.Palette = uint32(i * w.bones)
+				w.spuVerts[i*w.verts+v] = sv
 			}
 		}
 	}
-	w.sets = make([]frameSet, a.cfg.pipeline)
-	evCap := max(4096, n*4*(evstream.HeaderSize+24))
+	w.sets = make([]frameSet, p.sets)
 	for i := range w.sets {
 		s := &w.sets[i]
-		if s.local, err = alloc(dev, 48*n*nb, onGPU); err != nil {
+		if s.local, err = alloc(dev, p.local, onGPU); err != nil {
 			return err
 		}
 		if onGPU && !s.local.mapped && a.sampleWhere != sched.AnyWorker {
@@ -599,36 +664,20 @@ func (a *app) allocSets() error {
 			a.sampleWhere = sched.AnyWorker
 			a.notes = append(a.notes, "the device memory is not host-visible: sampling ran on the CPU (the procedural bones are written into the poses by the CPU)")
 		}
-		if s.model, err = alloc(dev, 64*n*nb, onGPU); err != nil {
+		if s.model, err = alloc(dev, p.model, onGPU); err != nil {
 			return err
 		}
-		// Padded by one uniform block: a uniform-palette skinning task
-		// binds 64 KiB from its group's offset.
-		if s.palette, err = alloc(dev, 64*n*nb+kernels.UniformPaletteBytes, onGPU); err != nil {
+		if s.palette, err = alloc(dev, p.palette, onGPU); err != nil {
 			return err
 		}
-		s.events = make([]evstream.Writer, a.s.Threads())
+		s.events = make([]evstream.Writer, p.eventWriters)
 		for t := range s.events {
-			s.events[t].Init(evstream.NewBuffer(evCap))
+			s.events[t].Init(evstream.NewBuffer(p.eventCap))
 		}
 	}
-	// Vertex sets: the skinned vertices of frame f are read by the GPU
-	// while it draws f, which may still run when frame f+pipeline is
-	// issued: one set per pipeline stage plus one per Graphics frame in
-	// flight.
-	nvs := a.cfg.pipeline
-	draw := dev != nil && a.cfg.render
-	if draw {
-		nvs += a.draw.inFlight
-	}
-	if a.cfg.graph {
-		// A multiple of the depth: frame f's buffer set (f mod N) and
-		// vertex set (f mod nvs) are then fixed per graph copy (graph.go).
-		nvs = (nvs + a.cfg.pipeline - 1) / a.cfg.pipeline * a.cfg.pipeline
-	}
-	w.vsets = make([]vertexSet, nvs)
+	w.vsets = make([]vertexSet, p.vsets)
 	for i := range w.vsets {
-		if w.vsets[i].skinned, err = alloc(dev, 24*n*nv, draw || onGPU); err != nil {
+		if w.vsets[i].skinned, err = alloc(dev, p.skinned, p.draw || onGPU); err != nil {
 			return err
 		}
 	}

@@ -1,12 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
 	"time"
+	"unsafe"
 
+	"github.com/vkjobs/vkjobs/anim"
 	"github.com/vkjobs/vkjobs/gpu"
 	"github.com/vkjobs/vkjobs/kernels"
+	"github.com/vkjobs/vkjobs/render"
 	"github.com/vkjobs/vkjobs/sched"
 )
 
@@ -116,4 +125,106 @@ func (a *app) fenceTimeout() time.Duration {
 	n := time.Duration(a.cfg.count)
 	perChar := time.Duration(len(a.rig.Mesh.Indices)/3+len(a.rig.Mesh.Vertices)) * time.Microsecond
 	return 10*time.Second + n*perChar
+}
+
+// checkHostMemory refuses, before the crowd is allocated, a -count whose
+// host memory (hostBytes) exceeds the memory available (Linux
+// MemAvailable, or a.memAvailable): without it a crowd too large for the
+// machine died of out-of-memory, or drove it into swap, in the middle of
+// the setup. Where the available memory cannot be read the check is
+// skipped: the run then fails as the allocation does.
+func (a *app) checkHostMemory() error {
+	avail := a.memAvailable
+	if avail == nil {
+		avail = memAvailable
+	}
+	free, ok := avail()
+	if !ok {
+		return nil
+	}
+	need := a.hostBytes(a.cfg.count)
+	if need <= free {
+		return nil
+	}
+	// The estimate grows with the count: the largest count that fits.
+	lo, hi := 0, a.cfg.count // hostBytes(lo) <= free or lo == 0; hostBytes(hi) > free
+	for hi-lo > 1 {
+		if m := (lo + hi) / 2; a.hostBytes(m) <= free {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return fmt.Errorf("-count %d does not fit the host memory: the crowd takes about %d bytes (%.1f GiB), %d bytes (%.1f GiB) are available; at most %d characters fit",
+		a.cfg.count, need, float64(need)/(1<<30), free, float64(free)/(1<<30), lo)
+}
+
+// hostBytes estimates the host memory a crowd of n characters takes: the
+// world's per-character arrays (newWorld), the buffers allocSets makes in
+// host memory (planBuffers), and the drawing's render contexts and
+// registered meshes (setupDrawing). A buffer wanted on the device counts
+// when there is no device or the device's memory is host memory (a CPU
+// device such as lavapipe); on a GPU its memory is checked as it is
+// allocated (fitErr). The renderer's sort scratch and command lists, a few
+// tens of bytes per draw, and the Go runtime's own overhead come on top:
+// this is a lower bound, close for large crowds (the buffers dominate).
+func (a *app) hostBytes(n int) uint64 {
+	p := a.planBuffers(n)
+	deviceIsHost := a.dev == nil || a.dev.Limits().CPU
+	host := func(size int, onDevice bool) uint64 {
+		if onDevice && !deviceIsHost {
+			return 0
+		}
+		return uint64(size)
+	}
+	b := host(p.cursors, p.onGPU) + host(p.blob, p.onGPU) + host(p.parents, p.onGPU) +
+		host(p.invBind, p.onGPU) + host(p.bindVerts, p.onGPU)
+	b += uint64(p.spuVerts) * uint64(unsafe.Sizeof(kernels.SkinVertex{}))
+	perSet := host(p.local, p.onGPU) + host(p.model, p.onGPU) + host(p.palette, p.onGPU) +
+		uint64(p.eventWriters)*uint64(p.eventCap)
+	b += uint64(p.sets) * perSet
+	b += uint64(p.vsets) * host(p.skinned, p.draw || p.onGPU)
+	// newWorld: chars, clocks, inputs, place, centre, colour, flash, and
+	// the layout's positions.
+	perChar := unsafe.Sizeof(character{}) + unsafe.Sizeof(clock{}) + unsafe.Sizeof(anim.SampleInput{}) +
+		unsafe.Sizeof([16]float32{}) + unsafe.Sizeof([3]float32{}) + unsafe.Sizeof([4]float32{}) +
+		unsafe.Sizeof(uint8(0)) + unsafe.Sizeof([3]float32{})
+	b += uint64(n) * uint64(perChar)
+	// setupDrawing: the gather jobs' contexts, one draw per character
+	// plus the scene's, and one registered mesh per character and vertex
+	// set.
+	jobs := gatherJobs(p.eventWriters, n)
+	b += uint64(jobs) * uint64(((n+jobs-1)/jobs+sceneDraws)*render.DrawRecordSize)
+	b += uint64(p.vsets) * uint64(n) * uint64(unsafe.Sizeof(render.Mesh{}))
+	return b
+}
+
+// memAvailable returns Linux's estimate of the memory available to start
+// new work without swapping (MemAvailable in /proc/meminfo), false where
+// it cannot be read (not Linux, or a kernel older than 3.14).
+func memAvailable() (uint64, bool) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	return parseMemAvailable(f)
+}
+
+// parseMemAvailable reads the MemAvailable line ("MemAvailable: 123 kB")
+// of a /proc/meminfo.
+func parseMemAvailable(r io.Reader) (uint64, bool) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[0] != "MemAvailable:" || f[2] != "kB" {
+			continue
+		}
+		kb, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil || kb > math.MaxUint64/1024 {
+			return 0, false
+		}
+		return kb * 1024, true
+	}
+	return 0, false
 }
