@@ -231,6 +231,8 @@ type Device struct {
 	robust    bool     // robustBufferAccess enabled
 	props2    bool     // instance has VK_KHR_get_physical_device_properties2
 	scalar    bool     // scalarBlockLayout enabled (VK_EXT_scalar_block_layout)
+	types     uint32   // shader type features enabled (vk.FeatureFloat64, ...)
+	sbClass   bool     // VK_KHR_storage_buffer_storage_class enabled
 	cacheUUID [16]byte // pipelineCacheUUID, checked against a cache file's header
 	// Pipeline stages of the timestamps written before and after each
 	// dispatch: see pickDevice.
@@ -576,6 +578,7 @@ const (
 	physicalDeviceProperties2 = "VK_KHR_get_physical_device_properties2"
 	portabilitySubset         = "VK_KHR_portability_subset"
 	scalarBlockLayoutExt      = "VK_EXT_scalar_block_layout"
+	storageBufferClassExt     = "VK_KHR_storage_buffer_storage_class"
 )
 
 // ScalarBlockLayout reports whether the device was created with the
@@ -600,7 +603,103 @@ func (d *Device) checkModuleFeatures(b *Binding) error {
 		}
 		return fmt.Errorf("%w: %s uses the scalar block layout (layout(scalar), GL_EXT_scalar_block_layout: offsets or strides such as a vec3 array's 12 that std430 does not allow), but the device %q lacks the scalarBlockLayout feature (VK_EXT_scalar_block_layout): use std430 with float or vec4 elements", ErrBadBinding, block, d.sel.Chosen.Name)
 	}
+	for _, e := range m.Extensions {
+		switch {
+		case e == "SPV_KHR_storage_buffer_storage_class" && d.sbClass:
+			continue
+		case e == "SPV_KHR_storage_buffer_storage_class":
+			return fmt.Errorf("%w: the shader declares the SPIR-V extension %s (storage buffers in the StorageBuffer storage class, as naga and SPIR-V 1.3 compilers emit them), but the device %q lacks VK_KHR_storage_buffer_storage_class: compile for Vulkan 1.0 with glslc or glslangValidator", ErrBadBinding, e, d.sel.Chosen.Name)
+		}
+		return fmt.Errorf("%w: the shader declares the SPIR-V extension %s, which needs a device extension or feature that package gpu does not enable: a Vulkan driver may crash or compute garbage on it", ErrBadBinding, e)
+	}
+	for _, c := range m.Capabilities {
+		if d.capabilityEnabled(c) {
+			continue
+		}
+		name, ok := spvCapabilityNames[c]
+		if !ok {
+			name = fmt.Sprintf("capability %d", c)
+		}
+		why := "which the device was not created with"
+		switch {
+		case c == capFloat64 || c == capInt64 || c == capInt16:
+			why = fmt.Sprintf("which needs the device feature %s, which the device %q lacks", spvCapabilityFeature[c], d.sel.Chosen.Name)
+		case spvCapabilityFeature[c] != "":
+			why = fmt.Sprintf("which needs %s, which package gpu does not enable", spvCapabilityFeature[c])
+		}
+		return fmt.Errorf("%w: the shader declares the SPIR-V capability %s, %s: a Vulkan driver may crash or compute garbage on it (use 32-bit element types and pack narrower ones into uints)", ErrBadBinding, name, why)
+	}
 	return nil
+}
+
+// SPIR-V capabilities that checkModuleFeatures knows.
+const (
+	capMatrix            = 0
+	capShader            = 1
+	capFloat16           = 9
+	capFloat64           = 10
+	capInt64             = 11
+	capInt64Atomics      = 12
+	capInt16             = 22
+	capInt8              = 39
+	capInputAttachment   = 40
+	capSampled1D         = 43
+	capImage1D           = 44
+	capSampledBuffer     = 46
+	capImageBuffer       = 47
+	capImageQuery        = 50
+	capDerivativeControl = 51
+	capStorageBuffer16   = 4433
+	capUniformStorage16  = 4434
+	capPushConstant16    = 4435
+	capInputOutput16     = 4436
+	capStorageBuffer8    = 4448
+	capUniformStorage8   = 4449
+	capPushConstant8     = 4450
+)
+
+var spvCapabilityNames = map[uint32]string{
+	capFloat16: "Float16", capFloat64: "Float64", capInt64: "Int64", capInt64Atomics: "Int64Atomics",
+	capInt16: "Int16", capInt8: "Int8",
+	capStorageBuffer16: "StorageBuffer16BitAccess", capUniformStorage16: "UniformAndStorageBuffer16BitAccess",
+	capPushConstant16: "StoragePushConstant16", capInputOutput16: "StorageInputOutput16",
+	capStorageBuffer8: "StorageBuffer8BitAccess", capUniformStorage8: "UniformAndStorageBuffer8BitAccess",
+	capPushConstant8: "StoragePushConstant8",
+}
+
+// spvCapabilityFeature names what a capability needs, for messages.
+var spvCapabilityFeature = map[uint32]string{
+	capFloat64: "shaderFloat64", capInt64: "shaderInt64", capInt16: "shaderInt16",
+	capInt64Atomics:    "VK_KHR_shader_atomic_int64",
+	capFloat16:         "VK_KHR_shader_float16_int8's shaderFloat16",
+	capInt8:            "VK_KHR_shader_float16_int8's shaderInt8",
+	capStorageBuffer16: "VK_KHR_16bit_storage", capUniformStorage16: "VK_KHR_16bit_storage",
+	capPushConstant16: "VK_KHR_16bit_storage", capInputOutput16: "VK_KHR_16bit_storage",
+	capStorageBuffer8: "VK_KHR_8bit_storage", capUniformStorage8: "VK_KHR_8bit_storage",
+	capPushConstant8: "VK_KHR_8bit_storage",
+}
+
+// capabilityEnabled reports whether a module may declare capability c on
+// this device: the capabilities every Vulkan 1.0 device supports, and
+// Float64, Int64 and Int16 where the device was created with their
+// features. Any other (8- and 16-bit storage, Float16, Int8, atomics on
+// 64-bit integers, extensions' capabilities) is refused rather than passed
+// to a driver that may not support it: it needs a feature or an extension
+// that this package does not enable, and without the validation layer a
+// driver is not required to report it. Rejected: a list of the
+// capabilities to refuse (a capability it missed would reach the driver).
+func (d *Device) capabilityEnabled(c uint32) bool {
+	switch c {
+	case capMatrix, capShader, capInputAttachment, capSampled1D, capImage1D, capSampledBuffer, capImageBuffer, capImageQuery, capDerivativeControl:
+		return true
+	case capFloat64:
+		return d.types&vk.FeatureFloat64 != 0
+	case capInt64:
+		return d.types&vk.FeatureInt64 != 0
+	case capInt16:
+		return d.types&vk.FeatureInt16 != 0
+	}
+	return false
 }
 
 func (d *Device) createDevice() error {
@@ -626,6 +725,15 @@ func (d *Device) createDevice() error {
 			exts = append(exts, scalarBlockLayoutExt)
 		}
 	}
+	// Storage buffers in the StorageBuffer storage class (core in Vulkan
+	// 1.1, an extension on this Vulkan 1.0 instance), where the device has
+	// them: naga and compilers targeting SPIR-V 1.3 declare storage
+	// buffers so. A module that declares SPV_KHR_storage_buffer_storage_class
+	// on a device without it is refused (checkModuleFeatures).
+	d.sbClass = vk.HasDeviceExtension(d.inst, d.phys, storageBufferClassExt)
+	if d.sbClass && !slices.Contains(exts, storageBufferClassExt) {
+		exts = append(exts, storageBufferClassExt)
+	}
 	if len(exts) > vk.MaxNames {
 		return fmt.Errorf("gpu: %d device extensions: at most %d", len(exts), vk.MaxNames)
 	}
@@ -636,9 +744,14 @@ func (d *Device) createDevice() error {
 	// bounds, so without the feature a real GPU could fail where the tests
 	// here pass.
 	d.robust = vk.RobustBufferAccess(d.inst, d.phys)
-	dev, r := vk.CreateDevice(d.inst, d.phys, d.qfam, layers, exts, d.robust, d.scalar)
+	// 64-bit floats and integers and 16-bit integers in shaders, where the
+	// device has them: a kernel may then compute in double or int64_t. A
+	// module that declares a capability the device was not created with is
+	// refused when its pipeline is created (checkModuleFeatures).
+	d.types = vk.ShaderTypeFeatures(d.inst, d.phys)
+	dev, r := vk.CreateDevice(d.inst, d.phys, d.qfam, layers, exts, d.robust, d.scalar, d.types)
 	if err := check("vkCreateDevice", Result(r)); err != nil {
-		d.robust, d.scalar = false, false
+		d.robust, d.scalar, d.types, d.sbClass = false, false, 0, false
 		return fmt.Errorf("%w (device %v)", err, d.sel.Chosen)
 	}
 	d.dev = dev

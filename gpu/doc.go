@@ -230,7 +230,10 @@
 // that waits for a host event until Device.ReleaseStall: GPU work that
 // provably cannot finish, so that time-out tests hold on a loaded machine.
 // Malformed SPIR-V is rejected before it reaches the driver (lavapipe may
-// crash on it).
+// crash on it), and so is a module that declares a SPIR-V capability or
+// extension the device was not created with (Float64 where the device
+// lacks shaderFloat64, 8- and 16-bit storage, which the package does not
+// enable): without the validation layer the driver need not report it.
 //
 // Executor.Close submits what was enqueued, waits for every command buffer,
 // finishes or fails every job, and stops both goroutines; Enqueue after

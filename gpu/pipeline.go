@@ -196,7 +196,14 @@ func (d *Device) createPipelineObjects(p *pipeline, k *sched.Kernel, b *Binding)
 	}
 	p.layout = layout
 
-	pipe, pr := d.shim.ComputePipeline(d.pcache, module, layout, b.Entry, b.LocalSize)
+	// Specialization constant 0 is the workgroup size X only where the
+	// shader says so (layout(local_size_x_id = 0)); a shader with a fixed X
+	// may use constant 0 for its own value, which keeps its default.
+	spec := b.LocalSize
+	if m, err := bind.ParseSPIRV(b.SPIRV); err != nil || m.LocalSizeXSpecID != 0 {
+		spec = 0
+	}
+	pipe, pr := d.shim.ComputePipeline(d.pcache, module, layout, b.Entry, spec)
 	if err := check("vkCreateComputePipelines", Result(pr)); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadBinding, err)
 	}

@@ -63,6 +63,16 @@ var ErrBadBinding = errors.New("gpu: invalid GPU binding")
 //   - Declarations the shader never uses are ignored (a shared header may
 //     declare all eight bindings), and an input stream the shader never
 //     reads needs no binding.
+//   - Specialization constant 0 is set to LocalSize only when the
+//     workgroup size X is that constant; otherwise the shader's constants
+//     keep their defaults.
+//   - double, int64_t and int16_t need the device's shaderFloat64,
+//     shaderInt64 and shaderInt16 features, which package gpu enables
+//     where the device has them; 8- and 16-bit storage (uint8_t,
+//     float16_t streams), float16 and int8 arithmetic and other SPIR-V
+//     capabilities or extensions that need a feature it does not enable
+//     are refused when the pipeline is created (ErrBadBinding naming the
+//     capability), never passed to the driver.
 //   - layout(scalar) blocks (GL_EXT_scalar_block_layout, a vec3 array of
 //     stride 12) need the device's scalarBlockLayout feature, which package
 //     gpu enables where the device has it and otherwise refuses the kernel's
@@ -124,7 +134,7 @@ func (b *Binding) Validate() error {
 
 // module parses the SPIR-V and checks what does not depend on the kernel.
 func (b *Binding) module() (*SPIRVModule, error) {
-	m, err := ParseSPIRV(b.SPIRV)
+	m, err := ParseSPIRVEntry(b.SPIRV, b.entry())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadBinding, err)
 	}
@@ -218,7 +228,10 @@ func (m *SPIRVModule) checkEntry(entry string, local uint32) error {
 //     glslc -O strips them), and a 4-byte member at byte 32 or 36 an
 //     integer;
 //   - the descriptors the shader statically uses (unused declarations are
-//     ignored, so the verdict does not depend on the optimisation level):
+//     ignored, so the verdict does not depend on the optimisation level;
+//     "uses" and the push-constant reads above mean by the entry point
+//     Entry and the functions it calls, not by the module's other entry
+//     points, which share its declarations):
 //     all in set 0, input i at binding i (a uniform block when
 //     UniformIn[i], else a storage buffer, which the shader does not store
 //     to: inputs are not copied back), output j at binding 4+j (a storage

@@ -21,6 +21,8 @@ const (
 	opName                  = 5
 	opLine                  = 8
 	opExtInst               = 12
+	opCapability            = 17
+	opExtension             = 10
 	opEntryPoint            = 15
 	opExecutionMode         = 16
 	opTypeInt               = 21
@@ -225,6 +227,15 @@ type SPIRVModule struct {
 	NeedsScalarBlockLayout bool
 	// ScalarLayoutBlock names the first such block, for messages.
 	ScalarLayoutBlock string
+	// Capabilities are the module's OpCapability operands, in order. Some
+	// (Float64, Int16, 8- and 16-bit storage...) are allowed only when the
+	// device was created with a feature: package gpu refuses a module that
+	// declares one its device lacks, before the module reaches the driver.
+	Capabilities []uint32
+	// Extensions are the module's OpExtension names (SPIR-V extensions,
+	// such as SPV_KHR_storage_buffer_storage_class), each of which Vulkan
+	// allows only with a device extension or feature enabled.
+	Extensions []string
 }
 
 // SPIRVMember is a member of a block: its name (OpMemberName; "" when the
@@ -284,8 +295,10 @@ type spvParser struct {
 	stored         map[uint32]bool
 	accessed       map[uint32]bool
 	calls          []spvCall
-	params         map[uint32][]uint32 // function id -> its parameters
-	curFunc        uint32              // the open function's id (0 outside)
+	uses           []spvUse             // stores and accesses, by function
+	pcReadIn       map[uint32][2]uint64 // function id -> its pcRead, pcReadExact
+	params         map[uint32][]uint32  // function id -> its parameters
+	curFunc        uint32               // the open function's id (0 outside)
 	nedges         int
 	memberNames    map[[2]uint32]string
 	localSizeModes map[uint32][3]uint32 // function id -> LocalSize
@@ -296,8 +309,74 @@ type spvParser struct {
 
 // spvCall is an OpFunctionCall: the callee and its arguments.
 type spvCall struct {
-	fn   uint32
-	args []uint32
+	caller, fn uint32
+	args       []uint32
+}
+
+// spvUse is a store through, or an access to, pointer id in function fn.
+type spvUse struct {
+	fn, id uint32
+	store  bool
+}
+
+// store and access record that the open function stores through, or
+// accesses, pointer id.
+func (p *spvParser) store(id uint32) {
+	p.stored[id] = true
+	p.uses = append(p.uses, spvUse{fn: p.curFunc, id: id, store: true})
+}
+
+func (p *spvParser) access(id uint32) {
+	p.accessed[id] = true
+	p.uses = append(p.uses, spvUse{fn: p.curFunc, id: id})
+}
+
+// onlyEntry narrows what the parser saw to what the entry point's function
+// and the functions it calls do: stores, accesses, calls and push-constant
+// reads in other functions (another entry point's) are dropped. A module
+// with several entry points then gives each the verdict of its own code:
+// an entry point that never reads binding 0 is not said to, because
+// another does. Without an entry point of that name nothing changes
+// (checkEntry reports it).
+func (p *spvParser) onlyEntry(entry string) {
+	root, ok := p.entryFunctions[entry]
+	if !ok {
+		return
+	}
+	reach := map[uint32]bool{0: true, root: true}
+	for grew := true; grew; {
+		grew = false
+		for _, c := range p.calls {
+			if reach[c.caller] && !reach[c.fn] {
+				reach[c.fn], grew = true, true
+			}
+		}
+	}
+	p.stored, p.accessed = map[uint32]bool{}, map[uint32]bool{}
+	for _, u := range p.uses {
+		if !reach[u.fn] {
+			continue
+		}
+		if u.store {
+			p.stored[u.id] = true
+		} else {
+			p.accessed[u.id] = true
+		}
+	}
+	calls := p.calls[:0:0]
+	for _, c := range p.calls {
+		if reach[c.caller] {
+			calls = append(calls, c)
+		}
+	}
+	p.calls = calls
+	p.pcRead, p.pcReadExact = 0, 0
+	for fn, r := range p.pcReadIn {
+		if reach[fn] {
+			p.pcRead |= r[0]
+			p.pcReadExact |= r[1]
+		}
+	}
 }
 
 // pcPtr is a pointer into the push-constant block: bytes [lo, hi) and the
@@ -325,8 +404,17 @@ const maxSPIRVBytes = 64 << 20
 // ParseSPIRV reads a SPIR-V module: its header, entry points, descriptor
 // bindings and their kinds, the push-constant block's size and whether the
 // workgroup size is a specialization constant. Malformed input gives an
-// error, never a panic.
-func ParseSPIRV(b []byte) (*SPIRVModule, error) {
+// error, never a panic. What the module uses (SPIRVResource's Used and
+// Written, PushConstantRead) is what any of its functions does; see
+// ParseSPIRVEntry for one entry point's.
+func ParseSPIRV(b []byte) (*SPIRVModule, error) { return ParseSPIRVEntry(b, "") }
+
+// ParseSPIRVEntry is ParseSPIRV with what the module uses narrowed to
+// what entry point entry's function, and the functions it calls, do: a
+// module with several entry points shares its declarations, but each
+// entry point uses its own (a pipeline runs one). An entry that the module
+// lacks, or "", narrows nothing.
+func ParseSPIRVEntry(b []byte, entry string) (*SPIRVModule, error) {
 	if len(b) < 20 || len(b)%4 != 0 {
 		return nil, fmt.Errorf("spirv: %d bytes; a module is a whole number of 32-bit words, at least 5", len(b))
 	}
@@ -365,6 +453,7 @@ func ParseSPIRV(b []byte) (*SPIRVModule, error) {
 		stored:    map[uint32]bool{},
 		accessed:  map[uint32]bool{},
 		params:    map[uint32][]uint32{},
+		pcReadIn:  map[uint32][2]uint64{},
 
 		memberNames:    map[[2]uint32]string{},
 		localSizeModes: map[uint32][3]uint32{},
@@ -406,6 +495,9 @@ func ParseSPIRV(b []byte) (*SPIRVModule, error) {
 	if inFunc != 0 {
 		return nil, fmt.Errorf("spirv: the function begun at word %d has no OpFunctionEnd (module truncated?)", inFunc)
 	}
+	if entry != "" {
+		p.onlyEntry(entry)
+	}
 	if err := p.finish(m); err != nil {
 		return nil, err
 	}
@@ -437,6 +529,20 @@ func literalString(in []uint32) (string, int, error) {
 
 func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 	switch op {
+	case opCapability:
+		if err := need(op, in, 1); err != nil {
+			return err
+		}
+		m.Capabilities = append(m.Capabilities, in[0])
+	case opExtension:
+		if err := need(op, in, 1); err != nil {
+			return err
+		}
+		s, _, err := literalString(in)
+		if err != nil {
+			return fmt.Errorf("OpExtension: %w", err)
+		}
+		m.Extensions = append(m.Extensions, s)
 	case opName:
 		if err := need(op, in, 2); err != nil {
 			return err
@@ -495,7 +601,7 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 		if err := need(op, in, 3); err != nil {
 			return err
 		}
-		p.calls = append(p.calls, spvCall{fn: in[2], args: in[3:]})
+		p.calls = append(p.calls, spvCall{caller: p.curFunc, fn: in[2], args: in[3:]})
 		p.pcUse(in[3:])
 	case opLine, opNoLine, opExtInst:
 		// Debug lines carry literals that may equal any id; extended
@@ -575,7 +681,7 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 		if err := need(op, in, 3); err != nil {
 			return err
 		}
-		p.accessed[in[2]] = true
+		p.access(in[2])
 		p.pcUse(in[2:3])
 	case opStore, opAtomicStore:
 		// The target pointer is the first operand; OpStore's second is
@@ -583,7 +689,7 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 		if err := need(op, in, 2); err != nil {
 			return err
 		}
-		p.stored[in[0]] = true
+		p.store(in[0])
 		if op == opStore {
 			p.pcUse(in[1:2])
 		}
@@ -591,8 +697,8 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 		if err := need(op, in, 2); err != nil {
 			return err
 		}
-		p.stored[in[0]] = true
-		p.accessed[in[1]] = true
+		p.store(in[0])
+		p.access(in[1])
 		p.pcUse(in[1:2])
 	case opDecorate:
 		if err := need(op, in, 2); err != nil {
@@ -646,8 +752,8 @@ func (p *spvParser) instruction(m *SPIRVModule, op uint32, in []uint32) error {
 	default:
 		if (op >= opAtomicFirstRMW && op <= opAtomicLastRMW || op == opAtomicFMinEXT || op == opAtomicFMaxEXT || op == opAtomicFAddEXT) && len(in) > 2 {
 			// Result type, result, pointer, ...: read-modify-write.
-			p.stored[in[2]] = true
-			p.accessed[in[2]] = true
+			p.store(in[2])
+			p.access(in[2])
 		}
 		// Any other use of a pointer into the push-constant block inside
 		// a function reads the bytes it may reach.
@@ -748,9 +854,13 @@ func (p *spvParser) pcChain(base pcPtr, idx []uint32) pcPtr {
 func (p *spvParser) pcMark(r pcPtr) {
 	for w := r.lo / 4; w < 64 && 4*w < r.hi; w++ {
 		p.pcRead |= 1 << w
+		in := p.pcReadIn[p.curFunc]
+		in[0] |= 1 << w
 		if !r.inexact && r.typ != 0 {
 			p.pcReadExact |= 1 << w
+			in[1] |= 1 << w
 		}
+		p.pcReadIn[p.curFunc] = in
 	}
 }
 

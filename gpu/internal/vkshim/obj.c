@@ -108,6 +108,27 @@ int vkj_robust_buffer_access(VkInstance inst, VkPhysicalDevice pd) {
 	return feat.robustBufferAccess == VK_TRUE;
 }
 
+uint32_t vkj_shader_type_features(VkInstance inst, VkPhysicalDevice pd) {
+	PFN_vkGetPhysicalDeviceFeatures f = (PFN_vkGetPhysicalDeviceFeatures)instance_fn(inst, "vkGetPhysicalDeviceFeatures");
+	if (f == NULL) {
+		return 0;
+	}
+	VkPhysicalDeviceFeatures feat;
+	memset(&feat, 0, sizeof(feat));
+	f(pd, &feat);
+	uint32_t m = 0;
+	if (feat.shaderFloat64 == VK_TRUE) {
+		m |= VKJ_FEATURE_FLOAT64;
+	}
+	if (feat.shaderInt64 == VK_TRUE) {
+		m |= VKJ_FEATURE_INT64;
+	}
+	if (feat.shaderInt16 == VK_TRUE) {
+		m |= VKJ_FEATURE_INT16;
+	}
+	return m;
+}
+
 int vkj_scalar_block_layout(VkInstance inst, VkPhysicalDevice pd) {
 	PFN_vkGetPhysicalDeviceFeatures2KHR f =
 		(PFN_vkGetPhysicalDeviceFeatures2KHR)instance_fn(inst, "vkGetPhysicalDeviceFeatures2KHR");
@@ -126,7 +147,7 @@ int vkj_scalar_block_layout(VkInstance inst, VkPhysicalDevice pd) {
 }
 
 VkResult vkj_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t qfam,
-	const char *layers, uint32_t nlayers, const char *exts, uint32_t nexts, int robust, int scalar, VkDevice *out) {
+	const char *layers, uint32_t nlayers, const char *exts, uint32_t nexts, int robust, int scalar, uint32_t types, VkDevice *out) {
 	*out = VK_NULL_HANDLE;
 	PFN_vkCreateDevice f = (PFN_vkCreateDevice)instance_fn(inst, "vkCreateDevice");
 	if (f == NULL) {
@@ -146,6 +167,9 @@ VkResult vkj_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t qfam,
 	VkPhysicalDeviceFeatures feat;
 	memset(&feat, 0, sizeof(feat));
 	feat.robustBufferAccess = robust ? VK_TRUE : VK_FALSE;
+	feat.shaderFloat64 = (types & VKJ_FEATURE_FLOAT64) ? VK_TRUE : VK_FALSE;
+	feat.shaderInt64 = (types & VKJ_FEATURE_INT64) ? VK_TRUE : VK_FALSE;
+	feat.shaderInt16 = (types & VKJ_FEATURE_INT16) ? VK_TRUE : VK_FALSE;
 	VkDeviceCreateInfo ci;
 	memset(&ci, 0, sizeof(ci));
 	ci.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
@@ -155,9 +179,7 @@ VkResult vkj_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t qfam,
 	ci.ppEnabledLayerNames = lp;
 	ci.enabledExtensionCount = split(exts, nexts, ep);
 	ci.ppEnabledExtensionNames = ep;
-	if (robust) {
-		ci.pEnabledFeatures = &feat;
-	}
+	ci.pEnabledFeatures = &feat;
 	VkPhysicalDeviceScalarBlockLayoutFeaturesEXT sb;
 	memset(&sb, 0, sizeof(sb));
 	sb.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SCALAR_BLOCK_LAYOUT_FEATURES_EXT;

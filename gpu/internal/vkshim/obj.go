@@ -188,11 +188,26 @@ func ScalarBlockLayout(inst Instance, pd PhysicalDevice) bool {
 	return C.vkj_scalar_block_layout(cInstance(inst), cPhys(pd)) != 0
 }
 
+// Shader type features (ShaderTypeFeatures, CreateDevice's types): the
+// VkPhysicalDeviceFeatures that allow the SPIR-V capabilities Float64,
+// Int64 and Int16.
+const (
+	FeatureFloat64 = C.VKJ_FEATURE_FLOAT64
+	FeatureInt64   = C.VKJ_FEATURE_INT64
+	FeatureInt16   = C.VKJ_FEATURE_INT16
+)
+
+// ShaderTypeFeatures reports which of FeatureFloat64, FeatureInt64 and
+// FeatureInt16 the device has (vkGetPhysicalDeviceFeatures).
+func ShaderTypeFeatures(inst Instance, pd PhysicalDevice) uint32 {
+	return uint32(C.vkj_shader_type_features(cInstance(inst), cPhys(pd)))
+}
+
 // CreateDevice calls vkCreateDevice: one queue of family qfam, the layers
-// and extensions, robustBufferAccess when robust is set, and
+// and extensions, robustBufferAccess when robust is set,
 // scalarBlockLayout when scalar is set (exts must then name
-// VK_EXT_scalar_block_layout).
-func CreateDevice(inst Instance, pd PhysicalDevice, qfam uint32, layers, exts []string, robust, scalar bool) (Device, Result) {
+// VK_EXT_scalar_block_layout), and the Feature* bits of types.
+func CreateDevice(inst Instance, pd PhysicalDevice, qfam uint32, layers, exts []string, robust, scalar bool, types uint32) (Device, Result) {
 	lb, eb := packNames(layers), packNames(exts)
 	rb, sb := C.int(0), C.int(0)
 	if robust {
@@ -203,7 +218,7 @@ func CreateDevice(inst Instance, pd PhysicalDevice, qfam uint32, layers, exts []
 	}
 	var out C.VkDevice
 	r := C.vkj_create_device(cInstance(inst), cPhys(pd), C.uint32_t(qfam), cstr(lb), C.uint32_t(len(layers)),
-		cstr(eb), C.uint32_t(len(exts)), rb, sb, &out)
+		cstr(eb), C.uint32_t(len(exts)), rb, sb, C.uint32_t(types), &out)
 	return Device(uintptr(unsafe.Pointer(out))), Result(r)
 }
 

@@ -287,7 +287,9 @@ VkResult vkj_compute_pipeline(const vkj_dev *d, uint64_t cache, uint64_t module,
 	ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
 	ci.stage.module = H(VkShaderModule, module);
 	ci.stage.pName = entry;
-	ci.stage.pSpecializationInfo = &si;
+	if (local_size != 0) {
+		ci.stage.pSpecializationInfo = &si;
+	}
 	ci.layout = H(VkPipelineLayout, layout);
 	ci.basePipelineIndex = -1;
 	VkPipeline p = VK_NULL_HANDLE;

@@ -56,6 +56,13 @@ VkResult vkj_physical_devices(VkInstance inst, VkPhysicalDevice *out, uint32_t m
 void vkj_physical_device_properties(VkInstance inst, VkPhysicalDevice pd, VkPhysicalDeviceProperties *out);
 void vkj_memory_properties(VkInstance inst, VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties *out);
 int vkj_robust_buffer_access(VkInstance inst, VkPhysicalDevice pd); // the feature robustBufferAccess
+// Bits of vkj_shader_type_features and vkj_create_device's types: the
+// VkPhysicalDeviceFeatures that let a shader use 64-bit floats, 64-bit
+// integers and 16-bit integers (SPIR-V capabilities Float64, Int64, Int16).
+#define VKJ_FEATURE_FLOAT64 1u
+#define VKJ_FEATURE_INT64 2u
+#define VKJ_FEATURE_INT16 4u
+uint32_t vkj_shader_type_features(VkInstance inst, VkPhysicalDevice pd); // VKJ_FEATURE_* the device has
 // vkj_scalar_block_layout reports the feature scalarBlockLayout of
 // VK_EXT_scalar_block_layout, through vkGetPhysicalDeviceFeatures2KHR (the
 // instance must have VK_KHR_get_physical_device_properties2 enabled; 0
@@ -63,10 +70,11 @@ int vkj_robust_buffer_access(VkInstance inst, VkPhysicalDevice pd); // the featu
 int vkj_scalar_block_layout(VkInstance inst, VkPhysicalDevice pd);
 // vkj_create_device creates a device with one queue of family qfam
 // (priority 1), the layers and extensions given as for the instance,
-// robustBufferAccess when robust != 0, and scalarBlockLayout when scalar
-// != 0 (exts must then name VK_EXT_scalar_block_layout).
+// robustBufferAccess when robust != 0, scalarBlockLayout when scalar
+// != 0 (exts must then name VK_EXT_scalar_block_layout), and the
+// VKJ_FEATURE_* features in types.
 VkResult vkj_create_device(VkInstance inst, VkPhysicalDevice pd, uint32_t qfam,
-	const char *layers, uint32_t nlayers, const char *exts, uint32_t nexts, int robust, int scalar, VkDevice *out);
+	const char *layers, uint32_t nlayers, const char *exts, uint32_t nexts, int robust, int scalar, uint32_t types, VkDevice *out);
 // vkj_destroy_device_gipa destroys a device whose table could not be
 // loaded (vkDestroyDevice through vkGetInstanceProcAddr).
 void vkj_destroy_device_gipa(VkInstance inst, VkDevice dev);
@@ -156,6 +164,10 @@ typedef struct vkj_desc {
 	uint32_t type; // VkDescriptorType
 } vkj_desc;
 
+// vkj_compute_pipeline creates a compute pipeline of module's entry point,
+// with specialization constant 0 set to local_size, or with no
+// specialization when local_size is 0 (the shader's constants keep their
+// defaults).
 VkResult vkj_compute_pipeline(const vkj_dev *d, uint64_t cache, uint64_t module, uint64_t layout,
 	const char *entry, uint32_t local_size, uint64_t *out);
 

@@ -269,6 +269,9 @@ func (s Dev) Queries(pool QueryPool, first, n uint32, out []uint64) Result {
 	return Result(C.vkj_queries(s.p, C.uint64_t(pool), C.uint32_t(first), C.uint32_t(n), (*C.uint64_t)(unsafe.Pointer(&out[0]))))
 }
 
+// ComputePipeline creates a compute pipeline of module's entry point with
+// specialization constant 0 set to local, or with no specialization when
+// local is 0.
 func (s Dev) ComputePipeline(cache PipelineCache, module ShaderModule, layout PipelineLayout, entry string, local uint32) (Pipeline, Result) {
 	ce := C.CString(entry)
 	defer C.free(unsafe.Pointer(ce))
