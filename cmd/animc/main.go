@@ -24,6 +24,11 @@
 // playing forward at 60 Hz and on random seeks. See usage (-h) for the
 // other columns.
 //
+// Flag values are checked, by flag, before any file is read, and -o is
+// checked for writing before compressing; the blob is written beside -o
+// and renamed into place, so that a failed write leaves the file that was
+// there as it was. A file with no animation clip is an error.
+//
 // ACL's figures are not computed here: they were measured once, on this
 // project's development machine, with ACL v2.1.0 (commit 414689d5) at its
 // default settings on the same clips and frames (see aclTable).
@@ -141,6 +146,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil || o == nil {
 		return err
 	}
+	// The report is the command's result: failing to write it (a full
+	// disk, a closed pipe) is a failure, not an exit 0 with nothing to show.
+	ew := &errWriter{w: stdout}
+	stdout = ew
 	start := time.Now()
 	cp := newCompressor(o, stderr)
 	for _, path := range o.files {
@@ -159,7 +168,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("written blob does not load: %w", err)
 	}
 	if o.out != "" {
-		if err := os.WriteFile(o.out, data, 0o644); err != nil {
+		if err := writeFile(o.out, data); err != nil {
 			return err
 		}
 	}
@@ -174,7 +183,25 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, ", written to %s", o.out)
 	}
 	fmt.Fprintf(stdout, "; %s total\n", time.Since(start).Round(time.Millisecond))
+	if ew.err != nil {
+		return fmt.Errorf("writing the report: %w", ew.err)
+	}
 	return nil
+}
+
+// errWriter passes writes on to w until one fails, and keeps that error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 // options are animc's parsed and checked flags.
@@ -234,14 +261,39 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
 	}
 	unit, err := offline.ParseUnit(*unitName)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-unit: %w", err)
 	}
 	codec, err := anim.ParseCodec(*codecName)
 	if err != nil {
+		return nil, fmt.Errorf("-codec: %w", err)
+	}
+	// Checked here, by flag, rather than by the importer or the
+	// compressor after minutes of work, under their options' names.
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"error", *errCM}, {"share", *share}, {"segment", *segment}} {
+		if !(f.v > 0) || math.IsInf(f.v, 1) {
+			return nil, fmt.Errorf("-%s %g: want a finite value above 0", f.name, f.v)
+		}
+	}
+	if *passes < 1 {
+		return nil, fmt.Errorf("-passes %d: want at least 1", *passes)
+	}
+	if n := *segFrames; n < 2 || n > 256 || n&(n-1) != 0 {
+		return nil, fmt.Errorf("-uniform-segment %d: want a power of two from 2 to 256", n)
+	}
+	if err := checkRate("-rate", *rate); err != nil {
 		return nil, err
 	}
-	if !(*errCM > 0) || !(*share > 0) || !(*segment > 0) || *passes < 1 {
-		return nil, errors.New("-error, -share, -passes and -segment must be positive")
+	if err := checkRate("-resample", *resample); err != nil {
+		return nil, err
+	}
+	if *out != "" {
+		// Checked before compressing, not after minutes of it.
+		if err := checkWritable(*out); err != nil {
+			return nil, fmt.Errorf("-o: %w", err)
+		}
 	}
 	if *calibrate {
 		*passes = max(*passes, 8)
@@ -262,6 +314,69 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
+// maxRate bounds the rates of -rate, -resample and -rates, in Hz: the
+// importer's own bound.
+const maxRate = 1e4
+
+// checkRate checks a rate flag: 0 (keep) or a rate up to maxRate, never
+// NaN, which would compare as neither and mean "keep" without a word.
+func checkRate(flag string, r float64) error {
+	if !(r >= 0 && r <= maxRate) {
+		return fmt.Errorf("%s %g: want a rate in Hz up to %g (0: as recorded)", flag, r, float64(maxRate))
+	}
+	return nil
+}
+
+// checkWritable fails when file cannot be written (a directory, a
+// missing directory, no permission), without leaving a file behind when
+// it did not exist.
+func checkWritable(file string) error {
+	if _, err := os.Stat(file); err == nil {
+		f, err := os.OpenFile(file, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(file)
+}
+
+// writeFile writes data to file so that a failure leaves no partial file
+// behind and an existing file as it was: a regular file (or a new one)
+// is written to a temporary file beside it, then renamed over it;
+// anything else (a device, a pipe) is written in place, as renaming over
+// it would replace it.
+func writeFile(file string, data []byte) error {
+	if fi, err := os.Stat(file); err == nil && !fi.Mode().IsRegular() {
+		return os.WriteFile(file, data, 0)
+	}
+	dir, base := filepath.Split(file)
+	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	return nil
+}
+
 // parseRates returns the rates to compress every clip at: those of -rates
 // (0: as recorded), else the one of -resample.
 func parseRates(ratesFlag string, resample float64) ([]float64, error) {
@@ -274,7 +389,7 @@ func parseRates(ratesFlag string, resample float64) ([]float64, error) {
 	var rates []float64
 	for _, f := range strings.Split(ratesFlag, ",") {
 		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || r < 0 || r > 1e4 {
+		if err != nil || !(r >= 0 && r <= maxRate) {
 			return nil, fmt.Errorf("-rates: bad rate %q (Hz, 0 for as recorded)", f)
 		}
 		rates = append(rates, r)
@@ -354,6 +469,9 @@ func (cp *compressor) file(path string) error {
 		} else if cp.o.verbose {
 			cp.logf("%s: %s\n", filepath.Base(path), n)
 		}
+	}
+	if len(im.Clips) == 0 {
+		return fmt.Errorf("%s: no animation clip to compress", path)
 	}
 	si := cp.b.AddSkeleton(im.Skeleton)
 	for _, src := range im.Clips {

@@ -368,15 +368,10 @@ func writeAdaptPlot(file, title string, tasks []adaptTask, on, off int) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(file)
-	if err != nil {
+	return writeFile(file, func(w io.Writer) error {
+		_, err := wt.WriteTo(w)
 		return err
-	}
-	if _, err := wt.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	})
 }
 
 // newAdaptPlacer is -adapt's Placer: as -auto's, tracking every decision
@@ -394,15 +389,7 @@ func writeTraces(o *options, tr *trace.Recorder, stderr io.Writer) error {
 		return nil
 	}
 	write := func(file string, f func(io.Writer) error) error {
-		out, err := os.Create(file)
-		if err != nil {
-			return err
-		}
-		if err := f(out); err != nil {
-			out.Close()
-			return err
-		}
-		if err := out.Close(); err != nil {
+		if err := writeFile(file, f); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "kbench: wrote %s\n", file)

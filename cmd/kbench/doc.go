@@ -32,7 +32,7 @@
 //	-plot       also draw throughput against size, log axes, one panel per kernel
 //	-validate   enable the Vulkan validation layer; any message fails the run
 //	-device     Vulkan device index or name substring (default: automatic, or $VKJOBS_DEVICE)
-//	-spu-store  local store of the SPU-style executor in bytes (default 262144, a Cell SPU's)
+//	-spu-store  local store of the SPU-style executor in bytes, 4096 to 1 GiB (default 262144, a Cell SPU's)
 //	-spu-chunk  work items per task given to the SPU-style executor (default 0: the other columns' tasks)
 //	-version    print the version and exit
 //	-auto       measure Auto placement against the oracle and print the regret table (below)
@@ -191,9 +191,13 @@
 // (machine, clock, what the columns mean) is printed before measuring.
 // Messages go to standard error, with progress: a bar when standard error
 // is a terminal, else one line per measured kernel; -plot prints the
-// absolute path it wrote, and its directory is checked before measuring. With
-// no Vulkan device kbench says so on standard error, measures the CPU
-// columns and exits 0. Exit status: 0 success; 1 a failure (a task error, a
-// result outside its tolerance, a validation message, an unwritable
-// file); 2 bad flags or arguments (the usage is printed).
+// absolute path it wrote; it, -trace and -timeline are checked for writing
+// before measuring, and each is written beside its path and renamed into
+// place, so that a failed write leaves the file that was there as it was. A
+// flag of -auto or -adapt given without its mode is a usage error, as it
+// would change nothing. With no Vulkan device kbench says so on standard
+// error, measures the CPU columns and exits 0. Exit status: 0 success; 1 a
+// failure (a task error, a result outside its tolerance, a validation
+// message, an unwritable file); 2 bad flags or arguments (the usage is
+// printed).
 package main

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -44,6 +45,12 @@ const (
 // (LocalToModelSkin, 176 bytes per bone) already take 17 GB of host and
 // GPU memory.
 const maxSize = 100_000_000
+
+// maxSPUStore bounds -spu-store: the executor allocates its local store
+// up front, and a store larger than a chunk's streams (64 MiB each) is
+// never filled, so a larger value is a typo that would only exhaust
+// memory.
+const maxSPUStore = 1 << 30
 
 // options are the parsed flags.
 type options struct {
@@ -107,7 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	plotFile := fs.String("plot", "", "also draw throughput against size per device, log axes, to `FILE` (.svg or .png)")
 	validate := fs.Bool("validate", false, "enable the Vulkan validation layer; any message fails the run")
 	device := fs.String("device", "", "Vulkan device index or name substring (default: automatic, or $VKJOBS_DEVICE)")
-	spuStore := fs.Int("spu-store", spu.DefaultLocalStore, "local store of the SPU-style executor (spu column), in `bytes`; at least 4096")
+	spuStore := fs.Int("spu-store", spu.DefaultLocalStore, "local store of the SPU-style executor (spu column), in `bytes`; 4096 to 1 GiB")
 	spuChunk := fs.Int("spu-chunk", 0, "work `items` per task given to the SPU-style executor (0: the same tasks as the other columns); the executor streams each through its local store")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	best := fs.Bool("best", false, "report each measurement's fastest sample instead of the median (the fractions of the bounds are always the median of the rounds' ratios): on a machine shared with other work, the run least disturbed by it")
@@ -172,6 +179,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	if o.spuStore < 4096 {
 		return bad("-spu-store %d: the local store needs at least 4096 bytes", o.spuStore)
 	}
+	if o.spuStore > maxSPUStore {
+		return bad("-spu-store %d: at most %d bytes (1 GiB)", o.spuStore, maxSPUStore)
+	}
 	if o.spuChunk < 0 {
 		return bad("-spu-chunk %d: must not be negative", o.spuChunk)
 	}
@@ -193,6 +203,23 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	if !o.adapt && (o.trace != "" || o.timeline != "") {
 		return bad("-trace and -timeline record the -adapt run: use them with -adapt")
 	}
+	// The modes' own flags would be ignored without a word elsewhere.
+	for _, f := range []string{"adapt-tasks", "adapt-load", "reprobe"} {
+		if set[f] && !o.adapt {
+			return bad("-%s is a flag of -adapt: use it with -adapt", f)
+		}
+	}
+	for _, f := range []string{"auto-tasks", "auto-rounds"} {
+		if set[f] && !o.auto {
+			return bad("-%s is a flag of -auto: use it with -auto", f)
+		}
+	}
+	if set["explore-budget"] && !o.auto && !o.adapt {
+		return bad("-explore-budget is a flag of -auto and -adapt: use it with one of them")
+	}
+	if math.IsNaN(o.exploreBudget) || math.IsInf(o.exploreBudget, 0) {
+		return bad("-explore-budget %g: want a finite fraction (0: the default; negative: no budget)", o.exploreBudget)
+	}
 	if o.json && o.csv {
 		return bad("-json and -csv both write to standard output: choose one")
 	}
@@ -211,6 +238,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 		// Checked before the measurements, not after minutes of them.
 		if err := checkWritable(o.plot); err != nil {
 			return bad("-plot: %v", err)
+		}
+	}
+	for _, f := range []struct{ flag, file string }{{"trace", o.trace}, {"timeline", o.timeline}} {
+		if f.file == "" {
+			continue
+		}
+		if err := checkWritable(f.file); err != nil {
+			return bad("-%s: %v", f.flag, err)
 		}
 	}
 	return o, exitOK
@@ -493,6 +528,45 @@ func checkWritable(file string) error {
 	}
 	f.Close()
 	return os.Remove(file)
+}
+
+// writeFile writes file with write, so that a failure leaves no partial
+// file behind and an existing file as it was: a regular file (or a new
+// one) is written to a temporary file beside it, then renamed over it;
+// anything else (a device, a pipe) is written in place, as renaming over
+// it would replace it.
+func writeFile(file string, write func(io.Writer) error) error {
+	if fi, err := os.Stat(file); err == nil && !fi.Mode().IsRegular() {
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			return err
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	dir, base := filepath.Split(file)
+	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return err
+	}
+	err = write(tmp)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	return nil
 }
 
 // newBench starts a scheduler over reg (default workers, plus one

@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -87,15 +87,10 @@ func (r *Report) writePlot(file string) error {
 			}
 		}
 	}
-	f, err := os.Create(file)
-	if err != nil {
+	return writeFile(file, func(w io.Writer) error {
+		_, err := c.WriteTo(w)
 		return err
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	})
 }
 
 // kernelPlot is one kernel's panel.

@@ -8,6 +8,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
@@ -59,6 +60,11 @@ func avg32(c *sched.Ctx, d *sched.TaskData) error {
 	return nil
 }
 
+// maxParticles bounds -n: the two particle arrays take 32 bytes per
+// particle (4 GiB at this bound), and a task's element count is a uint32,
+// so a larger -n would either exhaust memory or be cut short silently.
+const maxParticles = 1 << 27
+
 const usageText = `usage: schedemo [flags]
 
 The task scheduler alone, without Vulkan. A frame integrates n particles
@@ -88,10 +94,17 @@ func main() {
 		fmt.Fprintf(os.Stderr, "schedemo: unexpected arguments %q\n", flag.Args())
 		os.Exit(2)
 	}
-	if *n < 32 || *n%32 != 0 || *frames < 1 {
-		fmt.Fprintln(os.Stderr, "schedemo: -n must be a positive multiple of 32 and -frames >= 1")
+	if *n < 32 || *n%32 != 0 || *n > maxParticles {
+		fmt.Fprintf(os.Stderr, "schedemo: -n %d: want a positive multiple of 32, at most %d\n", *n, maxParticles)
 		os.Exit(2)
 	}
+	if *frames < 1 {
+		fmt.Fprintf(os.Stderr, "schedemo: -frames %d: want at least 1\n", *frames)
+		os.Exit(2)
+	}
+	// The figures are the command's result: failing to write them (a
+	// full disk, a closed pipe) is a failure, not an exit 0.
+	stdout := &errWriter{w: os.Stdout}
 	reg := sched.NewRegistry()
 	for _, k := range []struct {
 		id sched.KernelID
@@ -114,8 +127,9 @@ func main() {
 		os.Exit(1)
 	}
 	defer s.Close()
-	main, _ := s.RegisterThread("main")
-	fmt.Printf("schedemo: %d CPUs, %d workers + 1 main thread, %d particles, %d frames\n",
+	main, err := s.RegisterThread("main")
+	check(err)
+	fmt.Fprintf(stdout, "schedemo: %d CPUs, %d workers + 1 main thread, %d particles, %d frames\n",
 		runtime.NumCPU(), s.Workers(), *n, *frames)
 
 	a := make([]particle, *n)
@@ -130,7 +144,8 @@ func main() {
 	// (depends on integrate), with 256 small bookkeeping tasks as children
 	// of a frame root.
 	frame := func(src, dst []particle) {
-		root, _ := main.Create(&sched.Task{})
+		root, err := main.Create(&sched.Task{})
+		check(err)
 		var t sched.Task
 		t.Kernel, t.Parent = kIntegrate, root
 		t.Data.Params[0] = dt
@@ -174,13 +189,13 @@ func main() {
 			ts[i] = time.Since(t0)
 		}
 		slices.Sort(ts)
-		fmt.Printf("  %-28s median %8.3f ms   p95 %8.3f ms\n", name, ms(ts[len(ts)/2]), ms(ts[len(ts)*95/100]))
+		fmt.Fprintf(stdout, "  %-28s median %8.3f ms   p95 %8.3f ms\n", name, ms(ts[len(ts)/2]), ms(ts[len(ts)*95/100]))
 		return ts
 	}
-	fmt.Println("frame = integrate (split) -> avg32 (dependency) + 256 small tasks:")
+	fmt.Fprintln(stdout, "frame = integrate (split) -> avg32 (dependency) + 256 small tasks:")
 	ser := run("serial (1 core)", serialFrame)
 	par := run("scheduler (all cores)", frame)
-	fmt.Printf("  speed-up: %.2fx on %d threads\n", float64(ser[len(ser)/2])/float64(par[len(par)/2]), s.Threads())
+	fmt.Fprintf(stdout, "  speed-up: %.2fx on %d threads\n", float64(ser[len(ser)/2])/float64(par[len(par)/2]), s.Threads())
 
 	// Per-task overhead: empty tasks, scheduler vs one goroutine per task.
 	const tasks = 200000
@@ -188,13 +203,15 @@ func main() {
 	runtime.ReadMemStats(&ms0)
 	t0 := time.Now()
 	for i := 0; i < tasks; i += 1000 {
-		root, _ := main.Create(&sched.Task{})
+		root, err := main.Create(&sched.Task{})
+		check(err)
 		e := sched.Task{Kernel: kEmpty, Parent: root}
 		for j := 0; j < 1000; j++ {
-			main.Add(&e)
+			_, err := main.Add(&e)
+			check(err)
 		}
-		main.Run(root)
-		main.Wait(root)
+		check(main.Run(root))
+		check(main.Wait(root))
 	}
 	st := time.Since(t0)
 	runtime.ReadMemStats(&ms1)
@@ -208,8 +225,28 @@ func main() {
 		wg.Wait()
 	}
 	wt := time.Since(t0)
-	fmt.Printf("empty tasks: scheduler %.0f ns/task (%.3f allocs/task), WaitGroup.Go %.0f ns/task: ratio %.2f\n",
+	fmt.Fprintf(stdout, "empty tasks: scheduler %.0f ns/task (%.3f allocs/task), WaitGroup.Go %.0f ns/task: ratio %.2f\n",
 		float64(st.Nanoseconds())/tasks, schedAllocs, float64(wt.Nanoseconds())/tasks, float64(st)/float64(wt))
+	if stdout.err != nil {
+		s.Close()
+		fmt.Fprintln(os.Stderr, "schedemo: writing the results:", stdout.err)
+		os.Exit(1)
+	}
+}
+
+// errWriter passes writes on to w until one fails, and keeps that error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
