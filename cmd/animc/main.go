@@ -38,6 +38,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/vkjobs/vkjobs/internal/outfile"
 	"io"
 	"math"
 	"math/rand"
@@ -168,7 +169,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("written blob does not load: %w", err)
 	}
 	if o.out != "" {
-		if err := writeFile(o.out, data); err != nil {
+		if err := outfile.WriteBytes(o.out, data); err != nil {
 			return err
 		}
 	}
@@ -291,7 +292,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
 	}
 	if *out != "" {
 		// Checked before compressing, not after minutes of it.
-		if err := checkWritable(*out); err != nil {
+		if err := outfile.Check(*out); err != nil {
 			return nil, fmt.Errorf("-o: %w", err)
 		}
 	}
@@ -323,56 +324,6 @@ const maxRate = 1e4
 func checkRate(flag string, r float64) error {
 	if !(r >= 0 && r <= maxRate) {
 		return fmt.Errorf("%s %g: want a rate in Hz up to %g (0: as recorded)", flag, r, float64(maxRate))
-	}
-	return nil
-}
-
-// checkWritable fails when file cannot be written (a directory, a
-// missing directory, no permission), without leaving a file behind when
-// it did not exist.
-func checkWritable(file string) error {
-	if _, err := os.Stat(file); err == nil {
-		f, err := os.OpenFile(file, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	}
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	f.Close()
-	return os.Remove(file)
-}
-
-// writeFile writes data to file so that a failure leaves no partial file
-// behind and an existing file as it was: a regular file (or a new one)
-// is written to a temporary file beside it, then renamed over it;
-// anything else (a device, a pipe) is written in place, as renaming over
-// it would replace it.
-func writeFile(file string, data []byte) error {
-	if fi, err := os.Stat(file); err == nil && !fi.Mode().IsRegular() {
-		return os.WriteFile(file, data, 0)
-	}
-	dir, base := filepath.Split(file)
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", file, err)
 	}
 	return nil
 }

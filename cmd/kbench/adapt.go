@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/vkjobs/vkjobs/internal/outfile"
 	"image/color"
 	"io"
 	"os"
@@ -368,7 +369,7 @@ func writeAdaptPlot(file, title string, tasks []adaptTask, on, off int) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(file, func(w io.Writer) error {
+	return outfile.Write(file, func(w io.Writer) error {
 		_, err := wt.WriteTo(w)
 		return err
 	})
@@ -389,7 +390,7 @@ func writeTraces(o *options, tr *trace.Recorder, stderr io.Writer) error {
 		return nil
 	}
 	write := func(file string, f func(io.Writer) error) error {
-		if err := writeFile(file, f); err != nil {
+		if err := outfile.Write(file, f); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "kbench: wrote %s\n", file)

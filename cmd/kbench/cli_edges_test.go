@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"github.com/vkjobs/vkjobs/internal/outfile"
 	"io"
 	"os"
 	"os/exec"
@@ -154,14 +155,14 @@ func TestFailedPlotKeepsTheOldFile(t *testing.T) {
 func TestWriteFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "x.svg")
-	if err := writeFile(file, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+	if err := outfile.Write(file, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("written file: %v, %v", fi.Mode(), err)
 	}
 	boom := errors.New("boom")
-	err := writeFile(file, func(w io.Writer) error { io.WriteString(w, "partial"); return boom })
+	err := outfile.Write(file, func(w io.Writer) error { io.WriteString(w, "partial"); return boom })
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), file) {
 		t.Errorf("failing write: %v", err)
 	}
@@ -176,7 +177,7 @@ func TestWriteFile(t *testing.T) {
 		if err := os.Symlink("/dev/full", link); err != nil {
 			t.Fatal(err)
 		}
-		err := writeFile(link, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err })
+		err := outfile.Write(link, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err })
 		if err == nil || !strings.Contains(err.Error(), "no space left") {
 			t.Errorf("write to /dev/full: %v", err)
 		}

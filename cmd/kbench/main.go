@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/vkjobs/vkjobs/internal/outfile"
 	"io"
 	"math"
 	"os"
@@ -236,7 +237,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 			return bad("%v", err)
 		}
 		// Checked before the measurements, not after minutes of them.
-		if err := checkWritable(o.plot); err != nil {
+		if err := outfile.Check(o.plot); err != nil {
 			return bad("-plot: %v", err)
 		}
 	}
@@ -244,7 +245,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 		if f.file == "" {
 			continue
 		}
-		if err := checkWritable(f.file); err != nil {
+		if err := outfile.Check(f.file); err != nil {
 			return bad("-%s: %v", f.flag, err)
 		}
 	}
@@ -510,63 +511,6 @@ func newRegistry() (*sched.Registry, error) {
 		}
 	}
 	return reg, nil
-}
-
-// checkWritable fails when file cannot be created (a missing directory, no
-// permission), without leaving a file behind when it did not exist.
-func checkWritable(file string) error {
-	if _, err := os.Stat(file); err == nil {
-		f, err := os.OpenFile(file, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	}
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	f.Close()
-	return os.Remove(file)
-}
-
-// writeFile writes file with write, so that a failure leaves no partial
-// file behind and an existing file as it was: a regular file (or a new
-// one) is written to a temporary file beside it, then renamed over it;
-// anything else (a device, a pipe) is written in place, as renaming over
-// it would replace it.
-func writeFile(file string, write func(io.Writer) error) error {
-	if fi, err := os.Stat(file); err == nil && !fi.Mode().IsRegular() {
-		f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
-		if err != nil {
-			return err
-		}
-		if err := write(f); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}
-	dir, base := filepath.Split(file)
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return err
-	}
-	err = write(tmp)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", file, err)
-	}
-	return nil
 }
 
 // newBench starts a scheduler over reg (default workers, plus one

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/vkjobs/vkjobs/internal/outfile"
 	"image/color"
 	"io"
 	"math"
@@ -87,7 +88,7 @@ func (r *Report) writePlot(file string) error {
 			}
 		}
 	}
-	return writeFile(file, func(w io.Writer) error {
+	return outfile.Write(file, func(w io.Writer) error {
 		_, err := c.WriteTo(w)
 		return err
 	})
