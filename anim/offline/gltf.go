@@ -101,7 +101,8 @@ func (g *gltfReader) errf(elem, format string, args ...any) error {
 // when off the grid), one at the clip's last time included (see Track). A file that requires an extension the importer does not
 // implement (extensionsRequired; see gltfIgnorableExtensions for those it
 // accepts, none of which changes what it reads) is refused, naming it;
-// so is a rotation key of (near) zero length, and a glTF 1.0 file
+// so is a rotation key of (near) zero length, a channel targeting a node
+// defined by a matrix (which glTF forbids animating), and a glTF 1.0 file
 // (asset.version). A skinned mesh compressed by an extension the file
 // only uses (Draco, meshopt) is not imported: Import.MeshErr names the
 // extension, and the skeleton and clips still are. Each animation is a
@@ -200,6 +201,13 @@ var gltfIgnorableExtensions = map[string]bool{
 	"KHR_materials_dispersion":            true,
 	"KHR_materials_variants":              true,
 	"KHR_lights_punctual":                 true,
+	// KHR_mesh_quantization lets mesh attributes be integers; it changes
+	// neither the skin nor the animations (their accessors keep the core
+	// types), and the mesh reader decodes it (floatsOpt's rawInts: integer
+	// positions are their integer values, dequantised by the skin's
+	// inverse bind matrices as for any skinned mesh). gltfpack requires it
+	// by default.
+	"KHR_mesh_quantization": true,
 }
 
 // checkExtensions refuses a file that requires an extension the importer
@@ -327,6 +335,13 @@ var accessorComps = map[string]int{"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4,
 // every index, offset, size and value checked. Integer components must be
 // normalized (as glTF allows for animation outputs).
 func (g *gltfReader) floats(ai int, elem string, wantComps ...int) ([]float32, int, error) {
+	return g.floatsOpt(ai, elem, false, wantComps...)
+}
+
+// floatsOpt is floats; with rawInts, integer components that are not
+// normalized read as their integer values (KHR_mesh_quantization's
+// positions), where without it they are an error.
+func (g *gltfReader) floatsOpt(ai int, elem string, rawInts bool, wantComps ...int) ([]float32, int, error) {
 	if ai < 0 || ai >= len(g.doc.Accessors) || g.doc.Accessors[ai] == nil {
 		return nil, 0, g.errf(elem, "accessor index %d out of range (%d accessors)", ai, len(g.doc.Accessors))
 	}
@@ -351,7 +366,7 @@ func (g *gltfReader) floats(ai int, elem string, wantComps ...int) ([]float32, i
 	default:
 		return nil, 0, g.errf(aelem, "componentType %d is not float or normalized integer", sh.ComponentType)
 	}
-	if sh.ComponentType != 5126 && !acc.Normalized {
+	if sh.ComponentType != 5126 && !acc.Normalized && !rawInts {
 		return nil, 0, g.errf(aelem, "integer componentType %d is not normalized", sh.ComponentType)
 	}
 	if acc.Count < 1 || acc.Count > maxAccessorValues/comps {
@@ -359,7 +374,7 @@ func (g *gltfReader) floats(ai int, elem string, wantComps ...int) ([]float32, i
 	}
 	out := make([]float32, acc.Count*comps)
 	if acc.BufferView != nil {
-		if err := g.readView(*acc.BufferView, acc.ByteOffset, acc.Count, comps, csize, sh.ComponentType, out, aelem); err != nil {
+		if err := g.readView(*acc.BufferView, acc.ByteOffset, acc.Count, comps, csize, sh.ComponentType, acc.Normalized, out, aelem); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -384,7 +399,7 @@ func (g *gltfReader) floats(ai int, elem string, wantComps ...int) ([]float32, i
 			return nil, 0, err
 		}
 		vals := make([]float32, sp.Count*comps)
-		if err := g.readView(sp.Values.BufferView, sp.Values.ByteOffset, sp.Count, comps, csize, sh.ComponentType, vals, selem+".values"); err != nil {
+		if err := g.readView(sp.Values.BufferView, sp.Values.ByteOffset, sp.Count, comps, csize, sh.ComponentType, acc.Normalized, vals, selem+".values"); err != nil {
 			return nil, 0, err
 		}
 		prev := -1
@@ -443,7 +458,7 @@ func (g *gltfReader) viewBytes(bv, off, n int, elem string) ([]byte, error) {
 	return view[off : off+n], nil
 }
 
-func (g *gltfReader) readView(bv, off, count, comps, csize, ctype int, out []float32, elem string) error {
+func (g *gltfReader) readView(bv, off, count, comps, csize, ctype int, normalized bool, out []float32, elem string) error {
 	if bv < 0 || bv >= len(g.doc.BufferViews) || g.doc.BufferViews[bv] == nil {
 		return g.errf(elem, "bufferView index %d out of range (%d views)", bv, len(g.doc.BufferViews))
 	}
@@ -476,10 +491,26 @@ func (g *gltfReader) readView(bv, off, count, comps, csize, ctype int, out []flo
 			case 5123:
 				v = float32(le.Uint16(e[2*c:])) / 65535
 			}
+			if !normalized && ctype != 5126 {
+				v = rawInt(e[c*csize:], ctype)
+			}
 			out[i*comps+c] = v
 		}
 	}
 	return nil
+}
+
+// rawInt is the integer component of type ctype at e, as a float.
+func rawInt(e []byte, ctype int) float32 {
+	switch ctype {
+	case 5120:
+		return float32(int8(e[0]))
+	case 5121:
+		return float32(e[0])
+	case 5122:
+		return float32(int16(binary.LittleEndian.Uint16(e)))
+	}
+	return float32(binary.LittleEndian.Uint16(e))
 }
 
 // nodeTransform returns a node's local transform (TRS or decomposed matrix).
@@ -849,6 +880,11 @@ func (g *gltfReader) channels(ai int, boneOf []int, seen map[[2]int]int) ([]gltf
 		if bone < 0 && !g.folded[node] {
 			skipped++
 			continue
+		}
+		if g.doc.Nodes[node].Matrix != gltf.DefaultMatrix {
+			// glTF: a node targeted by an animation must not have a
+			// matrix; the animated TRS would silently replace it.
+			return nil, 0, g.errf(celem+".target.node", "node %d has a matrix: glTF forbids animating a node defined by a matrix (use translation, rotation and scale)", node)
 		}
 		key := [2]int{node, int(kind)}
 		if prev, ok := seen[key]; ok {

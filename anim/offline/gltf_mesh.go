@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/qmuntal/gltf"
@@ -70,6 +71,8 @@ func (g *gltfReader) mesh(si int, boneOf []int, im *Import) error {
 			im.notef("%s: mode %v, not triangles: skipped", pelem, p.Mode)
 			continue
 		}
+		// KHR_mesh_quantization: positions may be plain integers.
+		quantized := slices.Contains(doc.ExtensionsUsed, "KHR_mesh_quantization") || slices.Contains(doc.ExtensionsRequired, "KHR_mesh_quantization")
 		attr := func(name string, comps int, required bool) ([]float32, error) {
 			ai, ok := p.Attributes[name]
 			if !ok {
@@ -78,7 +81,7 @@ func (g *gltfReader) mesh(si int, boneOf []int, im *Import) error {
 				}
 				return nil, nil
 			}
-			v, _, err := g.floats(ai, pelem+".attributes."+name, comps)
+			v, _, err := g.floatsOpt(ai, pelem+".attributes."+name, quantized && name == gltf.POSITION, comps)
 			return v, err
 		}
 		pos, err := attr(gltf.POSITION, 3, true)
