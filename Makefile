@@ -72,8 +72,9 @@ test: deps fmt-check vet staticcheck shaders-check
 	$(GO) vet -tags purego ./anim/...
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./anim/ ./anim/internal/... ./anim/vmath/
 	$(GO) test -count=1 -race -timeout 20m ./sched/... ./gpu/... ./stress/... ./affinity/... ./render/... ./evstream/...
-	# The scheduler's model-based randomized test under -race on 1, 2, 4 and 8 Ps (about 6 s each).
+	# The scheduler's model-based randomized test and its random-programs checker (-short: about 4 s of programs) under -race on 1, 2, 4 and 8 Ps.
 	for p in 1 2 4 8; do GOMAXPROCS=$$p $(GO) test -count=1 -race -timeout 5m -run '^TestModel$$' ./sched/ || exit 1; done
+	for p in 1 2 4 8; do GOMAXPROCS=$$p $(GO) test -count=1 -race -short -timeout 5m -run '^TestRandomPrograms$$' ./sched/ || exit 1; done
 	$(MAKE) --no-print-directory fuzz
 	# The GPU bundle: build it, check its size and libraries, run its short mode on lavapipe (about 2 minutes).
 	VKJOBS_GPU_BUNDLE_TEST=1 $(GO) test -count=1 -timeout 15m -run TestBundle ./scripts/gpu-bundle/
@@ -81,7 +82,7 @@ test: deps fmt-check vet staticcheck shaders-check
 # Long randomized stress of the scheduler (minutes, millions of tasks).
 SOAK ?= 3m
 soak: deps
-	set -o pipefail; VKJOBS_SOAK=$(SOAK) $(GO) test -count=1 -run 'TestStress|TestModel|TestRandomGraphsEveryAffinity' -timeout 2h -v ./sched/ ./stress/ | grep -E 'soak|tasks|PASS|FAIL|ok'
+	set -o pipefail; VKJOBS_SOAK=$(SOAK) $(GO) test -count=1 -run 'TestStress|TestModel|TestRandomGraphsEveryAffinity|TestRandomPrograms' -timeout 2h -v ./sched/ ./stress/ | grep -E 'soak|tasks|PASS|FAIL|ok'
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./sched/... ./gpu/... ./kernels/...
