@@ -303,6 +303,11 @@ func (a *app) openTarget(wantWindow bool) error {
 	return nil
 }
 
+// deviceOptionsHook, when a test sets it, adjusts the device options
+// before Open: tests force the paths of devices other than the one here
+// (gpu.Options.ForceStaging: a discrete GPU's memory).
+var deviceOptionsHook func(*gpu.Options)
+
 // openDevice opens the Vulkan device. Without one the run goes on, on the
 // CPU and without rendering, unless it was asked to use the device.
 func (a *app) openDevice() error {
@@ -310,6 +315,9 @@ func (a *app) openDevice() error {
 	opts := gpu.Options{AppName: "crowd", Validation: cfg.validate || cfg.check}
 	if a.win != nil {
 		opts.InstanceExtensions, opts.DeviceExtensions = a.win.extensions()
+	}
+	if deviceOptionsHook != nil {
+		deviceOptionsHook(&opts)
 	}
 	var err error
 	a.dev, err = gpu.Open(opts)

@@ -287,6 +287,14 @@ func (a *app) ltmTask(t *sched.Task, set *frameSet) {
 	t.Data.Elements = nchar
 	t.Data.Params[0] = nb
 	t.Data.In[0] = set.local.stream(lw, nb*48, nchar)
+	if lw == sched.GPU && set.local.buf != nil && !set.local.mapped {
+		// The poses were written by the CPU into Go memory (sampling and
+		// the procedural bones run there when the device memory is not
+		// host-visible: allocSets): name them as a host mirror, so that
+		// the executor uploads them before the dispatch. The buffer
+		// alone would be bytes nobody wrote.
+		t.Data.In[0].Bytes = set.local.host
+	}
 	t.Data.In[1] = w.parents.stream(lw, 4, nb)
 	t.Data.In[2] = w.invBind.stream(lw, 64, nb)
 	t.Data.Out[0] = set.model.stream(lw, nb*64, nchar)
