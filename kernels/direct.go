@@ -16,7 +16,9 @@ import (
 // SkinDQS kernel IDs) are the batch form. They check their arguments and
 // return an error naming the call and what is wrong (a bad argument writes
 // nothing; a vertex joint outside the palette stops skinning at that
-// vertex), and they never allocate.
+// vertex), and they never allocate. Outputs may not share memory with
+// inputs or with each other (an error): the pose chain reads the model
+// matrices it wrote, and the assembly reads and writes in groups.
 
 // TransformsOf returns local poses as flat float32 (anim.PoseFloats = 12
 // per bone, what anim.SampleJob writes) viewed as Transforms, without
@@ -125,7 +127,21 @@ func checkPose(call string, parents []int32, local []Transform, model []Mat4) er
 	if err := checkLen(call, "local", len(local), len(parents)); err != nil {
 		return err
 	}
-	return checkLen(call, "model", len(model), len(parents))
+	if err := checkLen(call, "model", len(model), len(parents)); err != nil {
+		return err
+	}
+	return noOverlap(call, "local", local[:len(parents)], "model", model[:len(parents)])
+}
+
+// noOverlap refuses an output that shares memory with an input or another
+// output: the pose chain reads model[parent] after writing it, and the
+// skinning loops read vertices in groups, so shared memory would give
+// answers that depend on the path (Go or assembly), never an error.
+func noOverlap[A, B any](call, an string, a []A, bn string, b []B) error {
+	if sliceOverlap(a, b) {
+		return fmt.Errorf("kernels: %s: %s and %s share memory; pass separate slices", call, an, bn)
+	}
+	return nil
 }
 
 // ToModelSkin is ToModel that also writes the skinning palette,
@@ -145,7 +161,21 @@ func ToModelSkin[M ~[16]float32](parents []int32, local []Transform, inverseBind
 	if err := checkLen(call, "palette", len(palette), n); err != nil {
 		return err
 	}
-	poseChain(local[:n], parents, model[:n], mat4s(inverseBind)[:n], palette[:n])
+	ib := mat4s(inverseBind)[:n]
+	model, palette = model[:n], palette[:n]
+	if err := noOverlap(call, "model", model, "palette", palette); err != nil {
+		return err
+	}
+	if err := noOverlap(call, "local", local[:n], "palette", palette); err != nil {
+		return err
+	}
+	if err := noOverlap(call, "inverseBind", ib, "model", model); err != nil {
+		return err
+	}
+	if err := noOverlap(call, "inverseBind", ib, "palette", palette); err != nil {
+		return err
+	}
+	poseChain(local[:n], parents, model, ib, palette)
 	return nil
 }
 
@@ -276,6 +306,9 @@ func LBS(verts []SkinVertex, palette []Mat4, out []SkinnedVertex) error {
 	if err != nil {
 		return err
 	}
+	if err := noOverlap("LBS", "palette", palette, "out", s.out); err != nil {
+		return err
+	}
 	if err := lbs(&s, palette, 0, uint32(len(verts)), 0); err != nil {
 		return fmt.Errorf("kernels: LBS: %w", err)
 	}
@@ -290,6 +323,9 @@ func LBS(verts []SkinVertex, palette []Mat4, out []SkinnedVertex) error {
 func DQS(verts []SkinVertex, palette []DualQuat, out []SkinnedVertex) error {
 	s, err := directSkin("DQS", verts, out, len(palette))
 	if err != nil {
+		return err
+	}
+	if err := noOverlap("DQS", "palette", palette, "out", s.out); err != nil {
 		return err
 	}
 	if err := dqs(&s, palette, 0, uint32(len(verts)), 0); err != nil {
@@ -316,6 +352,9 @@ func directSkin(call string, verts []SkinVertex, out []SkinnedVertex, np int) (s
 		if verts[i].Palette >= uint32(np) {
 			return skinSetup{}, fmt.Errorf("kernels: %s: vertex %d: palette base %d is outside the palette of %d bones", call, i, verts[i].Palette, np)
 		}
+	}
+	if sliceOverlap(verts, out[:len(verts)]) {
+		return skinSetup{}, fmt.Errorf("kernels: %s: verts and out share memory; pass separate slices", call)
 	}
 	return skinSetup{verts: verts, out: out[:len(verts)]}, nil
 }

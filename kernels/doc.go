@@ -26,9 +26,13 @@
 // counts: a PerItem stream has one element per work item, times Factor on
 // the many side; a Whole stream is read in full by every range). CPU
 // functions then check what the declaration cannot express (device-only or
-// misaligned memory, indices, Params, Whole streams too short) and return an
-// error, never panic. Without errors they allocate nothing (tested with
-// testing.AllocsPerRun).
+// misaligned memory, indices, Params, Whole streams too short, an output
+// sharing memory with an input or another output: only Saxpy runs in
+// place, out = x or y exactly) and return an error, never panic. Without
+// errors they allocate nothing (tested with testing.AllocsPerRun). The GPU
+// executor copies inputs before a dispatch, so there overlapping streams
+// compute from the inputs as they were; a task that must run on either
+// side should not overlap them.
 //
 // # The shader contract
 //

@@ -108,6 +108,9 @@ func Definition(id sched.KernelID) (sched.Kernel, error) {
 	}
 	d := defs[id]
 	k := d.kernel
+	// Every kernel refuses outputs overlapping inputs; Saxpy, element by
+	// element, also runs in place (out = x or y).
+	k.CPU = noAliasing(k.CPU, id == Saxpy)
 	k.In = append([]sched.StreamSpec(nil), k.In...)
 	k.Out = append([]sched.StreamSpec(nil), k.Out...)
 	spv, err := shaders.SPIRV(k.Name)
