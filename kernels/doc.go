@@ -30,9 +30,10 @@
 // sharing memory with an input or another output: only Saxpy runs in
 // place, out = x or y exactly) and return an error, never panic. Without
 // errors they allocate nothing (tested with testing.AllocsPerRun). The GPU
-// executor copies inputs before a dispatch, so there overlapping streams
-// compute from the inputs as they were; a task that must run on either
-// side should not overlap them.
+// executor does not look: host streams are copied before a dispatch, so
+// overlapping ones compute from the inputs as they were, while device
+// buffers are bound as they are and race in the shader. A task that may
+// run on either side must not overlap its streams.
 //
 // # The shader contract
 //
