@@ -38,21 +38,42 @@ type memBlock struct {
 }
 
 // findMemType returns a memory type allowed by bits with all of want,
-// preferring one that also has prefer.
+// chosen by chooseMemType.
 func (d *Device) findMemType(bits uint32, want, prefer vk.MemoryPropertyFlags) (int, bool) {
-	found := -1
-	for i, t := range d.memTypes {
-		if bits&(1<<uint(i)) == 0 || t.flags&want != want {
+	i := chooseMemType(d.memTypes, d.heaps, bits, want, prefer)
+	return i, i >= 0
+}
+
+// chooseMemType returns the index of the memory type allowed by bits that
+// has all of want, or -1. For device-local memory it takes the type on the
+// largest heap, and among the types of that heap one that also has prefer:
+// a discrete GPU lists device-local, host-visible types on both its VRAM
+// heap and its 256 MiB BAR window (in either order), and directMemory
+// measures the largest such heap, so the allocation must come from that
+// heap too, not from whichever type the driver lists first. (Preferring
+// prefer first would let a host-cached type on a small heap win over the
+// heap directMemory measured.) For other memory (staging) the heap size
+// says nothing useful: the first type with prefer, else the first type.
+func chooseMemType(types []memType, heaps []uint64, bits uint32, want, prefer vk.MemoryPropertyFlags) int {
+	bySize := want&vk.MemoryPropertyDeviceLocalBit != 0
+	found, foundHeap, foundPref := -1, uint64(0), false
+	for i, t := range types {
+		if i >= 32 || bits&(1<<uint(i)) == 0 || t.flags&want != want || int(t.heap) >= len(heaps) {
 			continue
 		}
-		if t.flags&prefer == prefer {
-			return i, true
+		heap, pref := heaps[t.heap], t.flags&prefer == prefer
+		switch {
+		case found < 0:
+		case bySize && heap != foundHeap:
+			if heap < foundHeap {
+				continue
+			}
+		case !pref || foundPref:
+			continue
 		}
-		if found < 0 {
-			found = i
-		}
+		found, foundHeap, foundPref = i, heap, pref
 	}
-	return found, found >= 0
+	return found
 }
 
 // newBlock creates a buffer of size bytes with memory of the given kind.
@@ -72,8 +93,7 @@ func (d *Device) newBlock(size uint64, kind memKind) (memBlock, error) {
 	case kind == memStaging:
 		want, prefer = hostFlags, vk.MemoryPropertyHostCachedBit
 	case d.direct:
-		want = vk.MemoryPropertyDeviceLocalBit | hostFlags
-		prefer = want | vk.MemoryPropertyHostCachedBit
+		want, prefer = directMemFlags()
 	default:
 		want, prefer = vk.MemoryPropertyDeviceLocalBit, 0
 	}

@@ -442,14 +442,35 @@ func (d *Device) physicalDevices() ([]vk.PhysicalDevice, []DeviceInfo, error) {
 				infos[i].Missing = append(infos[i].Missing, e)
 			}
 		}
-		for _, qf := range vk.QueueFamilies(d.inst, pd) {
-			if qf.Flags&vk.QueueComputeBit != 0 && qf.Count > 0 {
-				infos[i].Compute = true
-				infos[i].Timestamps = infos[i].Timestamps || qf.TimestampValid > 0
-			}
+		fams := vk.QueueFamilies(d.inst, pd)
+		if q := pickQueueFamily(fams); q >= 0 {
+			infos[i].Compute = true
+			infos[i].Timestamps = fams[q].TimestampValid > 0
 		}
 	}
 	return pds, infos, nil
+}
+
+// pickQueueFamily returns the queue family the device's one queue comes
+// from, or -1 if none can compute: the first graphics+compute family (the
+// universal queue, which can also draw and present), else the first
+// compute family. DeviceInfo.Compute and Timestamps describe this family
+// and pickDevice opens it, so the timestamp support a listing reports is
+// the one the executor gets (a device whose async-compute family has
+// timestamps and whose universal family does not would otherwise be
+// listed with timestamps it never uses).
+func pickQueueFamily(fams []vk.QueueFamily) int {
+	best := -1
+	for i, f := range fams {
+		if f.Flags&vk.QueueComputeBit == 0 || f.Count == 0 {
+			continue
+		}
+		universal := f.Flags&vk.QueueGraphicsBit != 0
+		if best < 0 || (universal && fams[best].Flags&vk.QueueGraphicsBit == 0) {
+			best = i
+		}
+	}
+	return best
 }
 
 // Devices lists the physical devices the Vulkan loader reports, for
@@ -502,16 +523,7 @@ func (d *Device) pickDevice() error {
 	}
 
 	fams := vk.QueueFamilies(d.inst, d.phys)
-	best := -1
-	for i, f := range fams {
-		if f.Flags&vk.QueueComputeBit == 0 || f.Count == 0 {
-			continue
-		}
-		universal := f.Flags&vk.QueueGraphicsBit != 0
-		if best < 0 || (universal && fams[best].Flags&vk.QueueGraphicsBit == 0) {
-			best = i
-		}
-	}
+	best := pickQueueFamily(fams)
 	if best < 0 {
 		return fmt.Errorf("%w: device %v has no compute queue", ErrNoDevice, sel.Chosen)
 	}
@@ -550,26 +562,31 @@ func (d *Device) pickDevice() error {
 // device stages through host memory instead.
 func directMemory(typ DeviceType, types []memType, heaps []uint64) bool {
 	local := vk.MemoryPropertyDeviceLocalBit
-	want := local | vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit
-	var largest, mapped uint64
+	want, prefer := directMemFlags()
+	var largest uint64
 	for _, t := range types {
-		if int(t.heap) >= len(heaps) {
-			continue
-		}
-		if t.flags&local != 0 {
+		if int(t.heap) < len(heaps) && t.flags&local != 0 {
 			largest = max(largest, heaps[t.heap])
 		}
-		if t.flags&want == want {
-			mapped = max(mapped, heaps[t.heap])
-		}
 	}
-	switch {
-	case mapped == 0:
+	// The type newBlock will allocate direct memory from (the same
+	// choice), so that the heap measured here is the heap used.
+	ti := chooseMemType(types, heaps, ^uint32(0), want, prefer)
+	if ti < 0 || heaps[types[ti].heap] == 0 {
 		return false
-	case typ == TypeIntegrated || typ == TypeCPU || typ == TypeVirtual:
+	}
+	if typ == TypeIntegrated || typ == TypeCPU || typ == TypeVirtual {
 		return true
 	}
+	mapped := heaps[types[ti].heap]
 	return mapped >= largest-largest/10
+}
+
+// directMemFlags are the flags newBlock asks for direct memory with: the
+// memory type must have want, and one that also has prefer is preferred.
+func directMemFlags() (want, prefer vk.MemoryPropertyFlags) {
+	want = vk.MemoryPropertyDeviceLocalBit | vk.MemoryPropertyHostVisibleBit | vk.MemoryPropertyHostCoherentBit
+	return want, want | vk.MemoryPropertyHostCachedBit
 }
 
 // Portability extensions (see createInstance and createDevice).

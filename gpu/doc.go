@@ -109,8 +109,12 @@
 // host-visible staging twin; copy commands move the bytes. A discrete GPU
 // without resizable BAR also offers a device-local, host-visible type, but
 // only on a BAR window of about 256 MiB, too small to hold every buffer
-// and slow for the host to read, so it stages (directMemory). Options.ForceStaging selects the
-// second path on any device, so that it is tested on lavapipe too.
+// and slow for the host to read, so it stages (directMemory). The heap
+// directMemory measures is the heap direct buffers are then allocated
+// from: a device may list mapped types on both its BAR window and its VRAM
+// heap, in either order, and chooseMemType takes the one on the largest
+// heap, not the first listed. Options.ForceStaging selects the second path
+// on any device, so that it is tested on lavapipe too.
 //
 // Host streams (Stream.Bytes) are transient: each command buffer in flight
 // owns an Arena, a linear allocator reset when its fence signals and grown

@@ -303,6 +303,44 @@ func (a *app) openTarget(wantWindow bool) error {
 	return nil
 }
 
+// chooseUniformSkinning sets uniformGroup for uniform-palette skinning
+// (-uniform), or leaves it 0 (skinning from a storage buffer) where the
+// device cannot run it. kernels.SkinLBSUniform declares a uniform block of
+// kernels.UniformPaletteBytes, which the executor binds whole; Vulkan
+// guarantees only 16 KiB of maxUniformBufferRange, so on a device with
+// less than the block the default falls back to the storage path with a
+// note, and an explicit -uniform is refused (it asked for a path the
+// device cannot take; running another one would measure the wrong thing).
+func (a *app) chooseUniformSkinning() error {
+	if r := a.deviceLimits().MaxUniformBufferRange; r < kernels.UniformPaletteBytes {
+		if a.cfg.uniformSet {
+			return fmt.Errorf("-uniform: uniform-palette skinning binds a %d-byte uniform block (kernels.SkinLBSUniform), but the device %q allows uniform bindings of at most %d bytes (maxUniformBufferRange); run with -uniform=false", kernels.UniformPaletteBytes, a.dev.Selection().Chosen.Name, r)
+		}
+		a.log("uniform-palette skinning: the device allows uniform bindings of at most %d bytes (maxUniformBufferRange), less than the %d-byte palette block: skinning from a storage buffer\n", r, kernels.UniformPaletteBytes)
+		return nil
+	}
+	sa, ua := a.dev.BindingAlignment()
+	if a.uniformGroup = uniformGroup(a.w.bones, a.w.verts, sa, ua); a.uniformGroup == 0 {
+		a.log("uniform-palette skinning: no group of characters meets the device's binding alignments (storage %d, uniform %d bytes): skinning from a storage buffer\n", sa, ua)
+	}
+	return nil
+}
+
+// deviceLimitsHook, when a test sets it, adjusts the device limits the
+// demo decides by (deviceLimits): tests take the paths of devices with
+// smaller limits than the one here (a 16 KiB maxUniformBufferRange).
+var deviceLimitsHook func(*gpu.Limits)
+
+// deviceLimits returns the device's limits, as deviceLimitsHook adjusts
+// them in tests.
+func (a *app) deviceLimits() gpu.Limits {
+	l := a.dev.Limits()
+	if deviceLimitsHook != nil {
+		deviceLimitsHook(&l)
+	}
+	return l
+}
+
 // deviceOptionsHook, when a test sets it, adjusts the device options
 // before Open: tests force the paths of devices other than the one here
 // (gpu.Options.ForceStaging: a discrete GPU's memory).
@@ -465,9 +503,8 @@ func (a *app) setupWorld() error {
 	}
 	a.w = newWorld(a.rig, cfg.count, cfg.seed, a.s.Threads())
 	if a.exec != nil && cfg.uniform {
-		sa, ua := a.dev.BindingAlignment()
-		if a.uniformGroup = uniformGroup(a.w.bones, a.w.verts, sa, ua); a.uniformGroup == 0 {
-			a.log("uniform-palette skinning: no group of characters meets the device's binding alignments (storage %d, uniform %d bytes): skinning from a storage buffer\n", sa, ua)
+		if err := a.chooseUniformSkinning(); err != nil {
+			return err
 		}
 	}
 	a.stageOf = stagesFor(cfg.pipeline)

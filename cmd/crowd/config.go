@@ -44,7 +44,10 @@ type config struct {
 	quiet     bool
 	render    bool
 	uniform   bool
-	graph     bool
+	// uniformSet: -uniform was given (not the default), so a device that
+	// cannot run it is an error, not a fallback.
+	uniformSet bool
+	graph      bool
 }
 
 const usageText = `usage: crowd [flags]
@@ -98,7 +101,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.spuGroup, "spu-group", 8, "spu: characters per skinning task (their palettes must fit the local store)")
 	fs.BoolVar(&c.quiet, "q", false, "print only the summary")
 	fs.BoolVar(&c.graph, "graph", true, "build each frame's tasks once as frame graphs (sched.Graph) and replay them; false: issue every frame's tasks anew (dynamic tasks)")
-	fs.BoolVar(&c.uniform, "uniform", true, "gpu: skin with the palette in uniform blocks (kernels.SkinLBSUniform, one task per group of characters); false: one storage-buffer task (kernels.SkinLBS)")
+	fs.BoolVar(&c.uniform, "uniform", true, "gpu: skin with the palette in uniform blocks (kernels.SkinLBSUniform, one task per group of characters; a device whose maxUniformBufferRange is below the 64 KiB block falls back to storage with a note, or fails if -uniform was given); false: one storage-buffer task (kernels.SkinLBS)")
 	fs.BoolVar(&c.render, "render", true, "draw with Vulkan; -render=false gathers, sorts and records into CPU command lists only (measures the simulation alone)")
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -119,6 +122,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 			c.bonesSet = true
 		case "out":
 			outSet = true
+		case "uniform":
+			c.uniformSet = true
 		}
 	})
 	if outSet && !c.render {
