@@ -372,18 +372,23 @@ func TestSPUQueueNeverDrained(t *testing.T) {
 	// takes to wait and add, so the queue never empties.
 	doubleKernel(t, reg, 40, func(*sched.TaskData) { time.Sleep(50 * time.Microsecond) })
 	x, m := spuSched(t, reg, Options{LocalStore: 4096}, nil)
-	task, _ := doubleTask(40, 64)
 	const depth = 16 // tasks in flight: one running, the rest queued
+	// Each place of the ring writes its own output: tasks in flight
+	// together must not share one (make test checks races between tasks).
+	var tasks [depth]sched.Task
+	for i := range tasks {
+		tasks[i], _ = doubleTask(40, 64)
+	}
 	var ring [depth]sched.TaskID
 	for i := range ring {
-		id, err := m.Add(&task)
+		id, err := m.Add(&tasks[i])
 		must(t, err)
 		ring[i] = id
 	}
 	i := 0
 	step := func() {
 		must(t, m.Wait(ring[i%depth]))
-		id, err := m.Add(&task)
+		id, err := m.Add(&tasks[i%depth])
 		must(t, err)
 		ring[i%depth] = id
 		i++
