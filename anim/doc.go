@@ -315,10 +315,10 @@
 // The cost still grows with the depth of the hierarchy: cheap on a bushy
 // skeleton (a few levels of limbs and fingers), close to the cube of the
 // length on a long chain of single children, with a smaller constant
-// (figures in BENCHMARKS.md). Skipping re-scores by bounding how far a
-// step can move a score was not built: the bounds must cover rounding to
-// keep the output identical. Its maximum error is
-// close to its 99th percentile (the search bounds the worst vertex of
+// (figures in BENCHMARKS.md, "Figures outside make benchmarks").
+// Skipping re-scores by bounding how far a step can move a score was not
+// built: the bounds must cover rounding to keep the output identical. Its
+// maximum error is close to its 99th percentile (the search bounds the worst vertex of
 // every segment). Variants tried with the prototype that preceded it
 // (segment range reduction, other segment lengths, dropping w instead of
 // the largest component, samples predicted from keys at the segment

@@ -43,14 +43,15 @@ const (
 )
 
 // SampleGrain is the kernel's default split grain in characters: 16
-// characters of 31 bones are about 50-100 µs of CPU work when playing
-// forward (100-200 ns per bone per pose).
+// characters of a few dozen bones are enough CPU work per range, when
+// playing forward, that a split costs little beside it (measured figures:
+// BENCHMARKS.md, section "anim").
 const SampleGrain = 16
 
 // SampleLocalSize is the shader's workgroup size (one character per
 // invocation): small groups keep both of lavapipe's threads busy even for
-// a small crowd (64 characters: groups of 16 ran 2-3x faster than one
-// group of 64; at 1024 characters 8 to 64 are alike; BenchmarkSampleGPU).
+// a small crowd (64 characters: groups of 16 ran faster than one group of
+// 64; at 1024 characters 8 to 64 are alike; BenchmarkSampleGPU).
 const SampleLocalSize = 16
 
 var sampleSPIRV = sync.OnceValues(func() ([]byte, error) { return shaders.SPIRV(SampleKernelName) })

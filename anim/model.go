@@ -19,8 +19,8 @@ const ModelFloats = 16
 // kernels.Mat4sOf view one as the other):
 // instance i reads local[i*n*12:] and writes model[i*n*16:], n =
 // len(parents). parents[b] is bone b's parent (-1 for a root) and must be
-// smaller than b. It never allocates; a bad argument is an error (nothing
-// is written).
+// smaller than b. It allocates nothing unless it fails; a bad argument is
+// an error (nothing is written).
 func LocalToModel(parents []int32, local, model []float32, begin, end int) error {
 	n := len(parents)
 	if n == 0 {

@@ -534,10 +534,10 @@ func (d *Device) pickDevice() error {
 	// CPU implementation runs the commands of a queue one after another
 	// (lavapipe's vkCmdDispatch returns when the grid is done), so a
 	// TOP_OF_PIPE timestamp there is just as exact; and it is much cheaper:
-	// lavapipe flushes its context for any other stage, which measured
-	// 70-100 us per timestamp here (a batch of 64 tiny dispatches took
-	// 183 us/task with BOTTOM_OF_PIPE stamps, 44 us/task with TOP_OF_PIPE
-	// ones, the same as without timestamps).
+	// lavapipe flushes its context for any other stage, which costs more
+	// than a tiny dispatch itself (a batch of tiny dispatches with
+	// BOTTOM_OF_PIPE stamps took several times as long as with TOP_OF_PIPE
+	// ones, which cost as much as no timestamps at all).
 	d.tsBegin, d.tsEnd = vk.PipelineStageBottomOfPipeBit, vk.PipelineStageBottomOfPipeBit
 	if sel.Chosen.Type == TypeCPU {
 		d.tsBegin, d.tsEnd = vk.PipelineStageTopOfPipeBit, vk.PipelineStageTopOfPipeBit

@@ -32,7 +32,7 @@ package gpu
 // node), or a run failed. Rejected: parameters in a buffer that the run
 // updates, which would spare the re-recording when Params change every
 // frame, but changes the shader contract of every kernel (a 40-byte
-// push-constant block, checked by bind.Check); and comparing every node's
+// push-constant block, checked by bind.Binding.Check); and comparing every node's
 // streams at each run instead of being told by SetData.
 //
 // One run of a segment at a time: busy is set from Enqueue until the

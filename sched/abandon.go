@@ -75,12 +75,16 @@ import (
 // A running kernel is taken for hung: the tasks whose kernels cannot go on
 // before it returns are abandoned with it, with an error that names it
 // (ErrAbandoned): kernels suspended under it on its goroutine (a Wait
-// that ran it there), and, where it runs on a worker's goroutine outside
-// a Wait or WaitEvent of its own, the kernels parked in waits of that
-// worker (a worker's Wait hands the worker to another goroutine and
-// resumes only when that goroutine gets back to the scheduler). Their
-// kernels run on, their results discarded, as the abandoned one's: so
-// abandon a kernel that is only slow knowing that it takes those too.
+// that ran it there, a child run in place, the kernel whose Join half it
+// is), and, where it runs on a worker's goroutine outside a Wait or
+// WaitEvent of its own, the kernels parked in waits of that worker (a
+// worker's Wait hands the worker to another goroutine and resumes only
+// when that goroutine gets back to the scheduler). Their kernels run on,
+// their results discarded, as the abandoned one's: so abandon a kernel
+// that is only slow knowing that it takes those too. A frame graph's
+// runner so stranded is not failed: its run is (Graph.Run returns the
+// error), and until its runners have returned the next Run or Start
+// fails with ErrGraphRunning.
 func (s *Scheduler) Abandon(id TaskID, err error) error {
 	if err := s.checkID(id, "Abandon"); err != nil {
 		return err

@@ -97,10 +97,10 @@ var goidBufs = sync.Pool{New: func() any { return new([64]byte) }}
 
 // goid returns the calling goroutine's ID, read from the first line of its
 // stack trace ("goroutine 123 [running]:"). runtime.Stack walks the whole
-// stack even into a 64-byte buffer: about 8 µs near the bottom of a stack
-// and 115 µs under 100 frames (2 cores, Go 1.26). Unlike a g, an ID is
-// never reused; callerCtx asks for it only to confirm a registered
-// thread (or everywhere, off amd64).
+// stack even into a 64-byte buffer, so its cost grows with the stack's
+// depth: microseconds near the bottom of a stack, many times more under
+// a deep one. Unlike a g, an ID is never reused; callerCtx asks for it
+// only to confirm a registered thread (or everywhere, off amd64).
 func goid() uint64 {
 	buf := goidBufs.Get().(*[64]byte) // runtime.Stack's buffer escapes: reused, not allocated per call
 	defer goidBufs.Put(buf)

@@ -259,8 +259,8 @@ func (c *Ctx) sleep(id TaskID, e *Event) {
 }
 
 // spinPause is called on every idle round before the thread sleeps: every
-// yieldEvery rounds (about 0.5 µs of looking) it lets the OS run another
-// thread on this CPU (osYield). On a quiet machine nobody else is
+// yieldEvery rounds (a fraction of a microsecond of looking) it lets the
+// OS run another thread on this CPU (osYield). On a quiet machine nobody else is
 // runnable and the call returns at once. When the cores are shared with
 // other programs, a spinning thread otherwise holds a CPU that the thread
 // with the work (often the one it waits for) is queued for; the

@@ -165,7 +165,7 @@
 // for the median of three. Clear
 // calls (the runner-up predicted 4x later or more) are tracked only one
 // time in TrackEvery (8): the others cost a lock, a few multiplications
-// and no clock read, about 0.1 us. Place allocates nothing once a kernel
+// and no clock read. Place allocates nothing once a kernel
 // has been seen. Save and Load keep the model as JSON so that a program
 // starts warm.
 //

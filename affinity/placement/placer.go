@@ -100,7 +100,7 @@ type Options struct {
 	// TrackEvery: of the placements whose device is a clear call (the
 	// runner-up predicted to finish 4x later or more), only every
 	// TrackEvery-th is tracked to completion and learned from (default 8;
-	// 1 or negative tracks all). Untracked placements cost about 60 ns and
+	// 1 or negative tracks all). Untracked placements read no clock and
 	// neither appear in Snapshot's decisions nor count as queued work.
 	TrackEvery int
 }
@@ -114,8 +114,9 @@ type Options struct {
 //	p.Attach(s) // after attaching executors: which devices exist, how many CPU threads
 //
 // (with another observer too, use Observers(p, other)). Place is called by
-// the scheduler when an Auto task becomes runnable; it costs about 0.1 us
-// and allocates nothing once a kernel has been seen. See the package
+// the scheduler when an Auto task becomes runnable; it takes a lock, a few
+// multiplications and, for a tracked placement, a clock read, and
+// allocates nothing once a kernel has been seen. See the package
 // documentation for the model. All methods are safe for concurrent use.
 type Placer struct {
 	opts  Options
@@ -879,7 +880,7 @@ func (p *Placer) TaskRan(ev *sched.RunEvent) {
 	}
 	// The end of the invocation. For the GPU executor that is the end of
 	// the dispatch (its timestamp, on the host clock): the read-back and
-	// the fence's signal to the host (~50-100 us on lavapipe) follow. Its
+	// the fence's signal to the host (tens of microseconds on lavapipe) follow. Its
 	// report comes later still, after Done and reading the timestamps, on
 	// a goroutine that a busy machine may not run for milliseconds: the
 	// time of the report would measure the machine's load, not the GPU.

@@ -68,7 +68,7 @@ type Device interface {
 	NewStagingBlock(size uint64) (Block, error)
 	// FreeBlock frees b (nothing for the zero Block) and zeroes it.
 	FreeBlock(b *Block)
-	// TakeSubmitFault consumes one injected submit fault (gpu.FaultSubmit).
+	// TakeSubmitFault consumes one injected submit fault (gpu.FaultSubmitDeviceLost).
 	TakeSubmitFault() bool
 	// OnClose registers f under key: the device's Close calls it after
 	// its executors closed and before it frees anything, so that an
