@@ -79,10 +79,8 @@ type aclRow struct {
 // level), built and run on this project's development machine on the same
 // clips, frames and units as animc, its errors recomputed with the same
 // virtual-vertex metric. Its p99 was 0.0095-0.0097 cm and its max
-// 0.014-0.027 cm on every row; decompressing a whole pose on one thread
-// (warm cache, thread CPU time) took 16.3 ns per bone on the CMU clips,
-// the same at 60 Hz and 30 Hz playback and on random seeks, and 20 ns on
-// Boxing_Toes (21 bones).
+// 0.014-0.027 cm on every row. Its decode times, measured the same way,
+// are in BENCHMARKS.md (the ACL section).
 var aclTable = []aclRow{
 	{"01_01.bvh", 120, 13.57}, {"01_01.bvh", 30, 11.57}, {"01_01.bvh", 24, 11.34},
 	{"01_03.bvh", 120, 13.16}, {"01_03.bvh", 30, 11.63}, {"01_03.bvh", 24, 11.38},
