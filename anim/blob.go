@@ -418,8 +418,13 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 		if d[1] < 2 || d[1] > format.MaxIndexBits+2 {
 			return bad(at+4, "track %d: first-point width %d bits", s, d[1])
 		}
-		if st := float64(format.F32(d[2])); !(st > 0) || !format.Finite(st) {
-			return bad(at+8, "track %d: step %v", s, st)
+		// The step bounds the decoded values as the uniform codec's ranges
+		// do: |index| < 2^MaxIndexBits, so with step <= maxCurveStep every
+		// value, cubic coefficient and a rotation's squared length stays
+		// finite in float32 (a finite but huge step decodes to Inf and NaN
+		// poses). No compressor writes a step anywhere near it.
+		if st := float64(format.F32(d[2])); !(st > 0) || !format.Finite(st) || st > maxCurveStep {
+			return bad(at+8, "track %d: step %v (want > 0 and <= %v)", s, st, float64(maxCurveStep))
 		}
 		if d[3] != 0 {
 			return bad(at+12, "track %d: reserved word %d", s, d[3])
@@ -619,6 +624,11 @@ func (b *Blob) validateUniformClip(rec, size, nb, frames int, rate float64) erro
 // checking coding parameters, times, index ranges, playback order and that
 // every segment ends where the table says, so that sampling a valid blob
 // never reads outside it and always terminates.
+// maxCurveStep is the largest quantisation step the loader accepts for a
+// curve track: indices stay below 2^MaxIndexBits, so values stay below
+// 2^56 and their squares far below float32's 2^128.
+const maxCurveStep = 1 << 32
+
 func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames, L int) error {
 	words := b.words[stream/4 : stream/4+nw]
 	type st struct {

@@ -315,10 +315,10 @@
 // The cost still grows with the depth of the hierarchy: cheap on a bushy
 // skeleton (a few levels of limbs and fingers), close to the cube of the
 // length on a long chain of single children, with a smaller constant
-// (figures in BENCHMARKS.md, "Figures outside make benchmarks").
-// Skipping re-scores by bounding how far a step can move a score was not
-// built: the bounds must cover rounding to keep the output identical. Its
-// maximum error is close to its 99th percentile (the search bounds the worst vertex of
+// (figures in BENCHMARKS.md). Skipping re-scores by bounding how far a
+// step can move a score was not built: the bounds must cover rounding to
+// keep the output identical. Its maximum error is
+// close to its 99th percentile (the search bounds the worst vertex of
 // every segment). Variants tried with the prototype that preceded it
 // (segment range reduction, other segment lengths, dropping w instead of
 // the largest component, samples predicted from keys at the segment
@@ -351,8 +351,14 @@
 // its start and 1/length. Records only update the ring's integers; values
 // and coefficients are recomputed lazily, at most once per sample and
 // only for the points that arrived. Cursors are caller-owned; zeros are a
-// valid start and any content is safe (a mismatch re-seeks). Sampling
-// never allocates. Output rotations may come out as q or -q.
+// valid start and any content is safe (a mismatch re-seeks; no content
+// crashes or hangs the sampler). A cursor belongs to one blob: the match
+// is the clip's byte offset and segment, and two blobs (a reloaded blob,
+// or another one built on the same skeleton) often hold a clip at the
+// same offset, so a cursor carried over from another blob's clip is read
+// on as this clip's and gives wrong poses; zero the cursors when
+// characters change blobs. Sampling never allocates. Output rotations may
+// come out as q or -q.
 //
 // Why forward playback is no cheaper than the data rate: the stream is
 // read once, in order, so a pose costs what the clip's data rate

@@ -3,6 +3,7 @@ package anim
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/vkjobs/vkjobs/kernels"
 )
@@ -19,8 +20,8 @@ const ModelFloats = 16
 // kernels.Mat4sOf view one as the other):
 // instance i reads local[i*n*12:] and writes model[i*n*16:], n =
 // len(parents). parents[b] is bone b's parent (-1 for a root) and must be
-// smaller than b. It allocates nothing unless it fails; a bad argument is
-// an error (nothing is written).
+// smaller than b; local and model must not share memory. It never
+// allocates; a bad argument is an error (nothing is written).
 func LocalToModel(parents []int32, local, model []float32, begin, end int) error {
 	n := len(parents)
 	if n == 0 {
@@ -38,10 +39,25 @@ func LocalToModel(parents []int32, local, model []float32, begin, end int) error
 	if begin < 0 || end < begin || end > count {
 		return fmt.Errorf("anim: LocalToModel: range [%d,%d) of %d instances (%d local, %d model floats, %d bones)", begin, end, count, len(local), len(model), n)
 	}
+	// Instance i's matrices would overwrite poses not yet read (its own,
+	// or a later instance's): refuse any overlap of the range's inputs and
+	// outputs, not only within one instance.
+	if floatsOverlap(local[begin*n*PoseFloats:end*n*PoseFloats], model[begin*n*ModelFloats:end*n*ModelFloats]) {
+		return errors.New("anim: LocalToModel: local and model share memory; pass separate slices")
+	}
 	for i := begin; i < end; i++ {
 		localToModel(parents, local[i*n*PoseFloats:(i+1)*n*PoseFloats], model[i*n*ModelFloats:(i+1)*n*ModelFloats])
 	}
 	return nil
+}
+
+// floatsOverlap reports whether a and b share memory.
+func floatsOverlap(a, b []float32) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return pa < pb+uintptr(len(b))*4 && pb < pa+uintptr(len(a))*4
 }
 
 // localToModel handles one instance (inputs validated) with the Go

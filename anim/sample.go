@@ -41,7 +41,10 @@ const PoseFloats = 12
 // segment's start (on the CPU, from the nearest earlier snapshot of the
 // blob's seek index if Blob.BuildSeekIndex made one, with the same
 // result). Cursors start as zeros (any
-// content is safe: a cursor that does not match is reset). Different
+// content is safe: a cursor that does not match is reset). A cursor is
+// matched by clip offset and segment only, so a cursor left by another
+// blob's clip at the same offset is read on as this clip's (wrong poses,
+// no crash): zero a character's cursor when it changes blobs. Different
 // jobs may run concurrently on disjoint characters (RunRange over
 // disjoint ranges of one job is fine).
 type SampleJob struct {

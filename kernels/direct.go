@@ -183,7 +183,8 @@ func ToModelSkin[M ~[16]float32](parents []int32, local []Transform, inverseBind
 // palette[b] = model[b] * inverseBind[b] for every bone of model (model
 // matrices affine, as ToModel writes them). inverseBind is []Mat4 or
 // the importer's [][16]float32 as it is; inverseBind and palette hold at
-// least len(model) matrices.
+// least len(model) matrices, and palette shares memory with neither (an
+// error, as in ToModelSkin).
 func Palette[M ~[16]float32](model []Mat4, inverseBind []M, palette []Mat4) error {
 	n := len(model)
 	if err := checkLen("Palette", "inverseBind", len(inverseBind), n); err != nil {
@@ -194,6 +195,12 @@ func Palette[M ~[16]float32](model []Mat4, inverseBind []M, palette []Mat4) erro
 	}
 	ib := mat4s(inverseBind)[:n]
 	palette = palette[:n]
+	if err := noOverlap("Palette", "model", model, "palette", palette); err != nil {
+		return err
+	}
+	if err := noOverlap("Palette", "inverseBind", ib, "palette", palette); err != nil {
+		return err
+	}
 	for b := range model {
 		skinMul(&model[b], &ib[b], &palette[b])
 	}
