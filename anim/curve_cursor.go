@@ -72,9 +72,10 @@ func sampleCurve(words []uint32, seeks *seekTable, clip uint32, h []uint32, f fl
 	slot := func(s int) *slotWords { return (*slotWords)(slots[s*CursorSlotWords:]) }
 
 	pos, next := cur[format.CurPos], cur[format.CurNext]
-	if cur[format.CurClip] != clip || cur[format.CurSeg] != seg || !(local >= format.F32(cur[format.CurLocal])) || pos < segStart || pos > segStop {
+	if cur[format.CurClip] != clip || cur[format.CurSeg] != seg || cur[format.CurBlob] != words[format.BlobCRCWord] ||
+		!(local >= format.F32(cur[format.CurLocal])) || pos < segStart || pos > segStop {
 		pos, next = seeks.of(clip).seek(stream, tracks, slots, seg, segStart, segEnd, local)
-		cur[format.CurClip], cur[format.CurSeg] = clip, seg
+		cur[format.CurClip], cur[format.CurSeg], cur[format.CurBlob] = clip, seg, words[format.BlobCRCWord]
 	}
 	// The reference's record loop (sampleOne), with readRecordFast, or
 	// with curvePassAsm where the CPU has it.

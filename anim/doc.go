@@ -352,12 +352,15 @@
 // and coefficients are recomputed lazily, at most once per sample and
 // only for the points that arrived. Cursors are caller-owned; zeros are a
 // valid start and any content is safe (a mismatch re-seeks; no content
-// crashes or hangs the sampler). A cursor belongs to one blob: the match
-// is the clip's byte offset and segment, and two blobs (a reloaded blob,
-// or another one built on the same skeleton) often hold a clip at the
-// same offset, so a cursor carried over from another blob's clip is read
-// on as this clip's and gives wrong poses; zero the cursors when
-// characters change blobs. Sampling never allocates. Output rotations may
+// crashes or hangs the sampler). The match is the clip's byte offset, its
+// segment and the blob's checksum (header word 3, kept in cursor word 5):
+// two blobs (a reloaded blob, or another one built on the same skeleton)
+// often hold a clip at the same offset, and a cursor carried over from
+// one to the other re-seeks rather than read on with the other clip's
+// state. The checksum is the first blob's when blobs are concatenated
+// (Load of several), so between two concatenations that share their
+// first blob, or on a checksum collision (one in 2^32), zero the cursors
+// of characters that change blobs. Sampling never allocates. Output rotations may
 // come out as q or -q.
 //
 // Why forward playback is no cheaper than the data rate: the stream is

@@ -42,9 +42,9 @@ const PoseFloats = 12
 // blob's seek index if Blob.BuildSeekIndex made one, with the same
 // result). Cursors start as zeros (any
 // content is safe: a cursor that does not match is reset). A cursor is
-// matched by clip offset and segment only, so a cursor left by another
-// blob's clip at the same offset is read on as this clip's (wrong poses,
-// no crash): zero a character's cursor when it changes blobs. Different
+// matched by clip offset, segment and blob checksum, so one left by
+// another blob's clip at the same offset is reset (see the package doc
+// for the concatenated blobs where it is not: zero it there). Different
 // jobs may run concurrently on disjoint characters (RunRange over
 // disjoint ranges of one job is fine).
 type SampleJob struct {
@@ -169,9 +169,10 @@ func sampleOne(words []uint32, seeks *seekTable, clip uint32, time float32, cur 
 	slots := cur[CursorHeaderWords : CursorHeaderWords+nslot*CursorSlotWords]
 
 	pos, next := cur[format.CurPos], cur[format.CurNext]
-	if cur[format.CurClip] != clip || cur[format.CurSeg] != seg || !(local >= format.F32(cur[format.CurLocal])) || pos < segStart || pos > segStop {
+	if cur[format.CurClip] != clip || cur[format.CurSeg] != seg || cur[format.CurBlob] != words[format.BlobCRCWord] ||
+		!(local >= format.F32(cur[format.CurLocal])) || pos < segStart || pos > segStop {
 		pos, next = seekSegment(stream, tracks, slots, segStart, segEnd)
-		cur[format.CurClip], cur[format.CurSeg] = clip, seg
+		cur[format.CurClip], cur[format.CurSeg], cur[format.CurBlob] = clip, seg, words[format.BlobCRCWord]
 	}
 	// Read the records playback needs by now, frame by frame: at need
 	// frame F every track whose window point p2 is at F (and that has

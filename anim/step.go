@@ -28,8 +28,8 @@ import (
 // caller's goroutine: SampleJob for one character, the same decoder.
 // cursor is the character's, CursorWords() words (any content is safe;
 // zeros to start; keep it between calls, so that playing forward reads
-// the stream once; zero it when the character moves to another blob: a
-// cursor is matched by clip offset, which another blob's clip may share);
+// the stream once; one left by another blob is reset, see the package
+// doc for the exception);
 // pose holds at least Bones() transforms (only those
 // are written).
 func (c ClipView) Sample(t float32, cursor []uint32, pose []kernels.Transform) error {

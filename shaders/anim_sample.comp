@@ -58,7 +58,8 @@ const uint CH_BONES = 3u, CH_RATE = 4u, CH_FRAMES = 5u, CH_SEGFRAMES = 6u, CH_SE
 const uint CLIP_CURVE = 0u, CLIP_UNIFORM = 1u;
 
 // Cursor words (anim/internal/format/cursor.go Cur*, Sl*).
-const uint CUR_CLIP = 0u, CUR_SEG = 1u, CUR_POS = 2u, CUR_LOCAL = 3u, CUR_NEXT = 4u, CUR_HEADER = 8u;
+const uint CUR_CLIP = 0u, CUR_SEG = 1u, CUR_POS = 2u, CUR_LOCAL = 3u, CUR_NEXT = 4u, CUR_BLOB = 5u, CUR_HEADER = 8u;
+const uint BLOB_CRC_WORD = 3u; // the blob header's checksum, which CUR_BLOB copies
 const uint SLOT_WORDS = 64u;
 const uint SL_HEAD = 0u, SL_FRESH = 1u, SL_T2 = 2u, SL_T3 = 3u, SL_T1 = 4u, SL_INVH = 5u,
            SL_PARAMS = 6u, SL_COEF = 8u, SL_RING = 24u, RING_WORDS = 10u;
@@ -585,11 +586,12 @@ void main() {
 
     uint pos = cur[cb + CUR_POS], next = cur[cb + CUR_NEXT];
     uint lastLocal = cur[cb + CUR_LOCAL];
-    if (cur[cb + CUR_CLIP] != clip || cur[cb + CUR_SEG] != seg || isNaN(lastLocal) ||
-        local < uintBitsToFloat(lastLocal) || pos < segStart || pos > segStop) {
+    if (cur[cb + CUR_CLIP] != clip || cur[cb + CUR_SEG] != seg || cur[cb + CUR_BLOB] != W(BLOB_CRC_WORD) ||
+        isNaN(lastLocal) || local < uintBitsToFloat(lastLocal) || pos < segStart || pos > segStop) {
         pos = seekSegment(segStart, segEnd, nslot, cb, next);
         cur[cb + CUR_CLIP] = clip;
         cur[cb + CUR_SEG] = seg;
+        cur[cb + CUR_BLOB] = W(BLOB_CRC_WORD);
     }
     // Read the records playback needs by now, need frame by need frame, in
     // track order (the stream's order). next grows every round, so the
