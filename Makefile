@@ -102,7 +102,7 @@ demo: deps
 	$(GO) build -v -o bin/crowd ./cmd/crowd
 	./bin/crowd
 
-# A folder (at most 60 MiB) that proves the project on a machine with a GPU
+# A folder (at most 56 MiB) that proves the project on a machine with a GPU
 # and its driver but no network and no Go: copy it there and run
 # gpu-bundle/run.sh REPORT_DIR (see scripts/gpu-bundle/README.txt).
 GPU_BUNDLE ?= out/gpu-bundle

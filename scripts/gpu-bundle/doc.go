@@ -1,5 +1,5 @@
 // Package gpubundle holds the tests of the GPU bundle: `make gpu-bundle`
-// (build.sh) builds, on this Debian 12 machine, a folder of at most 60 MiB
+// (build.sh) builds, on this Debian 12 machine, a folder of at most 56 MiB
 // that proves the project on an x86-64 Linux machine with a GPU and its
 // driver but no network, no root and no Go toolchain, and run.sh runs it
 // there. The package has no code of its own; the bundle's two Go tools are
@@ -48,6 +48,12 @@
 // records the newest glibc symbol version the binaries, loader and layer
 // use (2.34 today), and run.sh refuses an older glibc up front.
 //
+// Tests that compile a user's shader call glslc, glslangValidator or
+// spirv-as (internal/glslc), and under CI=true a missing tool fails the
+// test: a GPU machine seldom has them, so the bundle carries Debian's
+// (with libshaderc), and run.sh puts each on PATH only where the machine
+// has none of that name.
+//
 // The crowd and the anim tests read the CMU motion capture of Debian's
 // assimp-testmodels; the bundle carries the files they use and run.sh
 // points VKJOBS_ASSIMP_MODELS at them (the one code change the bundle
@@ -82,7 +88,12 @@
 // crowd, 1000 characters x 90 bones, 120 frames, headless, with -offload
 // cpu, gpu (with a trace) and auto; imgcmp between the CPU image and the
 // GPU and auto ones, with the crowd tests' tolerance. After every step it
-// rewrites OUTDIR/report.txt, so a run cut short still leaves a report.
+// rewrites OUTDIR/report.txt, so a run cut short still leaves a report,
+// and before every step too, with that step marked RUNNING and the
+// result INCOMPLETE: a run killed mid-step (SIGKILL, an outer time limit)
+// leaves a report that names the step it was in. The run's output ends
+// with the device line, the steps and the result again, so that its last
+// lines alone give the verdict however long the tables above them are.
 // A test binary hung past its time-out is TIMEOUT with the tests it was
 // running named. The binaries are unpacked into a temporary folder, or
 // beside the report when that one is mounted noexec.
@@ -104,7 +115,7 @@
 // steps still run.
 //
 // TestBundle, run by make test with VKJOBS_GPU_BUNDLE_TEST=1, builds the
-// bundle, checks its size (at most 60 MiB) and, with ldd and the bundle's
+// bundle, checks its size (at most 56 MiB) and, with ldd and the bundle's
 // library folders as LD_LIBRARY_PATH, that every library its binaries,
 // loader and layer need is in the bundle or is part of the C library, then
 // runs run.sh --short --driver lavapipe with VKJOBS_BUNDLE_ALL_LIBS=1

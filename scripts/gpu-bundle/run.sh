@@ -244,6 +244,19 @@ unpack() {
 		LIBS_HOW="$LIBS_HOW $d"
 	done
 	LIBS_HOW=${LIBS_HOW:- none (the machine has them all)}
+	# The shader tools (glslc, glslangValidator, spirv-as) serve where the
+	# machine has none of that name: tests that compile a user's shader
+	# fail under CI=true without them.
+	mkdir -p "$w/toolfb"
+	TOOLS_HOW=
+	for f in "$w"/payload/tools/*; do
+		[ -e "$f" ] || continue
+		d=$(basename "$f")
+		[ -z "${VKJOBS_BUNDLE_ALL_LIBS:-}" ] && command -v "$d" >/dev/null && continue
+		ln -sf "$f" "$w/toolfb/$d"
+		TOOLS_HOW="$TOOLS_HOW $d"
+	done
+	TOOLS_HOW=${TOOLS_HOW:- none (the machine has them all)}
 	LIBPATH=$LIBPATH:$w/libfb
 	# The layer is C++: use the machine's libstdc++ when it has the newest
 	# symbol version the layer needs, else the bundled one (a newer
@@ -299,6 +312,8 @@ REPORT=$OUT/report.txt
 STEPS=$W/steps.txt
 : >"$STEPS"
 NOTES=()
+RUNNING=      # the step line of the step in progress, or ""
+RUNNING_NAME= # its name
 
 # ---------------------------------------------------------------- report
 
@@ -319,7 +334,7 @@ write_report() {
 		echo "machine: $(uname -srm); $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)); $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); $(getconf GNU_LIBC_VERSION 2>/dev/null)"
 		[ -n "${GPUS:-}" ] && echo "nvidia-smi: $GPUS"
 		echo "driver: ${ICD:-none} (${ICD_HOW:-})"
-		[ -z "${LOADER:-}" ] || echo "loader: $LOADER; validation layer: $LAYER; C++ runtime: $CXX_HOW; carried libraries used:$LIBS_HOW"
+		[ -z "${LOADER:-}" ] || echo "loader: $LOADER; validation layer: $LAYER; C++ runtime: $CXX_HOW; carried libraries used:$LIBS_HOW; carried shader tools used:$TOOLS_HOW"
 		if [ -s "$LOGS/probe.log" ]; then
 			echo
 			echo "== device (probe, validation on) =="
@@ -328,10 +343,14 @@ write_report() {
 		echo
 		echo "== steps =="
 		cat "$STEPS"
+		[ -z "$RUNNING" ] || echo "$RUNNING"
 		local pass fail
 		pass=$(grep -c '^  PASS' "$STEPS")
 		fail=$(grep -vc '^  PASS' "$STEPS")
 		echo "result: $pass of $((pass + fail)) steps passed in $(elapsed "$T0") s"
+		# Written before the step started: a run killed (SIGKILL, a lost
+		# machine) leaves this report, naming the step it was in.
+		[ -z "$RUNNING" ] || echo "result: INCOMPLETE: the run was still in step ${RUNNING_NAME:-?} when this report was written"
 		for n in "${NOTES[@]}"; do echo "note: $n"; done
 		section "kbench -quick" "$OUT/kbench.txt"
 		for o in cpu gpu auto; do section "crowd -offload $o (summary)" "$W/crowd-$o.summary"; done
@@ -362,10 +381,14 @@ run_step() {
 	local s rc status log=$LOGS/$name.log
 	s=$(now)
 	echo "run.sh: $name (at most ${t}s)" >&2
+	RUNNING=$(printf '  %-8s %7ss  %-28s %s' RUNNING "$(elapsed "$T0")" "$name" "started at this time into the run, at most ${t}s")
+	RUNNING_NAME=$name
+	write_report
 	STEP_T=$t timeout -k 10 "$t" "$@" >"$log" 2>&1
 	rc=$?
 	local dt
 	dt=$(elapsed "$s")
+	RUNNING= RUNNING_NAME=
 	case $rc in
 	0) status=PASS ;;
 	124 | 137) status=TIMEOUT ;;
@@ -381,6 +404,9 @@ run_step() {
 		status=TIMEOUT
 		detail="$detail (hung in: $(awk '/^[[:space:]]*running tests:/ {f = 1; next} f && /^[[:space:]]+Test/ {printf "%s ", $1; next} {f = 0}' "$log"))"
 	fi
+	# A time-out within a share the budget cut short is no proof of a hang.
+	[ "$status" = TIMEOUT ] && [ "$t" -lt "$max" ] &&
+		detail="$detail; the budget left this step ${t}s of its ${max}s: slow, not necessarily hung"
 	step_line "$status" "$dt" "$name" "$detail"
 	if [ "$status" != PASS ]; then
 		FAILED=1
@@ -428,6 +454,7 @@ export LD_LIBRARY_PATH=$LIBPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export VK_DRIVER_FILES=$ICD VK_ICD_FILENAMES=$ICD VK_LAYER_PATH=$LAYER_DIR
 export VKJOBS_ASSIMP_MODELS=$W/payload/share/assimp/models
 export XDG_CACHE_HOME=$W/cache
+export PATH=$PATH:$W/toolfb
 unset VK_ADD_DRIVER_FILES VK_INSTANCE_LAYERS
 step_line PASS "$(elapsed "$T0")" setup "unpacked; driver $ICD"
 write_report
@@ -515,4 +542,10 @@ done
 write_report
 echo "run.sh: report: $REPORT" >&2
 cat "$REPORT"
+# The verdict again, last: whoever reads only the end of the output (a
+# terminal's scrollback, a tool that keeps the last few kilobytes) sees
+# the device, every step and the result without the tables above.
+printf '\n== summary (as at the top of %s) ==\n' "$REPORT"
+sed -n '/^device: /p' "$LOGS/probe.log" 2>/dev/null | sed -n 1p
+sed -n '/^== steps ==$/,/^result: /p' "$REPORT" | sed 1d
 exit $FAILED
