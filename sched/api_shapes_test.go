@@ -384,3 +384,39 @@ func TestErrOfAbandonedTaskAsSoonAsFinished(t *testing.T) {
 		}
 	}
 }
+
+// TestRunOfTaskAbandonedWhileHeldFreesItsSlot: a gate abandoned before
+// its Run never runs, but its Run (called once, as for every Create)
+// must still end its own work, or its slot stays reserved: a small pool
+// ran out after as many rounds as it has slots, and a graph whose join
+// was abandoned before its release stayed busy.
+func TestRunOfTaskAbandonedWhileHeldFreesItsSlot(t *testing.T) {
+	s, err := New(Config{Workers: 1, PoolSize: 16, PoolStallLimit: 200 * time.Millisecond})
+	must(t, err)
+	defer s.Close()
+	var ran atomic.Int32
+	k := kernelOf(t, s, "k", func(*Ctx, *TaskData) error { ran.Add(1); return nil })
+	within(t, 10*time.Second, "gates abandoned while held", func() {
+		for i := range 100 {
+			g, err := s.Create(&Task{Kernel: k})
+			if err != nil {
+				t.Fatalf("round %d: Create: %v", i, err)
+			}
+			child, err := s.Add(&Task{Kernel: k, Dependency: g})
+			must(t, err)
+			must(t, s.Abandon(g, nil))
+			if err := s.Run(g); err != nil {
+				t.Fatalf("round %d: Run of an abandoned gate: %v", i, err)
+			}
+			if err := s.Wait(child); !errors.Is(err, ErrAbandoned) {
+				t.Fatalf("round %d: dependent: %v, want ErrAbandoned", i, err)
+			}
+			if err := s.Run(g); err == nil {
+				t.Fatalf("round %d: a second Run succeeded", i)
+			}
+		}
+	})
+	if ran.Load() != 0 {
+		t.Fatalf("an abandoned gate or its dependent ran (%d)", ran.Load())
+	}
+}

@@ -189,10 +189,23 @@ func (s *Scheduler) run(id TaskID, c *Ctx) error {
 	if err := s.checkID(id, "Run"); err != nil {
 		return err
 	}
-	if id == NoTask || s.IsFinished(id) {
+	if id == NoTask {
 		return fmt.Errorf("sched: Run %v: task is not held (finished)", id)
 	}
 	sl := &s.slots[id.index()]
+	if s.IsFinished(id) {
+		// Abandoned while held (Abandon of a gate, or of a graph run's
+		// join that an Observer saw as a node's Parent): it never runs,
+		// but its own work must still end, or its slot stays reserved
+		// for ever (a graph whose join it is stays busy). Start it: run
+		// (or ready, for a task with no kernel) sees the mark and
+		// finishes it unrun.
+		if h := sl.deps.Load(); uint32(h>>32) == id.gen() && uint32(h) == depsAbandoned && sl.held.CompareAndSwap(true, false) {
+			s.start(id.index(), c)
+			return nil
+		}
+		return fmt.Errorf("sched: Run %v: task is not held (finished)", id)
+	}
 	if !sl.held.CompareAndSwap(true, false) {
 		return fmt.Errorf("sched: Run %v: task is not held (already started or made by Add)", id)
 	}
@@ -213,7 +226,9 @@ func (s *Scheduler) run(id TaskID, c *Ctx) error {
 // completion (an empty parent would otherwise complete at once).
 func (s *Scheduler) Create(t *Task) (TaskID, error) { return s.create(t, nil, true) }
 
-// Run starts a task made with Create. Call it exactly once per Create.
+// Run starts a task made with Create. Call it exactly once per Create,
+// also after Abandon of the held task: it then never runs, and Run frees
+// its slot (without Run it stays reserved until Close).
 func (s *Scheduler) Run(id TaskID) error { return s.run(id, nil) }
 
 // holdParent increments a live parent's open count.
