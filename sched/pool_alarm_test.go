@@ -290,8 +290,10 @@ func TestRegisteredThreadSlotCacheAllocatesNothing(t *testing.T) {
 	defer s.Close()
 	var ran atomic.Int64
 	k, err := s.Kernels().RegisterNext(Kernel{Name: "slow", CPU: func(_ *Ctx, d *TaskData) error {
+		// Slow enough that two workers cannot keep up with two adders
+		// (with or without the race detector), so the pool fills.
 		x := d.Params[0]
-		for range 200 {
+		for range 2000 {
 			x = spinWork(x)
 		}
 		d.Params[1] = x
