@@ -348,7 +348,7 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 		return bad(rec+4*format.ChFlags, "flags %#x (0 curve, 1 uniform)", flags)
 	}
 	for i := format.ChRanges; i < format.ClipHeaderSize/4; i++ {
-		if w[i] != 0 && (i != format.ChRanges || flags != format.ClipUniform) {
+		if w[i] != 0 && !(i == format.ChRanges && flags == format.ClipUniform) && i != format.ChIdentity {
 			return bad(rec+4*i, "reserved word %d is %d", i, w[i])
 		}
 	}
@@ -369,7 +369,13 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 		return bad(rec+4*format.ChFrames, "%d frames", frames)
 	}
 	if flags == format.ClipUniform {
-		return b.validateUniformClip(rec, size, nb, frames, rate)
+		if err := b.validateUniformClip(rec, size, nb, frames, rate); err != nil {
+			return err
+		}
+		if w[format.ChIdentity] != 0 { // uniform clips keep no cursor state
+			return bad(rec+4*format.ChIdentity, "reserved word %d is %d", format.ChIdentity, w[format.ChIdentity])
+		}
+		return nil
 	}
 	L := int(w[format.ChSegFrames])
 	if L < 1 || L > 1<<16-1 {
@@ -450,7 +456,17 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 	if err := b.validateEventsName(rec, size, nb, frames, rate); err != nil {
 		return err
 	}
-	return b.validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames, L)
+	if err := b.validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames, L); err != nil {
+		return err
+	}
+	// Last, so that a record edited by hand (its blob checksum redone)
+	// is refused for what is wrong in it rather than for its identity.
+	if id := w[format.ChIdentity]; id != 0 {
+		if want := format.ClipIdentity(b.data[rec : rec+size]); id != want {
+			return bad(rec+4*format.ChIdentity, "identity %#x, record has %#x", id, want)
+		}
+	}
+	return nil
 }
 
 // validateEventsName checks a clip record's event table and name.

@@ -44,7 +44,7 @@ func ringOf(cs *slotWords) *[4][format.RingWords]uint32 {
 //   - With AVX, the rotations' normalisation and the pose stores take
 //     eight tracks at a time (curveFinishAVX); storeTrack otherwise.
 //   - A seek starts from the blob's seek index (seekIndex, built by
-//     Load): the cursor slots as the reference leaves them at a need
+//     Blob.BuildSeekIndex when the program asked for one): the cursor slots as the reference leaves them at a need
 //     frame of the segment, restored, rather than the segment's header
 //     and every record after it.
 //
@@ -72,10 +72,11 @@ func sampleCurve(words []uint32, seeks *seekTable, clip uint32, h []uint32, f fl
 	slot := func(s int) *slotWords { return (*slotWords)(slots[s*CursorSlotWords:]) }
 
 	pos, next := cur[format.CurPos], cur[format.CurNext]
-	if cur[format.CurClip] != clip || cur[format.CurSeg] != seg || cur[format.CurBlob] != words[format.BlobCRCWord] ||
+	id := format.CursorIdentity(words, h)
+	if cur[format.CurClip] != clip || cur[format.CurSeg] != seg || cur[format.CurBlob] != id ||
 		!(local >= format.F32(cur[format.CurLocal])) || pos < segStart || pos > segStop {
 		pos, next = seeks.of(clip).seek(stream, tracks, slots, seg, segStart, segEnd, local)
-		cur[format.CurClip], cur[format.CurSeg], cur[format.CurBlob] = clip, seg, words[format.BlobCRCWord]
+		cur[format.CurClip], cur[format.CurSeg], cur[format.CurBlob] = clip, seg, id
 	}
 	// The reference's record loop (sampleOne), with readRecordFast, or
 	// with curvePassAsm where the CPU has it.

@@ -353,14 +353,18 @@
 // only for the points that arrived. Cursors are caller-owned; zeros are a
 // valid start and any content is safe (a mismatch re-seeks; no content
 // crashes or hangs the sampler). The match is the clip's byte offset, its
-// segment and the blob's checksum (header word 3, kept in cursor word 5):
-// two blobs (a reloaded blob, or another one built on the same skeleton)
-// often hold a clip at the same offset, and a cursor carried over from
-// one to the other re-seeks rather than read on with the other clip's
-// state. The checksum is the first blob's when blobs are concatenated
-// (Load of several), so between two concatenations that share their
-// first blob, or on a checksum collision (one in 2^32), zero the cursors
-// of characters that change blobs. Sampling never allocates. Output rotations may
+// segment and the clip's identity (a checksum of the clip record's own
+// bytes, header word 22, kept in cursor word 5): two blobs (a reloaded
+// blob, or another one built on the same skeleton), or two concatenations
+// of blobs (Load of several) that share their first blob, often hold a
+// clip at the same offset, and a cursor carried over from one to the
+// other re-seeks rather than read on with the other clip's state; a clip
+// with the same bytes at the same offset keeps its cursors. A clip
+// written without an identity (word 22 zero: blobs built before it) is
+// matched by the first blob's checksum instead, as before. On a checksum
+// collision (one in 2^32) the cursor would read on: zero the cursors of
+// characters that change blobs where that matters. Sampling never
+// allocates. Output rotations may
 // come out as q or -q.
 //
 // Why forward playback is no cheaper than the data rate: the stream is

@@ -169,10 +169,11 @@ func sampleOne(words []uint32, seeks *seekTable, clip uint32, time float32, cur 
 	slots := cur[CursorHeaderWords : CursorHeaderWords+nslot*CursorSlotWords]
 
 	pos, next := cur[format.CurPos], cur[format.CurNext]
-	if cur[format.CurClip] != clip || cur[format.CurSeg] != seg || cur[format.CurBlob] != words[format.BlobCRCWord] ||
+	id := format.CursorIdentity(words, h)
+	if cur[format.CurClip] != clip || cur[format.CurSeg] != seg || cur[format.CurBlob] != id ||
 		!(local >= format.F32(cur[format.CurLocal])) || pos < segStart || pos > segStop {
 		pos, next = seekSegment(stream, tracks, slots, segStart, segEnd)
-		cur[format.CurClip], cur[format.CurSeg], cur[format.CurBlob] = clip, seg, words[format.BlobCRCWord]
+		cur[format.CurClip], cur[format.CurSeg], cur[format.CurBlob] = clip, seg, id
 	}
 	// Read the records playback needs by now, frame by frame: at need
 	// frame F every track whose window point p2 is at F (and that has

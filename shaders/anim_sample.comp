@@ -52,14 +52,14 @@ const uint NO_NEED = 0xffffffffu;
 const uint CH_BONES = 3u, CH_RATE = 4u, CH_FRAMES = 5u, CH_SEGFRAMES = 6u, CH_SEGMENTS = 7u,
            CH_SLOTS = 8u, CH_DEFAULT = 10u, CH_TRACKS = 11u, CH_SEGTABLE = 12u, CH_STREAM = 13u,
            CH_STREAMWORDS = 14u, CH_CURSORWORDS = 19u, CLIP_HEADER_WORDS = 24u, CH_FLAGS = 9u,
-           CH_RANGES = 21u;
+           CH_RANGES = 21u, CH_IDENTITY = 22u;
 
 // Clip codecs (chFlags).
 const uint CLIP_CURVE = 0u, CLIP_UNIFORM = 1u;
 
 // Cursor words (anim/internal/format/cursor.go Cur*, Sl*).
 const uint CUR_CLIP = 0u, CUR_SEG = 1u, CUR_POS = 2u, CUR_LOCAL = 3u, CUR_NEXT = 4u, CUR_BLOB = 5u, CUR_HEADER = 8u;
-const uint BLOB_CRC_WORD = 3u; // the blob header's checksum, which CUR_BLOB copies
+const uint BLOB_CRC_WORD = 3u; // the first blob's checksum: CUR_BLOB for a clip without an identity
 const uint SLOT_WORDS = 64u;
 const uint SL_HEAD = 0u, SL_FRESH = 1u, SL_T2 = 2u, SL_T3 = 3u, SL_T1 = 4u, SL_INVH = 5u,
            SL_PARAMS = 6u, SL_COEF = 8u, SL_RING = 24u, RING_WORDS = 10u;
@@ -586,12 +586,18 @@ void main() {
 
     uint pos = cur[cb + CUR_POS], next = cur[cb + CUR_NEXT];
     uint lastLocal = cur[cb + CUR_LOCAL];
-    if (cur[cb + CUR_CLIP] != clip || cur[cb + CUR_SEG] != seg || cur[cb + CUR_BLOB] != W(BLOB_CRC_WORD) ||
+    // The clip's identity (format.CursorIdentity): its own checksum, or
+    // for a clip written without one the first blob's.
+    uint ident = W(c4 + CH_IDENTITY);
+    if (ident == 0u) {
+        ident = W(BLOB_CRC_WORD);
+    }
+    if (cur[cb + CUR_CLIP] != clip || cur[cb + CUR_SEG] != seg || cur[cb + CUR_BLOB] != ident ||
         isNaN(lastLocal) || local < uintBitsToFloat(lastLocal) || pos < segStart || pos > segStop) {
         pos = seekSegment(segStart, segEnd, nslot, cb, next);
         cur[cb + CUR_CLIP] = clip;
         cur[cb + CUR_SEG] = seg;
-        cur[cb + CUR_BLOB] = W(BLOB_CRC_WORD);
+        cur[cb + CUR_BLOB] = ident;
     }
     // Read the records playback needs by now, need frame by need frame, in
     // track order (the stream's order). next grows every round, so the

@@ -209,15 +209,26 @@ func (b *Builder) Bytes() ([]byte, error) {
 		w.add(encodeSkeleton(s)...)
 	}
 	clipDir := int(w.w[7] / 4)
+	clipOff := make([]uint32, len(b.clips))
 	for i, c := range b.clips {
-		off := w.pos()
-		w.set(clipDir+i, off)
-		w.add(c.encodeClip(int32(skelOff[b.clipSkel[i]]) - int32(off))...)
+		clipOff[i] = w.pos()
+		w.set(clipDir+i, clipOff[i])
+		w.add(c.encodeClip(int32(skelOff[b.clipSkel[i]]) - int32(clipOff[i]))...)
 	}
 	w.set(2, w.pos())
 	out := make([]byte, len(w.w)*4)
 	for i, v := range w.w {
 		binary.LittleEndian.PutUint32(out[4*i:], v)
+	}
+	// A curve clip's identity (format.ClipIdentity) covers its own bytes,
+	// so it is written last, before the blob's checksum, which covers it.
+	for i, c := range b.clips {
+		if c.Codec != anim.CodecCurve {
+			continue
+		}
+		rec := out[clipOff[i]:]
+		rec = rec[:binary.LittleEndian.Uint32(rec[4*format.ChSize:])]
+		binary.LittleEndian.PutUint32(rec[4*format.ChIdentity:], format.ClipIdentity(rec))
 	}
 	binary.LittleEndian.PutUint32(out[12:], crc32.Checksum(out[16:], format.Castagnoli))
 	return out, nil

@@ -10,10 +10,10 @@ import (
 func F32(w uint32) float32 { return math.Float32frombits(w) }
 
 // Cursor words (see doc.go). Header: clip offset, segment, stream bit
-// position, local frame of the last sample, next need frame, and the blob's
-// checksum (blob word 3, of the first blob when several are concatenated):
-// a cursor moved to another blob whose clip sits at the same offset is
-// reset, not read with the other clip's state. Per track
+// position, local frame of the last sample, next need frame, and the
+// clip's identity (CursorIdentity): a cursor moved to another blob, or to
+// another concatenation of blobs, whose clip at the same offset holds
+// other bytes is reset, not read with the other clip's state. Per track
 // (CursorSlotWords):
 //
 //	0 ring head: index of the window's oldest point p0
@@ -32,7 +32,8 @@ const (
 	CurNext  = 4
 	CurBlob  = 5
 
-	// BlobCRCWord is the blob header word CurBlob copies.
+	// BlobCRCWord is the blob header word CurBlob copies for a clip
+	// written without an identity (CursorIdentity).
 	BlobCRCWord = 3
 
 	SlHead    = 0

@@ -61,7 +61,34 @@ const (
 	ChNameLen
 	ChCursorWords
 	ChTolerance
-	ChRanges // uniform clips: clip range table (zero for curve clips)
+	ChRanges   // uniform clips: clip range table (zero for curve clips)
+	ChIdentity // curve clips: the clip's identity for cursors (ClipIdentity), or 0
 )
 
 var Castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ClipIdentity is a curve clip's identity, stored in its header word
+// ChIdentity by offline.Builder and checked by anim.Load: the CRC-32C of
+// the clip record's bytes (rec, the whole record) without words ChIdentity
+// and the one after it, or 1 where that is 0 (0 means "none"). Two clips
+// with one identity hold the same bytes (up to a CRC collision), so a
+// cursor's state for one is valid for the other at the same offset.
+func ClipIdentity(rec []byte) uint32 {
+	c := crc32.Checksum(rec[:4*ChIdentity], Castagnoli)
+	c = crc32.Update(c, Castagnoli, rec[4*(ChIdentity+2):])
+	if c == 0 {
+		c = 1
+	}
+	return c
+}
+
+// CursorIdentity returns what a cursor's word CurBlob holds for the curve
+// clip whose header words are h, in the blob words: the clip's identity
+// (ClipIdentity), or for a clip written without one (blobs built before
+// it) the checksum of the first blob in words (BlobCRCWord).
+func CursorIdentity(words, h []uint32) uint32 {
+	if id := h[ChIdentity]; id != 0 {
+		return id
+	}
+	return words[BlobCRCWord]
+}
