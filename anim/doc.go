@@ -507,11 +507,23 @@
 // change what a forward pose costs in kind: a record per track and
 // source frame played (at 0.01 cm nearly every sample is a point), read
 // one after another because each starts where the previous one ends.
-// Decoding at a frame-addressable codec's cost needs the format to
-// change: a stream per track (an offset per track and segment) so that
-// eight tracks' records decode in SIMD lanes, or a frame-addressable
-// layout with this codec's quantiser. Each spends part of the ratio on
-// its offsets, and each must reach the GLSL port and keep it bit-exact.
+// Side-by-side decoding needs the format to change, and was prototyped
+// outside the tree and not built: a segment's records split into eight
+// lanes (track t in lane t mod 8, each lane its own stream, seven packed
+// offsets per segment), decoded eight records at a time in AVX2 (window
+// gathers, the unary counts from the lowest set bit's float exponent,
+// per-lane shifts, masked lanes, a scalar fallback for escapes), bit-exact
+// against the Go decoder. The lanes cost the ratio little and the records
+// decode about twice as fast, but records are well under half of a
+// forward pose: decoding the fresh points, their coefficients, the
+// evaluation and the stores stay, so the pose would cost about a quarter
+// less, not what a frame-addressable codec costs. The structural reason:
+// at 0.01 cm this codec decodes about one and a half curve points per
+// bone and pose from 120 Hz data, where a frame-addressable codec reads
+// two samples per track whatever the source rate. A frame-addressable
+// layout with this codec's quantiser (estimated, not built) loses the
+// ratio on its per-segment headers instead. BENCHMARKS.md has the
+// figures of both.
 // A seek index inside the blob would cost the ratio what the in-memory
 // one costs memory: a snapshot holds every animated track's window (four
 // points with their frames), several times what a record of the same
