@@ -196,7 +196,9 @@
 // from the recorded ones records again (keeping descriptor sets and
 // staging); a SetData that changes a binding (buffer, offset, size,
 // element count, host mirror), a bound buffer's Close, or a failed run
-// plans it again. Rejected: parameters in a buffer written at each run
+// plans it again. A node that cannot be bound or compiled fails alone:
+// the other nodes of its segment run, and their successors too.
+// Rejected: parameters in a buffer written at each run
 // (it would change every kernel's shader contract). One run of a segment
 // is in flight at a time; a goroutine started with the executor's first
 // segment completes them in order. segment.go has the details; the graph's

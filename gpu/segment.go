@@ -28,8 +28,12 @@ package gpu
 // changed: SetData gave a node another buffer, offset, stream size, element
 // count or host mirror (Changed compares the node's binding key with the
 // recorded one, so a SetData that changes no binding costs nothing), a
-// bound buffer was closed (the new plan then fails the run, naming the
-// node), or a run failed. Rejected: parameters in a buffer that the run
+// bound buffer was closed, or a run failed. A node that the plan cannot
+// bind or compile (a closed buffer, a stream outside its buffer, a bad
+// pipeline) is left out of the recording and fails alone
+// (sched.Job.FailNode, with an error naming it): the other members run,
+// and their successors with them, as on the dynamic path, where each node
+// is a job; such a segment is planned again at each run. Rejected: parameters in a buffer that the run
 // updates, which would spare the re-recording when Params change every
 // frame, but changes the shader contract of every kernel (a 40-byte
 // push-constant block, checked by bind.Binding.Check); and comparing every node's
@@ -94,8 +98,9 @@ type segNode struct {
 	k     *sched.Kernel
 	td    *sched.TaskData // the graph's copy, read at each run
 	key   nodeKey         // what the recording binds
-	job   int             // its index in sl.jobs; -1: no work items
+	job   int             // its index in sl.jobs; -1: no work items, or failed
 	first bool            // the first node of its kernel (KernelStats.Submits)
+	fail  error           // why the plan left it out (it fails alone: sched.Job.FailNode)
 }
 
 // nodeKey is what a node's recording depends on besides Params: its item
@@ -416,45 +421,69 @@ func (e *Executor) planSegment(sg *segment) error {
 	}
 	seen := make(map[sched.KernelID]bool, 4)
 	sg.upBytes, sg.downB = 0, 0
+	failed := false
 	for i := range sg.nodes {
 		n := &sg.nodes[i]
-		n.key, n.job, n.first = keyOf(n.k, n.td), -1, !seen[n.kid]
+		n.key, n.job, n.first, n.fail = keyOf(n.k, n.td), -1, !seen[n.kid], nil
 		seen[n.kid] = true
 		if n.td.End <= n.td.Begin {
 			continue // nothing to dispatch
 		}
-		p, err := d.pipelineFor(n.k)
-		if err == nil {
-			err = itemRange(n.k, p, n.td.Begin, n.td.End)
+		// A node that cannot run is left out of the recording and fails
+		// alone: the other members run, and their successors too.
+		m, ups, downs := sl.mark(), len(sg.ups), len(sg.downs)
+		if err := e.planNode(sg, i); err != nil {
+			sl.rollback(m)
+			clear(sg.ups[ups:])
+			clear(sg.downs[downs:])
+			sg.ups, sg.downs = sg.ups[:ups], sg.downs[:downs]
+			n.fail, failed = n.err(err), true
 		}
-		if err != nil {
-			return n.err(err)
-		}
-		rec := plannedJob{kid: n.kid, pipe: p, params: n.td.Params, begin: n.td.Begin, end: n.td.End, ac0: len(sl.access), node: i}
-		nw := 0
-		for j := range n.k.In {
-			if sl.writes[nw], err = e.bindStream(sl, n.k, n.td, false, j, p, &rec); err != nil {
-				return n.err(err)
-			}
-			nw++
-		}
-		for j := range n.k.Out {
-			if sl.writes[nw], err = e.bindStream(sl, n.k, n.td, true, j, p, &rec); err != nil {
-				return n.err(err)
-			}
-			nw++
-		}
-		if err := check("vkAllocateDescriptorSets", Result(d.shim.Set(sl.dpool, p.setLayout, sl.writes[:nw], &sl.setOut))); err != nil {
-			return n.err(err)
-		}
-		rec.set, rec.ac1 = sl.setOut, len(sl.access)
-		sg.upBytes += rec.upBytes
-		sg.downB += rec.downBytes
-		n.job = len(sl.jobs)
-		sl.jobs = append(sl.jobs, rec)
 	}
 	sg.planned = true
-	return e.recordSegment(sg, true)
+	if err := e.recordSegment(sg, true); err != nil {
+		return err
+	}
+	// Plan again at the next run: the failure is reported afresh, and a
+	// run without it (a buffer re-pointed, say) sees the node come back.
+	sg.stale = failed
+	return nil
+}
+
+// planNode binds node i of sg's streams, allocates its descriptor set and
+// appends its dispatch to sg's jobs.
+func (e *Executor) planNode(sg *segment, i int) error {
+	d, sl, n := e.d, sg.sl, &sg.nodes[i]
+	p, err := d.pipelineFor(n.k)
+	if err == nil {
+		err = itemRange(n.k, p, n.td.Begin, n.td.End)
+	}
+	if err != nil {
+		return err
+	}
+	rec := plannedJob{kid: n.kid, pipe: p, params: n.td.Params, begin: n.td.Begin, end: n.td.End, ac0: len(sl.access), node: i}
+	nw := 0
+	for j := range n.k.In {
+		if sl.writes[nw], err = e.bindStream(sl, n.k, n.td, false, j, p, &rec); err != nil {
+			return err
+		}
+		nw++
+	}
+	for j := range n.k.Out {
+		if sl.writes[nw], err = e.bindStream(sl, n.k, n.td, true, j, p, &rec); err != nil {
+			return err
+		}
+		nw++
+	}
+	if err := check("vkAllocateDescriptorSets", Result(d.shim.Set(sl.dpool, p.setLayout, sl.writes[:nw], &sl.setOut))); err != nil {
+		return err
+	}
+	rec.set, rec.ac1 = sl.setOut, len(sl.access)
+	sg.upBytes += rec.upBytes
+	sg.downB += rec.downBytes
+	n.job = len(sl.jobs)
+	sl.jobs = append(sl.jobs, rec)
+	return nil
 }
 
 // recordSegment records sg's command buffer (reset: its pool was reset
@@ -574,6 +603,11 @@ func (e *Executor) completeSegment(sg *segment) {
 	jb := sg.jb
 	sg.jb = job{}
 	e.accountSegment(sg, &jb, nil, doneAt)
+	for i := range sg.nodes {
+		if f := sg.nodes[i].fail; f != nil {
+			jb.j.FailNode(i, f) // left out by the plan: it fails alone
+		}
+	}
 	e.segmentIdle(sg)
 	jb.done = true
 	jb.j.Done(nil) // the last use of sg: the graph may run it again at once
@@ -629,7 +663,7 @@ func (e *Executor) accountSegment(sg *segment, jb *job, err error, doneAt int64)
 		if n.first {
 			ks.Submits++
 		}
-		if err != nil {
+		if err != nil || n.fail != nil {
 			e.st.Failed++
 			ks.Failed++
 			continue
@@ -664,6 +698,9 @@ func (e *Executor) accountSegment(sg *segment, jb *job, err error, doneAt int64)
 		n := &sg.nodes[i]
 		sl.ev = sched.RunEvent{Thread: -1, Where: sched.GPU, Task: jb.j.ID(), Kernel: n.kid,
 			Begin: n.key.begin, End: n.key.end, Start: sl.submitAt, Stop: doneAt, Err: err}
+		if err == nil {
+			sl.ev.Err = n.fail
+		}
 		if n.job >= 0 && err == nil {
 			sl.ev.Start = sl.submitAt + int64(n.job)*per
 			sl.ev.Stop = sl.ev.Start + per

@@ -124,7 +124,10 @@
 // with one atomic decrement of a precomputed count. A node may have any
 // number of predecessors (no joins). Nodes that need the dynamic path (an
 // executor, a pinned thread, a streaming node larger than a grain) take
-// it, and GPU nodes readied together leave in one submission. Streams and
+// it, and GPU nodes with the same predecessors (a segment) leave in one
+// submission, recorded once (nodes readied at the same moment but with
+// other predecessors are segments of their own). A Graph reports whether
+// a run, an abandoned one included, still runs (Running). Streams and
 // parameters are re-pointed between runs (SetData, Params). graph.go
 // opens with the design.
 //

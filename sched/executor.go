@@ -87,8 +87,10 @@ type Burster interface {
 // predecessors) and, when it seals, hands each segment to NewSegment once.
 // Each run then enqueues one job per segment, for which Job.Segment
 // returns the handle NewSegment gave; the executor runs every node of the
-// segment and calls that job's Done once, with the first error (naming the
-// node). A graph with a segment runs one job of it at a time.
+// segment and calls that job's Done once: with nil when every node ran,
+// after Job.FailNode for each node that could not run alone (the others'
+// successors still run), or with an error (naming the node) that fails
+// the whole segment. A graph with a segment runs one job of it at a time.
 //
 // Between runs, and only then, the graph calls Changed when SetData
 // re-pointed a node's data, and Close when it is sealed again or Released;
@@ -170,6 +172,26 @@ func (j Job) Segment() Segment {
 		return nil
 	}
 	return g.segs[sl.task.Data.Params[1]].h
+}
+
+// FailNode fails member i (an index into NewSegment's nodes) of the
+// segment this job runs, alone, with err (which should name the node):
+// the graph's run returns it as that node's error and that member's
+// successors do not run, while the successors of the members that ran are
+// released when Done(nil) completes the job, as they would be on the
+// dynamic path, where each node is a task of its own. Call it before Done,
+// once for each member that could not run (its pipeline, a binding); a
+// Done with an error still fails the whole segment (a submission, the
+// device). It does nothing for a job that runs no segment, an i out of
+// range or a nil err.
+func (j Job) FailNode(i int, err error) {
+	sl := &j.s.slots[j.idx]
+	if err == nil || sl.task.Kernel != KernelGraph || sl.task.Data.Params[0] != runSegment {
+		return
+	}
+	if g, _ := sl.task.Data.Data.(*Graph); g != nil {
+		g.failMember(int(sl.task.Data.Params[1]), i, err)
+	}
 }
 
 // Scheduler returns the job's scheduler.

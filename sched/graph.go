@@ -55,6 +55,12 @@ package sched
 //     for the whole segment (KernelGraph with GPU affinity; Job.Segment
 //     names the segment) plus the runner that releases the successors of
 //     every member when it completes: two tasks a segment, not two a node.
+//     A member that cannot run (its pipeline, a binding) fails alone
+//     (Job.FailNode): the run returns its error, its successors do not
+//     run, and the successors of the members that ran are released, each
+//     member's own (the seal keeps a list per member beside the leader's
+//     union), as on the dynamic path; an error of the whole segment (its
+//     submission, the device) stops the successors of every member.
 //     The executor keeps the segment recorded (package gpu: one command
 //     buffer submitted again each run, re-recorded only when what it binds
 //     changed) and so does per run only what must happen per run. Grouping
@@ -195,6 +201,17 @@ type graphCold struct {
 type graphSeg struct {
 	h     Segment
 	nodes []int32
+	// succ is each member's own successors in the contracted layout: the
+	// leader's list is their union, which a run releases when every
+	// member ran; after a member failed alone (Job.FailNode), the others'
+	// lists are released.
+	succ [][]int32
+	// This run's members that failed alone, and the first of their
+	// errors: written by the executor before the segment's Done, read by
+	// the release runner after it (or reset by the next run's start).
+	failed    []bool
+	anyFailed bool
+	err       error
 }
 
 const (
@@ -502,8 +519,46 @@ func (g *Graph) formSegments() {
 			rep[m], skip[m] = lead, j > 0
 		}
 	}
-	if rep != nil {
-		g.layout(rep, skip)
+	if rep == nil {
+		return
+	}
+	g.layout(rep, skip)
+	for i := range g.segs {
+		sg := &g.segs[i]
+		sg.succ, sg.failed = make([][]int32, len(sg.nodes)), make([]bool, len(sg.nodes))
+	}
+	for _, e := range g.edges {
+		if c := &g.task[e[0]]; c.seg != 0 && !skip[e[1]] {
+			sg := &g.segs[c.seg-1]
+			sg.succ[c.segPos] = append(sg.succ[c.segPos], e[1])
+		}
+	}
+}
+
+// failMember fails member i of segment seg alone for this run (Job.FailNode).
+func (g *Graph) failMember(seg, i int, err error) {
+	if seg < 0 || seg >= len(g.segs) {
+		return
+	}
+	sg := &g.segs[seg]
+	if i < 0 || i >= len(sg.failed) || sg.failed[i] {
+		return
+	}
+	sg.failed[i] = true
+	if !sg.anyFailed {
+		sg.anyFailed, sg.err = true, err
+	}
+	g.fail(err)
+}
+
+// clearFailed forgets the members failed alone in a run whose segment's
+// release never ran (the run failed otherwise too, or was abandoned).
+func (g *Graph) clearFailed() {
+	for i := range g.segs {
+		if sg := &g.segs[i]; sg.anyFailed {
+			clear(sg.failed)
+			sg.anyFailed, sg.err = false, nil
+		}
 	}
 }
 
@@ -545,7 +600,8 @@ func (g *Graph) RunCtx(c *Ctx) error { return g.run(c) }
 // finished, Start (like Run and every change to the graph) returns
 // ErrGraphRunning. A join that was abandoned (Abandon, after a WaitFor
 // that timed out) reads as finished at once, but the run's nodes go on:
-// the graph stays running until every node that had started returned.
+// the graph stays running until every node that had started returned
+// (Running tells when).
 // A run does not queue behind the previous one: its nodes' counters,
 // its error and its GPU segments' single job in flight belong to the run
 // in progress, and a refused Start tells the caller that it reuses a
@@ -572,6 +628,16 @@ func (g *Graph) Start(c *Ctx, after ...TaskID) (TaskID, error) {
 	g.inflight = root
 	return root, nil
 }
+
+// Running reports whether a run of the graph is in progress: a Run, a
+// started run whose join has not finished, or an abandoned run whose
+// nodes still run (a join abandoned after WaitFor timed out reads as
+// finished at once, but a node's kernel, or a GPU segment still on the
+// device, which copies its host outputs back when it completes, may still
+// write the memory the nodes' streams name). Reuse that memory, or expect
+// Run, Start and the changes to succeed, only once it reports false. For
+// the goroutine that runs the graph, as the other methods.
+func (g *Graph) Running() bool { return g.busy() }
 
 // busy reports whether a run is being started, running synchronously, or
 // in flight (its join not settled).
@@ -652,6 +718,7 @@ func (g *Graph) begin(c *Ctx, after []TaskID) (TaskID, error) {
 		for i := range g.hot {
 			g.hot[i].pending.Store(g.hot[i].preds)
 		}
+		g.clearFailed()
 		g.dirty = false
 	}
 	async := after != nil
@@ -795,7 +862,13 @@ func graphRun(c *Ctx, d *TaskData) error {
 	case runNode:
 		r.push(int32(d.Params[1]))
 	case runRelease:
-		r.release(int32(d.Params[1]))
+		n := int32(d.Params[1])
+		if sg := g.task[n].seg; sg != 0 && g.segs[sg-1].anyFailed {
+			r.releaseMembers(&g.segs[sg-1])
+		} else {
+			h := &g.hot[n]
+			r.release(g.succ[h.succ0:h.succ1])
+		}
 	case runSegment:
 		// A segment's task goes to its executor (GPU affinity); a CPU
 		// thread running it would release the successors of work never
@@ -911,16 +984,34 @@ func (r *graphRunner) loop() {
 				continue
 			}
 		}
-		r.release(n)
+		r.release(g.succ[h.succ0:h.succ1])
 	}
 }
 
-// release counts node n done for each successor; those it readies go on
-// the stack, or to the deque.
-func (r *graphRunner) release(n int32) {
+// releaseMembers releases the successors of the members of segment sg
+// that ran, after the executor failed others alone (Job.FailNode); the
+// runner fails with the first of their errors, so a started run's join
+// fails too. The successors of a failed member keep their counts part-way:
+// the run has an error, so the next one starts from reset counts.
+func (r *graphRunner) releaseMembers(sg *graphSeg) {
+	err := sg.err
+	for j := range sg.nodes {
+		if !sg.failed[j] {
+			r.release(sg.succ[j])
+		}
+	}
+	clear(sg.failed)
+	sg.anyFailed, sg.err = false, nil
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// release counts a node done for each of its successors, list; those it
+// readies go on the stack, or to the deque.
+func (r *graphRunner) release(list []int32) {
 	g := r.g
-	h := &g.hot[n]
-	for _, x := range g.succ[h.succ0:h.succ1] {
+	for _, x := range list {
 		xh := &g.hot[x]
 		if xh.pending.Add(-1) != 0 {
 			continue
@@ -1008,6 +1099,26 @@ func (g *Graph) spawn(c *Ctx, mode, a, b uint32) {
 	if _, err := c.Add(&r); err != nil {
 		g.fail(fmt.Errorf("sched: graph run: adding a runner: %w", err))
 	}
+}
+
+// releaseDepErr is the error of graph runner task t whose dependency
+// failed with depErr. For a release runner (step 4), that dependency is a
+// dynamic node's task, whose error names a task ID and a kernel only: it
+// is named as the node (as a node run in place is, step 5) and recorded
+// as the run's, so Run's error says which node of several of one kernel
+// failed. A segment's error already names its node (the executor's).
+func releaseDepErr(t *Task, depErr error) error {
+	g, ok := t.Data.Data.(*Graph)
+	if !ok || t.Data.Params[0] != runRelease {
+		return depErr
+	}
+	n := int32(t.Data.Params[1])
+	if g.hot[n].flags&nodeSegment != 0 {
+		return depErr
+	}
+	err := g.nodeErr(n, depErr)
+	g.fail(err)
+	return err
 }
 
 func (g *Graph) nodeErr(n int32, err error) error {

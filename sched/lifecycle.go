@@ -283,6 +283,9 @@ func (s *Scheduler) linkDependency(idx uint32, dep TaskID, c *Ctx) {
 // depReady is called when idx's dependency finished with depErr.
 func (s *Scheduler) depReady(idx uint32, depErr error, c *Ctx) {
 	if depErr != nil {
+		if t := &s.slots[idx].task; t.Kernel == KernelGraph {
+			depErr = releaseDepErr(t, depErr) // a graph's dynamic node failed: name it
+		}
 		s.finish(idx, fmt.Errorf("%w: %w", ErrDepFailed, depErr), c)
 		return
 	}
