@@ -224,6 +224,7 @@ func (s *Scheduler) Close() error {
 		s.drainMu.Lock()
 		s.failLeftoversLocked(nil) // Adds that raced with Close (see lateAdd)
 		s.drainMu.Unlock()
+		s.raceForget() // race.go: the global table must not keep s alive
 		s.releaseTag() // no generation moves any more
 		s.closeErr = errors.Join(errs...)
 	})

@@ -144,12 +144,18 @@
 // Config.CheckRaces refuses data races between tasks: Add (or Run of a held
 // task) fails with a *RaceError when the task's streams overlap those of a
 // live task that no chain of parents, dependencies and joins orders with it,
-// one of the two writing, wherever either runs (race.go). A frame graph is
-// checked when a run starts: its nodes among themselves (Precede chains)
-// when the graph changed, and against the live tasks (graph_race.go). The
-// environment variable VKJOBS_CHECK_RACES=1 turns it on for every scheduler
-// of the process; make test sets it, so the project's tests and programs
-// run checked.
+// one of the two writing, wherever either runs (race.go). Nothing else
+// orders tasks for the check: an Event one task signals and another waits
+// for (WaitEvent) does not, nor does a kernel's Wait for a task it added
+// without a parent (that task is compared with the kernel's own). What is no
+// task is not checked: a task run in place (Ctx.RunInPlace, the halves of
+// Ctx.JoinTasks) is part of its caller's kernel, whose own streams must name
+// what it touches. A frame graph is checked when a run starts: its nodes
+// among themselves (Precede chains) when the graph changed, and against the
+// live tasks (graph_race.go); the children a node's kernel adds are compared
+// with every task but not with the graph's nodes. The environment variable
+// VKJOBS_CHECK_RACES=1 turns it on for every scheduler of the process; make
+// test sets it, so the project's tests and programs run checked.
 //
 // # Misuse the peers' users reported
 //

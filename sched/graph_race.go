@@ -163,18 +163,18 @@ func matchStream(rs []raceRange, k int, st *Stream, stream uint8, node uint32) (
 	return k, true
 }
 
-// raceRelease runs and waits for the root of a run refused before any
-// runner was added.
+// raceRelease runs the root of a run refused before any runner was added
+// (a held task never finishes, and its slot would stay taken until Close)
+// and returns without waiting for it: the root of a Start depends on its
+// afters, which may be held by the caller (a gate it Runs once Start
+// returned) and would then never finish. The root has no child and, in
+// the checker, no ranges: its completion touches nothing of the graph.
 func (g *Graph) raceRelease(c *Ctx) {
 	if c != nil {
-		if c.Run(g.root) == nil {
-			c.Wait(g.root)
-		}
+		c.Run(g.root)
 		return
 	}
-	if g.s.Run(g.root) == nil {
-		g.s.Wait(g.root)
-	}
+	g.s.Run(g.root)
 }
 
 // graphState returns g's state, made on first use and dropped when g is
@@ -317,8 +317,8 @@ func (g *Graph) raceSide(root TaskID, n int) raceSide {
 }
 
 // racePairs refuses two nodes whose ranges (rs, node order) overlap, one
-// writing, with no chain of Precede edges between them. The graph is
-// sealed: succ, hot[i].succ0/succ1 and preds are its edges.
+// writing, with no chain of Precede edges between them (g.edges, as
+// built; the graph is sealed, so they have no cycle).
 func (g *Graph) racePairs(rs []raceRange) error {
 	ord := make([]int32, len(rs))
 	for i := range ord {
@@ -369,13 +369,33 @@ func (g *Graph) racePairs(rs []raceRange) error {
 	if len(pairs) == 0 {
 		return nil
 	}
-	// A topological order (the graph is sealed: no cycle).
+	// The edges as built (Precede), in CSR, and a topological order of
+	// them (the seal refused cycles). Not the seal's layout: a GPU
+	// segment's contraction (step 6 of graph.go) runs a member's
+	// successors after every member of the segment, an order the program
+	// did not ask for and that a run without the segment (no
+	// SegmentExecutor, or NewSegment failed) does not give; the verdict
+	// must not depend on the executor. Two members of one segment are
+	// unordered here (equal predecessors, no edge between them).
 	nn := len(g.hot)
+	cnt := make([]int32, nn+1)
+	for _, e := range g.edges {
+		cnt[e[0]+1]++
+	}
+	for i := 1; i <= nn; i++ {
+		cnt[i] += cnt[i-1]
+	}
+	succ := make([]int32, len(g.edges))
+	next := append([]int32(nil), cnt[:nn]...)
+	left := make([]int32, nn)
+	for _, e := range g.edges {
+		succ[next[e[0]]] = e[1]
+		next[e[0]]++
+		left[e[1]]++
+	}
 	pos := make([]int32, nn)
 	topo := make([]int32, 0, nn)
-	left := make([]int32, nn)
-	for i := range g.hot {
-		left[i] = g.hot[i].preds
+	for i := range left {
 		if left[i] == 0 {
 			topo = append(topo, int32(i))
 		}
@@ -383,29 +403,13 @@ func (g *Graph) racePairs(rs []raceRange) error {
 	for k := 0; k < len(topo); k++ {
 		x := topo[k]
 		pos[x] = int32(k)
-		for _, y := range g.succ[g.hot[x].succ0:g.hot[x].succ1] {
+		for _, y := range succ[cnt[x]:cnt[x+1]] {
 			if left[y]--; left[y] == 0 {
 				topo = append(topo, y)
 			}
 		}
 	}
-	// A GPU segment's members other than its leader lost their edges in
-	// the seal's contraction (step 6 of graph.go): they run with the
-	// leader, so they are ordered as the leader is. Two members of one
-	// segment are not ordered (equal predecessors, no edge between them).
-	orig := func(i int32) int32 { return int32(rs[i].node) - 1 }
-	node := func(i int32) int32 {
-		n := orig(i)
-		if sg := g.task[n].seg; sg != 0 {
-			return g.segs[sg-1].nodes[0]
-		}
-		return n
-	}
-	for _, p := range pairs {
-		if a, b := orig(p.a), orig(p.b); a != b && g.task[a].seg != 0 && g.task[a].seg == g.task[b].seg {
-			return raceReport(g.raceSide(NoTask, int(b)), &rs[p.b], g.raceSide(NoTask, int(a)), &rs[p.a])
-		}
-	}
+	node := func(i int32) int32 { return int32(rs[i].node) - 1 }
 	for k := range pairs {
 		if p := &pairs[k]; pos[node(p.a)] > pos[node(p.b)] {
 			p.a, p.b = p.b, p.a
@@ -441,7 +445,7 @@ func (g *Graph) racePairs(rs []raceRange) error {
 		for p := pos[first]; p < last; p++ {
 			x := topo[p]
 			if m := reach[x]; m != 0 {
-				for _, y := range g.succ[g.hot[x].succ0:g.hot[x].succ1] {
+				for _, y := range succ[cnt[x]:cnt[x+1]] {
 					reach[y] |= m
 				}
 			}
@@ -450,7 +454,7 @@ func (g *Graph) racePairs(rs []raceRange) error {
 			p := &pairs[k]
 			if reach[node(p.b)]&(1<<bit[node(p.a)]) == 0 {
 				a, b := &rs[p.a], &rs[p.b]
-				return raceReport(g.raceSide(NoTask, int(orig(p.b))), b, g.raceSide(NoTask, int(orig(p.a))), a)
+				return raceReport(g.raceSide(NoTask, int(node(p.b))), b, g.raceSide(NoTask, int(node(p.a))), a)
 			}
 		}
 	}

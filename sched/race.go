@@ -66,10 +66,12 @@ var ErrRace = errors.New("data race")
 
 // RaceError describes a hazard refused by Config.CheckRaces: the task being
 // added (or Run) and a live task that may run at the same time, the streams
-// of each, and the bytes both touch. A side that is a frame graph's node
-// has its node in Node (OtherNode), and -1 there otherwise; its Task is
-// the run's root task, or NoTask when two nodes of one graph race
-// (graph_race.go).
+// of each, and the bytes both touch. Task is NoTask for a task refused by
+// Add: it was never added, and the ID it would have had goes to the next
+// task in its slot (a held task refused by Run keeps its ID: it fails).
+// A side that is a frame graph's node has its node in Node (OtherNode),
+// and -1 there otherwise; its Task is the run's root task, or NoTask when
+// two nodes of one graph race (graph_race.go).
 type RaceError struct {
 	Task, Other            TaskID
 	Node, OtherNode        GraphNode
@@ -93,6 +95,8 @@ func (e *RaceError) Error() string {
 	}
 	who := func(id TaskID, n GraphNode) string {
 		switch {
+		case n < 0 && id == NoTask:
+			return "the task being added"
 		case n < 0:
 			return fmt.Sprintf("task %v", id)
 		case id == NoTask:
@@ -253,12 +257,30 @@ func newRaceChecker(s *Scheduler) *raceChecker {
 	return r
 }
 
+// raceForget drops s's checker from raceCheckers at the end of Close,
+// before the tag is released: the table is global and the checker points
+// at s, so a closed scheduler (its pool, the checker's nodes) would
+// otherwise stay reachable until another scheduler that checks races took
+// its tag, which is given out again only after every other tag.
+func (s *Scheduler) raceForget() {
+	p := &raceCheckers[s.id]
+	if r := p.Load(); r != nil && r.s == s {
+		p.CompareAndSwap(r, nil)
+	}
+}
+
 // raceAdd records a task being added in slot idx (after its parent was
 // held) and, unless it is held, checks it. On a hazard it gives back the
 // parent and the slot and returns the error.
 func (s *Scheduler) raceAdd(idx uint32, t *Task, k *Kernel, hold bool, c *Ctx) error {
 	id := makeID(s.id, s.slots[idx].genLoad(), idx)
 	if err := s.raceChecker().add(id, t, k, hold); err != nil {
+		// The task was never added: the ID it would have had is the
+		// next task's in this slot (a refused Add moves no generation),
+		// so the error must not name it.
+		if re, ok := err.(*RaceError); ok && re.Task == id {
+			re.Task = NoTask
+		}
 		if t.Parent != NoTask {
 			s.decOpen(t.Parent.index(), c)
 		}
