@@ -42,6 +42,7 @@ type bvhJoint struct {
 	channels []uint8 // 0..2 position x,y,z; 3..5 rotation x,y,z
 	first    int     // index of its first channel in a frame line
 	line     int
+	offLine  int // the line of its OFFSET
 }
 
 // bvhScanner yields whitespace-separated tokens with their line numbers.
@@ -110,9 +111,11 @@ func (s *bvhScanner) number() (float64, int, error) {
 // name is used in errors and notes. Rotation channels apply in the order
 // listed (e.g. "Zrotation Yrotation Xrotation" is Rz·Ry·Rx), angles in
 // degrees; position channels replace the joint's offset on that axis.
-// End sites are not bones. Errors name the file and line.
+// End sites are not bones. Lines end with LF, CRLF or CR; a UTF-8 byte
+// order mark is skipped. Errors name the file and line.
 func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
-	s := &bvhScanner{file: name, lines: bytes.Split(data, []byte{'\n'}), li: -1}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	s := &bvhScanner{file: name, lines: splitLines(data), li: -1}
 	p := &bvhParser{s: s}
 	if err := p.hierarchy(); err != nil {
 		return nil, err
@@ -121,7 +124,7 @@ func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
 	if err != nil {
 		return nil, err
 	}
-	values, extra, err := p.frames(nframes, len(data))
+	values, frameLines, extra, err := p.frames(nframes, len(data))
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +146,9 @@ func ParseBVH(name string, data []byte, opt BVHOptions) (*Import, error) {
 	nb := len(p.joints)
 	if (nframes-first)*3*nb > MaxClipSamples {
 		return nil, s.errf(line, "%d frames of %d joints exceed %d samples", nframes, nb, MaxClipSamples)
+	}
+	if err := p.checkRange(values, frameLines, first, unit.Metres); err != nil {
+		return nil, err
 	}
 	sk, clip := p.build(name, values, nframes-first, first, unit.Metres, bvhRate(dt))
 	if err := sk.Validate(); err != nil {
@@ -259,7 +265,7 @@ func (p *bvhParser) blockToken(tok string, line int) error {
 		if j.hasOff {
 			return s.errf(line, "joint %q has two OFFSETs", j.name)
 		}
-		j.offset, j.hasOff = off, true
+		j.offset, j.hasOff, j.offLine = off, true, line
 	case "CHANNELS":
 		if top.endSite {
 			return s.errf(line, "CHANNELS in an End Site")
@@ -350,8 +356,10 @@ func (s *bvhScanner) motionHeader() (nframes int, dt float64, line int, err erro
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if !(dt > 1e-5) || dt > 100 {
-		return 0, 0, 0, s.errf(line, "frame time %v s, want 0.00001..100", dt)
+	// A clip's rate is at most 1e4 Hz (Clip.Validate), after bvhRate's
+	// rounding.
+	if !(dt > 0) || dt > 100 || bvhRate(dt) > 1e4 {
+		return 0, 0, 0, s.errf(line, "frame time %v s, want 0.0001..100 (at most 10 kHz)", dt)
 	}
 	if len(s.toks) > 0 {
 		return 0, 0, 0, s.errf(line, "unexpected %q after frame time", s.toks[0])
@@ -360,11 +368,13 @@ func (s *bvhScanner) motionHeader() (nframes int, dt float64, line int, err erro
 }
 
 // frames parses the frame lines, exactly nchan numbers each: the values
-// of nframes frames, frame after frame, and the count of the lines beyond
-// them. size (the file's) bounds the first allocation.
-func (p *bvhParser) frames(nframes, size int) (values []float64, extra int, err error) {
+// of nframes frames, frame after frame, the line of each frame, and the
+// count of the lines beyond them. size (the file's) bounds the first
+// allocation.
+func (p *bvhParser) frames(nframes, size int) (values []float64, lines []int32, extra int, err error) {
 	s := p.s
 	values = make([]float64, 0, min(nframes*p.nchan, size/2))
+	lines = make([]int32, 0, min(nframes, size/2))
 	got := 0
 	for li := s.li + 1; li < len(s.lines); li++ {
 		fields := bytes.Fields(s.lines[li])
@@ -378,21 +388,78 @@ func (p *bvhParser) frames(nframes, size int) (values []float64, extra int, err 
 			continue
 		}
 		if len(fields) != p.nchan {
-			return nil, 0, s.errf(li+1, "frame %d has %d values, want %d (one per channel)", got, len(fields), p.nchan)
+			return nil, nil, 0, s.errf(li+1, "frame %d has %d values, want %d (one per channel)", got, len(fields), p.nchan)
 		}
 		for k, f := range fields {
 			v, err := strconv.ParseFloat(string(f), 64)
 			if err != nil || !format.Finite(v) {
-				return nil, 0, s.errf(li+1, "frame %d value %d (%s): bad number %q", got, k+1, channelName(p.joints, k), f)
+				return nil, nil, 0, s.errf(li+1, "frame %d value %d (%s): bad number %q", got, k+1, channelName(p.joints, k), f)
 			}
 			values = append(values, v)
 		}
+		lines = append(lines, int32(li+1))
 		got++
 	}
 	if got != nframes {
-		return nil, 0, s.errf(len(s.lines), "truncated: %d of %d frames", got, nframes)
+		last := len(s.lines) // the file's last line, not the empty one after its final newline
+		if last > 1 && len(s.lines[last-1]) == 0 {
+			last--
+		}
+		return nil, nil, 0, s.errf(last, "truncated: %d of %d frames", got, nframes)
 	}
-	return values, extra, nil
+	return values, lines, extra, nil
+}
+
+// checkRange refuses, at their lines, the numbers that would make the
+// skeleton or the clip invalid in metres (the unit's metres per file
+// unit): an OFFSET or a position value beyond ±1e18 m (Skeleton.Validate,
+// Clip.Validate: a float32 pose cannot hold it), an angle too large to
+// turn into radians, of the frames from first on (lines: each frame's
+// line).
+func (p *bvhParser) checkRange(values []float64, lines []int32, first int, metres float64) error {
+	for _, j := range p.joints {
+		for k, v := range j.offset {
+			if x := v * metres; math.Abs(x) > maxValue {
+				return p.s.errf(j.offLine, "joint %q: OFFSET %c %v is %v m, beyond ±1e18 m", j.name, 'X'+k, v, x)
+			}
+		}
+	}
+	for f := first; f < len(lines); f++ {
+		row := values[f*p.nchan:]
+		for _, j := range p.joints {
+			for k, c := range j.channels {
+				v := row[j.first+k]
+				switch {
+				case c < 3 && math.Abs(v*metres) > maxValue:
+					return p.s.errf(int(lines[f]), "frame %d value %d (%s): %v is %v m, beyond ±1e18 m", f, j.first+k+1, channelName(p.joints, j.first+k), v, v*metres)
+				case c >= 3 && !format.Finite(v*math.Pi/180):
+					return p.s.errf(int(lines[f]), "frame %d value %d (%s): angle %v degrees out of range", f, j.first+k+1, channelName(p.joints, j.first+k), v)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// splitLines splits data into lines at LF, CRLF and a lone CR (classic
+// Mac OS files), without the line ends; like bytes.Split, the text after
+// the last line end is a line too (empty when data ends with one).
+func splitLines(data []byte) [][]byte {
+	if bytes.IndexByte(data, '\r') < 0 {
+		return bytes.Split(data, []byte{'\n'})
+	}
+	lines := make([][]byte, 0, bytes.Count(data, []byte{'\n'})+1)
+	for {
+		i := bytes.IndexAny(data, "\r\n")
+		if i < 0 {
+			return append(lines, data)
+		}
+		lines = append(lines, data[:i])
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
 }
 
 // bvhUnit chooses file name's unit: unit when set, else CMU by name or
