@@ -29,6 +29,7 @@ type Blob struct {
 	skels     []uint32
 	seeks     atomic.Pointer[seekTable] // the curve clips' seek indexes, once BuildSeekIndex built them
 	seeksOnce sync.Once
+	loops     gpuLoops // what the GPU sampler's loop passes depend on (gpu_bound.go)
 }
 
 // BlobError reports a corrupt or truncated blob: where and what.
@@ -375,6 +376,7 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 		if w[format.ChIdentity] != 0 { // uniform clips keep no cursor state
 			return bad(rec+4*format.ChIdentity, "reserved word %d is %d", format.ChIdentity, w[format.ChIdentity])
 		}
+		b.loops.add(clipLoops{off: uint32(rec), uniform: true, slots: w[format.ChSlots]})
 		return nil
 	}
 	L := int(w[format.ChSegFrames])
@@ -456,7 +458,8 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 	if err := b.validateEventsName(rec, size, nb, frames, rate); err != nil {
 		return err
 	}
-	if err := b.validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames, L); err != nil {
+	cl := clipLoops{off: uint32(rec), slots: uint32(nslot)}
+	if err := b.validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames, L, &cl); err != nil {
 		return err
 	}
 	// Last, so that a record edited by hand (its blob checksum redone)
@@ -466,6 +469,7 @@ func (b *Blob) validateClip(rec, blobEnd int, skelBones map[uint32]int) error {
 			return bad(rec+4*format.ChIdentity, "identity %#x, record has %#x", id, want)
 		}
 	}
+	b.loops.add(cl)
 	return nil
 }
 
@@ -639,13 +643,15 @@ func (b *Blob) validateUniformClip(rec, size, nb, frames int, rate float64) erro
 // validateStream decodes every segment exactly as the sampler does,
 // checking coding parameters, times, index ranges, playback order and that
 // every segment ends where the table says, so that sampling a valid blob
-// never reads outside it and always terminates.
+// never reads outside it and always terminates. It also records in cl
+// what the GPU sampler's loop passes depend on: the most need frames
+// (record rounds) of a segment and the most records of one need frame.
 // maxCurveStep is the largest quantisation step the loader accepts for a
 // curve track: indices stay below 2^MaxIndexBits, so values stay below
 // 2^56 and their squares far below float32's 2^128.
 const maxCurveStep = 1 << 32
 
-func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames, L int) error {
+func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames, L int, cl *clipLoops) error {
 	words := b.words[stream/4 : stream/4+nw]
 	type st struct {
 		t2, t3, params, kind uint32
@@ -717,15 +723,19 @@ func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames
 				next = state[k].t2
 			}
 		}
+		rounds := uint32(0)
 		for pos < end {
 			if next == format.NoNeed {
 				return bad("data after every track's last point")
 			}
 			F := next
 			next = format.NoNeed
+			rounds++
+			records := uint32(0)
 			for k := range state {
 				sp := &state[k]
 				for sp.t2 == F && format.MorePoints(sp.params, sp.t2, sp.t3, segEnd) {
+					records++
 					if pos >= end {
 						return bad("track %d: missing record (needed at frame %d)", k, F)
 					}
@@ -743,6 +753,10 @@ func (b *Blob) validateStream(rec, stream, nw, segt, tracks, nslot, nseg, frames
 			}
 			if next <= F {
 				return bad("records out of playback order at frame %d", F)
+			}
+			cl.perRound = max(cl.perRound, records)
+			if rounds > cl.rounds {
+				cl.rounds, cl.seg, cl.last = rounds, uint32(s), F
 			}
 		}
 		if pos != end {

@@ -567,12 +567,33 @@
 // error (Data not the blob of in 0, strides that disagree with Params,
 // device-only memory, invalid characters). A shader cannot fail its task:
 // it clamps every blob read into the blob and every stream read into its
-// clip's stream, bounds every loop (lavapipe silently ends a loop after
-// 65535 iterations; the longest here runs once per need frame of a
-// segment), and gives a character whose clip offset does not name a
-// "CLIP" record, or whose clip needs more bones or cursor words than the
-// strides, the identity pose; validating clip offsets is the host's job
-// (TaskData validates the job).
+// clip's stream, bounds every loop, and gives a character whose clip
+// offset does not name a "CLIP" record, or whose clip needs more bones or
+// cursor words than the strides, the identity pose; validating clip
+// offsets is the host's job (TaskData validates the job).
+//
+// Loop budget: lavapipe gives each invocation (each SIMD vector of
+// invocations run together) one budget of loop passes for all of a
+// shader's loops together, exit tests included (gpu.LavapipeLoopBudget),
+// and once it is spent every later loop runs at most once: no error, but
+// wrong poses and cursors. A seek reads every record of its segment up to
+// the time, so a curve clip's passes grow as its animated tracks times its
+// segments' need frames (about two passes per track and need frame: one
+// for the track, one for its record). The shader keeps them few (a record
+// is read by straight code, a need frame's tracks and records are one
+// loop, the cursor is copied eight words a pass); Load computes a bound on
+// a blob's passes per invocation from every segment's need frames and
+// records, with a margin for characters on different clips and at
+// different times in one vector (gpu_bound.go has the derivation); and on
+// a device with a budget (gpu.Device.LoopBudget) the kernel refuses
+// (bind.Binding.Admit: the task fails with gpu.ErrRefused, nothing is
+// dispatched) a task whose blob's bound reaches it, naming the clip, its
+// bound and the budget. Compress such a clip with a shorter
+// offline.CompressOptions.SegmentSeconds (its segments then have fewer
+// need frames, at a cost in size), or sample it on the CPU. Rejected:
+// clamping the loops in the shader (the poses would still be wrong,
+// silently), and a check at TaskData (it does not know the device the
+// task will run on, or whether it runs on the GPU at all).
 //
 // Agreement: the shader computes the same float32 operations in the same
 // order as the Go code, with GLSL `precise` (no fused multiply-add, no

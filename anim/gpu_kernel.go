@@ -70,12 +70,17 @@ var sampleSPIRV = sync.OnceValues(func() ([]byte, error) { return shaders.SPIRV(
 //	character (SampleJob.CursorStride), Params[2] flags (SampleInPlace)
 //
 // The GPU binding holds shaders/anim_sample.spv (LocalSize SampleLocalSize).
+// Its Admit refuses, on a device with a loop budget (lavapipe:
+// gpu.Device.LoopBudget), a task whose blob's clips could need more loop
+// passes per invocation than the budget, which the device would sample
+// wrong without any error (doc.go, "Loop budget"; gpu_bound.go): the task
+// fails with gpu.ErrRefused and an error naming the clip.
 func SampleKernel() (sched.Kernel, error) {
 	spv, err := sampleSPIRV()
 	if err != nil {
 		return sched.Kernel{}, fmt.Errorf("anim: sampling kernel: %w", err)
 	}
-	b := &bind.Binding{SPIRV: spv, Entry: bind.DefaultEntry, LocalSize: SampleLocalSize, ItemsPerInvocation: 1}
+	b := &bind.Binding{SPIRV: spv, Entry: bind.DefaultEntry, LocalSize: SampleLocalSize, ItemsPerInvocation: 1, Admit: sampleAdmit}
 	if err := b.Validate(); err != nil {
 		return sched.Kernel{}, fmt.Errorf("anim: sampling kernel: %w", err)
 	}

@@ -241,6 +241,16 @@
 // lacks shaderFloat64, 8- and 16-bit storage, which the package does not
 // enable): without the validation layer the driver need not report it.
 //
+// A kernel may refuse a task on a device (bind.Binding.Admit, asked
+// before each job is planned and before each run of a graph segment for
+// its nodes): the task (the graph node, alone) fails with ErrRefused and
+// the kernel's reason, and nothing is dispatched. It is for what a device
+// would compute wrong without any error: on lavapipe, a shader that needs
+// more loop passes per invocation than llvmpipe's budget
+// (Device.LoopBudget, LavapipeLoopBudget: one counter per invocation, or
+// SIMD vector of invocations, for all loops together; once it is spent
+// every later loop runs at most once). admit.go has the details.
+//
 // Executor.Close submits what was enqueued, waits for every command buffer,
 // finishes or fails every job, and stops both goroutines; Enqueue after
 // Close fails the job at once. Device.Close closes the executors still

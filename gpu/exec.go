@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vkjobs/vkjobs/gpu/bind"
 	vk "github.com/vkjobs/vkjobs/gpu/internal/vkshim"
 	"github.com/vkjobs/vkjobs/sched"
 )
@@ -64,7 +65,8 @@ const MaxInFlight = 64
 type Executor struct {
 	d    *Device
 	opts ExecutorOptions
-	ts   bool // timestamps in use
+	ts   bool        // timestamps in use
+	bdev bind.Device // what a kernel's bind.Binding.Admit is told (admit.go)
 
 	// mu guards the submission state: pending, closed, subBusy,
 	// inlineBusy, burst (the executor's states, at the head of submit.go).
@@ -214,6 +216,7 @@ func NewExecutor(d *Device, opts ExecutorOptions) (*Executor, error) {
 		segWake:  make(chan struct{}, 1),
 		free:     make(chan *slot, opts.InFlight),
 		inflight: make(chan *slot, opts.InFlight),
+		bdev:     bind.Device{Name: d.Name(), LoopBudget: d.LoopBudget()},
 	}
 	d.emu.Lock()
 	if d.closed {

@@ -256,9 +256,10 @@ func TestCoExecutionSubRange(t *testing.T) {
 	})
 }
 
-// spinIters is the spin kernel's loop count: below lavapipe's cap of about
-// 65535 loop iterations per invocation (see testdata/spin.comp). Run time
-// is scaled with the number of items instead.
+// spinIters is the spin kernel's loop count: below lavapipe's budget of
+// loop passes per invocation, LavapipeLoopBudget for all loops together
+// (see testdata/spin.comp). Run time is scaled with the number of items
+// instead.
 const spinIters = 60_000
 
 var spinCal struct {

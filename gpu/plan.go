@@ -95,6 +95,9 @@ func (e *Executor) plan(sl *slot, jb *job) bool {
 	if err == nil {
 		err = itemRange(k, p, td.Begin, td.End)
 	}
+	if err == nil {
+		err = e.admit(k, td)
+	}
 	if err != nil {
 		e.finishEarly(jb, err)
 		return true

@@ -331,6 +331,17 @@ func (e *Executor) submitSegment(sg *segment, jb *job) error {
 			}
 		}
 	}
+	// A node its kernel refuses now (bind.Binding.Admit: its Data or
+	// Params changed since the plan) is left out by planning again, which
+	// fails it alone.
+	if sg.planned && !sg.stale {
+		for i := range sg.nodes {
+			if n := &sg.nodes[i]; n.job >= 0 && e.admit(n.k, n.td) != nil {
+				sg.stale = true
+				break
+			}
+		}
+	}
 	// Params changed (the push constants are recorded), or the recording
 	// waits for FaultStall's event, which is for one command buffer.
 	again := sl.stalled
@@ -457,6 +468,9 @@ func (e *Executor) planNode(sg *segment, i int) error {
 	p, err := d.pipelineFor(n.k)
 	if err == nil {
 		err = itemRange(n.k, p, n.td.Begin, n.td.End)
+	}
+	if err == nil {
+		err = e.admit(n.k, n.td)
 	}
 	if err != nil {
 		return err

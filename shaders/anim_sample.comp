@@ -31,12 +31,26 @@
 // clip offsets (anim.SampleJob.Validate); here a character whose clip
 // record does not start with "CLIP", or needs more bones or cursor words
 // than the strides (a uniform clip: more than 3 animated tracks per bone),
-// gets the identity pose. lavapipe ends any loop after 65535 iterations:
-// the longest here runs once per need frame of a segment (< 2^16 frames,
-// validated by anim.Load), or once per bone or animated track (<= 3 per
-// bone). Uniform reads: a track's <= 57 bits are three stream words read
-// through the same clamp, so a bad rate byte, segment table entry or bits
-// per frame reads wrong words of the clip's stream, never outside it.
+// gets the identity pose. Uniform reads: a track's <= 57 bits are three
+// stream words read through the same clamp, so a bad rate byte, segment
+// table entry or bits per frame reads wrong words of the clip's stream,
+// never outside it.
+//
+// Loop passes: lavapipe (llvmpipe's gallivm) keeps one loop counter per
+// invocation, shared by the SIMD lanes it runs together, for all loops of
+// the shader together: every pass of every loop (its exit test included)
+// takes one from it, a loop that no lane of the vector reaches takes
+// nothing, and once it is spent every later loop runs at most once,
+// silently. So the code keeps loop passes few where they multiply: a
+// record is read by straight code (three components and a guarded fourth,
+// no component loop), a need frame's tracks and records are one loop (one
+// pass per track plus one per record, not a record loop per track), the
+// cursor is copied eight words a pass, and the constant pose is one loop
+// over the bones. What remains is counted by anim (gpuLoopBound in
+// anim/gpu_bound.go, which must follow this code's loops), and the kernel
+// refuses, on a device with such a budget, a blob with a clip that could
+// need more (its tasks fail with an error naming the clip) rather than
+// return a wrong pose.
 #include "common.glsl"
 
 layout(std430, set = 0, binding = 0) readonly buffer BlobWords { uint words[]; };
@@ -137,9 +151,11 @@ uint readParams(inout uint pos, uint kind) {
         pos += 1u;
     }
     uint p = mode | disc << 3u | kt << 4u | pm << 28u | lin << 30u | endPair << 31u;
-    uint nc = ncompOf(kind, mode);
-    for (uint c = 0u; c < nc; c++) {
-        p |= bitsAt(pos, 5u) << (8u + 5u * c);
+    // The components' Rice parameters, straight (no loop: see the header).
+    p |= bitsAt(pos, 5u) << 8u | bitsAt(pos + 5u, 5u) << 13u | bitsAt(pos + 10u, 5u) << 18u;
+    pos += 15u;
+    if (ncompOf(kind, mode) == 4u) {
+        p |= bitsAt(pos, 5u) << 23u;
         pos += 5u;
     }
     return p;
@@ -189,12 +205,20 @@ void readRecord(inout uint pos, uint kind, uint cs) {
     uint t2 = cur[cs + SL_T2], t3 = cur[cs + SL_T3];
     uint t = t3 + rice(pos, params >> 4u & 15u) + 1u - (params >> 3u & 1u);
     uint pm = params >> 28u & 3u;
-    uint nc = ncompOf(kind, params & 7u);
-    cur[e + 4u] = 0u;
-    for (uint c = 0u; c < nc; c++) {
-        int p = predict(t2, t3, t, int(cur[e2 + 1u + c]), int(cur[e3 + 1u + c]), pm);
-        cur[e + 1u + c] = uint(p + unzigzag(rice(pos, params >> (8u + 5u * c) & 31u)));
+    // Three components and a guarded fourth, in stream order: straight
+    // code, no component loop (loop passes count: see the header).
+    int p0 = predict(t2, t3, t, int(cur[e2 + 1u]), int(cur[e3 + 1u]), pm);
+    cur[e + 1u] = uint(p0 + unzigzag(rice(pos, params >> 8u & 31u)));
+    int p1 = predict(t2, t3, t, int(cur[e2 + 2u]), int(cur[e3 + 2u]), pm);
+    cur[e + 2u] = uint(p1 + unzigzag(rice(pos, params >> 13u & 31u)));
+    int p2 = predict(t2, t3, t, int(cur[e2 + 3u]), int(cur[e3 + 3u]), pm);
+    cur[e + 3u] = uint(p2 + unzigzag(rice(pos, params >> 18u & 31u)));
+    uint w = 0u;
+    if (ncompOf(kind, params & 7u) == 4u) {
+        int p3 = predict(t2, t3, t, int(cur[e2 + 4u]), int(cur[e3 + 4u]), pm);
+        w = uint(p3 + unzigzag(rice(pos, params >> 23u & 31u)));
     }
+    cur[e + 4u] = w;
     cur[e] = t;
     cur[cs + SL_HEAD] = (head + 1u) & 3u;
     cur[cs + SL_FRESH] = min(cur[cs + SL_FRESH] + 1u, 4u);
@@ -212,12 +236,14 @@ uint seekSegment(uint pos, uint segEnd, uint nslot, uint cb, out uint next) {
         uint width = clamp(W(d + 1u), 1u, 32u);
         uint cs = cb + CUR_HEADER + s * SLOT_WORDS;
         uint params = readParams(pos, kind);
-        ivec4 i1 = ivec4(0);
-        uint nc = ncompOf(kind, params & 7u);
-        for (uint c = 0u; c < nc; c++) {
-            uint v = bitsAt(pos, width);
+        // The first point's components, straight (no loop).
+        uint sh = 32u - width;
+        ivec4 i1 = ivec4(int(bitsAt(pos, width) << sh) >> sh, int(bitsAt(pos + width, width) << sh) >> sh,
+                         int(bitsAt(pos + 2u * width, width) << sh) >> sh, 0);
+        pos += 3u * width;
+        if (ncompOf(kind, params & 7u) == 4u) {
+            i1.w = int(bitsAt(pos, width) << sh) >> sh;
             pos += width;
-            i1[c] = int(v << (32u - width)) >> (32u - width);
         }
         ivec4 i2, i3;
         uint t2 = readPoint(pos, params, kind, 0u, 0u, i1, i1, i2);
@@ -276,6 +302,26 @@ float recip(float x) {
     return r;
 }
 
+// putCoef stores a slot's cubic coefficients c0..c3 from word c on.
+void putCoef(uint c, vec4 c0, vec4 c1, vec4 c2, vec4 c3) {
+    cur[c] = floatBitsToUint(c0.x);
+    cur[c + 1u] = floatBitsToUint(c0.y);
+    cur[c + 2u] = floatBitsToUint(c0.z);
+    cur[c + 3u] = floatBitsToUint(c0.w);
+    cur[c + 4u] = floatBitsToUint(c1.x);
+    cur[c + 5u] = floatBitsToUint(c1.y);
+    cur[c + 6u] = floatBitsToUint(c1.z);
+    cur[c + 7u] = floatBitsToUint(c1.w);
+    cur[c + 8u] = floatBitsToUint(c2.x);
+    cur[c + 9u] = floatBitsToUint(c2.y);
+    cur[c + 10u] = floatBitsToUint(c2.z);
+    cur[c + 11u] = floatBitsToUint(c2.w);
+    cur[c + 12u] = floatBitsToUint(c3.x);
+    cur[c + 13u] = floatBitsToUint(c3.y);
+    cur[c + 14u] = floatBitsToUint(c3.z);
+    cur[c + 15u] = floatBitsToUint(c3.w);
+}
+
 // updateCoeffs decodes the window's fresh points (rotations aligned to the
 // point before) and stores the cubic of [p1, p2]: anim's updateCoeffs and
 // curveCoeffs.
@@ -311,22 +357,15 @@ void updateCoeffs(uint cs, uint kind, float step) {
     uint c = cs + SL_COEF;
     precise float h = pt[2] - pt[1];
     precise float invH = 0.0;
+    // The coefficients as vec4 operations, per component the same float
+    // operations as the Go code's loop over components (no loop here:
+    // loop passes count, see the header).
     if (!(h > 0.0)) {
-        for (uint i = 0u; i < 4u; i++) {
-            cur[c + i] = floatBitsToUint(p[2][i]);
-            cur[c + 4u + i] = 0u;
-            cur[c + 8u + i] = 0u;
-            cur[c + 12u + i] = 0u;
-        }
+        putCoef(c, p[2], vec4(0.0), vec4(0.0), vec4(0.0));
     } else if ((cur[cs + SL_PARAMS] >> 30u & 1u) == 1u) {
         // linear segment: c0 + u (p2 - p1)
-        for (uint i = 0u; i < 4u; i++) {
-            precise float d = p[2][i] - p[1][i];
-            cur[c + i] = floatBitsToUint(p[1][i]);
-            cur[c + 4u + i] = floatBitsToUint(d);
-            cur[c + 8u + i] = 0u;
-            cur[c + 12u + i] = 0u;
-        }
+        precise vec4 d = p[2] - p[1];
+        putCoef(c, p[1], d, vec4(0.0), vec4(0.0));
         invH = recip(h);
     } else {
         precise float s1 = 1.0, s2 = 1.0;
@@ -341,18 +380,13 @@ void updateCoeffs(uint cs, uint kind, float step) {
         } else {
             s2 = h * recip(pt[3] - pt[1]);
         }
-        for (uint i = 0u; i < 4u; i++) {
-            float v1 = p[1][i], v2 = p[2][i];
-            precise float hm1 = (v2 - a0[i]) * s1;
-            precise float hm2 = (a3[i] - v1) * s2;
-            precise float d = v2 - v1;
-            precise float c2 = 3.0 * d - 2.0 * hm1 - hm2;
-            precise float c3 = hm1 + hm2 - 2.0 * d;
-            cur[c + i] = floatBitsToUint(v1);
-            cur[c + 4u + i] = floatBitsToUint(hm1);
-            cur[c + 8u + i] = floatBitsToUint(c2);
-            cur[c + 12u + i] = floatBitsToUint(c3);
-        }
+        vec4 v1 = p[1], v2 = p[2];
+        precise vec4 hm1 = (v2 - a0) * s1;
+        precise vec4 hm2 = (a3 - v1) * s2;
+        precise vec4 d = v2 - v1;
+        precise vec4 c2 = 3.0 * d - 2.0 * hm1 - hm2;
+        precise vec4 c3 = hm1 + hm2 - 2.0 * d;
+        putCoef(c, v1, hm1, c2, c3);
         invH = recip(h);
     }
     cur[cs + SL_T1] = floatBitsToUint(pt[1]);
@@ -456,6 +490,10 @@ void putBone(uint b, vec4 t, vec4 r, vec4 s) {
     poses[o + gSlot.z] = s;
 }
 
+// COPY_WORD copies cursor word k + j when it is below the stride (n words
+// from k on).
+#define COPY_WORD(j) if (n > j) { cur[cb + k + j] = curIn[cb + k + j]; }
+
 void main() {
     uint item;
     if (!workItem(item)) {
@@ -469,9 +507,18 @@ void main() {
     uint cb = item * stride;
 
     // The cursor: out 1 starts undefined unless it is in 2's memory.
+    // Eight words a pass (loop passes count: see the header).
     if ((flags & FLAG_IN_PLACE) == 0u) {
-        for (uint k = 0u; k < stride; k++) {
+        for (uint k = 0u; k < stride; k += 8u) {
+            uint n = stride - k;
             cur[cb + k] = curIn[cb + k];
+            COPY_WORD(1u)
+            COPY_WORD(2u)
+            COPY_WORD(3u)
+            COPY_WORD(4u)
+            COPY_WORD(5u)
+            COPY_WORD(6u)
+            COPY_WORD(7u)
         }
     }
 
@@ -494,10 +541,20 @@ void main() {
              (codec == CLIP_UNIFORM ? nslot <= 3u * nb : codec == CLIP_CURVE && nslot <= (stride - CUR_HEADER) / SLOT_WORDS) &&
              frames >= 1u && L >= 1u && nseg >= 1u && W(c4 + CH_STREAMWORDS) >= 1u;
     }
-    if (!ok) {
-        for (uint b = 0u; b < bones; b++) {
+    // Constant tracks: the default pose; identity for extra bones, and
+    // for every bone of an invalid clip. One loop (loop passes count).
+    uint def = ok ? c4 + W(c4 + CH_DEFAULT) / 4u : 0u;
+    for (uint b = 0u; b < bones; b++) {
+        if (ok && b < nb) {
+            uint w = def + 12u * b;
+            putBone(b, uintBitsToFloat(uvec4(W(w), W(w + 1u), W(w + 2u), W(w + 3u))),
+                    uintBitsToFloat(uvec4(W(w + 4u), W(w + 5u), W(w + 6u), W(w + 7u))),
+                    uintBitsToFloat(uvec4(W(w + 8u), W(w + 9u), W(w + 10u), W(w + 11u))));
+        } else {
             putBone(b, vec4(0.0), vec4(0.0, 0.0, 0.0, 1.0), vec4(1.0, 1.0, 1.0, 0.0));
         }
+    }
+    if (!ok) {
         return;
     }
     float rate = WF(c4 + CH_RATE);
@@ -522,17 +579,6 @@ void main() {
     precise float local = f - float(seg * L);
     uint segEnd = min(L, frames - 1u - seg * L);
 
-    // Constant tracks: the default pose; identity for extra bones.
-    uint def = c4 + W(c4 + CH_DEFAULT) / 4u;
-    for (uint b = 0u; b < nb; b++) {
-        uint w = def + 12u * b;
-        putBone(b, uintBitsToFloat(uvec4(W(w), W(w + 1u), W(w + 2u), W(w + 3u))),
-                uintBitsToFloat(uvec4(W(w + 4u), W(w + 5u), W(w + 6u), W(w + 7u))),
-                uintBitsToFloat(uvec4(W(w + 8u), W(w + 9u), W(w + 10u), W(w + 11u))));
-    }
-    for (uint b = nb; b < bones; b++) {
-        putBone(b, vec4(0.0), vec4(0.0, 0.0, 0.0, 1.0), vec4(1.0, 1.0, 1.0, 0.0));
-    }
     if (nslot == 0u) {
         return;
     }
@@ -601,20 +647,29 @@ void main() {
     }
     // Read the records playback needs by now, need frame by need frame, in
     // track order (the stream's order). next grows every round, so the
-    // loop runs at most once per frame of the segment.
+    // loop runs at most once per frame of the segment. A round is one
+    // loop over tracks and records: a pass either reads the current
+    // track's next record (at most 64 a track a round; valid data has at
+    // most two, a discontinuity) or moves to the next track, so a round
+    // takes one pass per track plus one per record (a record loop inside
+    // a track loop would add an exit test per track; see the header).
     bool reseeked = false;
     for (uint round = 0u; round <= 65536u && float(next) <= local && pos < segStop; round++) {
         uint F = next;
         next = NO_NEED;
-        for (uint s = 0u; s < nslot; s++) {
+        uint s = 0u, g = 0u;
+        for (uint it = 0u; it < 65u * nslot && s < nslot; it++) {
             uint cs = cb + CUR_HEADER + s * SLOT_WORDS;
-            uint kind = W(gTracks + 4u * s) >> 16u;
-            for (uint g = 0u; g < 64u && cur[cs + SL_T2] == F && morePoints(cur[cs + SL_PARAMS], cur[cs + SL_T2], cur[cs + SL_T3], segEnd) && pos < segStop; g++) {
-                readRecord(pos, kind, cs);
-            }
-            uint t2 = cur[cs + SL_T2];
-            if (morePoints(cur[cs + SL_PARAMS], t2, cur[cs + SL_T3], segEnd) && t2 < next) {
-                next = t2;
+            if (g < 64u && cur[cs + SL_T2] == F && morePoints(cur[cs + SL_PARAMS], cur[cs + SL_T2], cur[cs + SL_T3], segEnd) && pos < segStop) {
+                readRecord(pos, W(gTracks + 4u * s) >> 16u, cs);
+                g++;
+            } else {
+                uint t2 = cur[cs + SL_T2];
+                if (morePoints(cur[cs + SL_PARAMS], t2, cur[cs + SL_T3], segEnd) && t2 < next) {
+                    next = t2;
+                }
+                s++;
+                g = 0u;
             }
         }
         if (next <= F) {

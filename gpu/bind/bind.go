@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/vkjobs/vkjobs/sched"
 )
 
 // ErrBadBinding: the binding is invalid (bad SPIR-V, missing entry point,
@@ -77,8 +79,14 @@ var ErrBadBinding = errors.New("gpu: invalid GPU binding")
 //     stride 12) need the device's scalarBlockLayout feature, which package
 //     gpu enables where the device has it and otherwise refuses the kernel's
 //     pipeline (ErrBadBinding naming the feature).
-//   - On lavapipe, a loop ends after about 65535 iterations per invocation
-//     (llvmpipe's loop limiter), silently: bound per-invocation loops.
+//   - On lavapipe, loop passes are rationed (llvmpipe's loop limiter):
+//     one counter per invocation, shared by the SIMD lanes it runs
+//     together, for all the shader's loops together; every pass of a loop
+//     a lane of the vector reaches (its exit test included) takes one, and
+//     once the counter is spent every later loop runs at most once,
+//     silently. Device.LoopBudget reports that budget; keep a shader's
+//     loop passes per invocation below it, or refuse the tasks that would
+//     need more (Admit).
 //
 // A *Binding is stored in sched.Kernel.GPU (a sched.GPUBinding; Of reads it
 // back); Register checks it against the kernel's streams (CheckStreams).
@@ -90,6 +98,33 @@ type Binding struct {
 	LocalSize          uint32  // workgroup size X (specialization constant 0, or the shader's fixed X), default 64
 	ItemsPerInvocation uint32  // work items per invocation, default 1
 	UniformIn          [4]bool // inputs bound as uniform blocks instead of storage buffers
+
+	// Admit, when set, is asked before each task of the kernel is
+	// dispatched on a device (a graph node's: when its segment is planned,
+	// and again before each run): an error fails the task (package gpu
+	// wraps it with gpu.ErrRefused and the kernel's name) without
+	// dispatching it. A kernel refuses with it what the device would
+	// compute wrong without any error, such as a task whose shader would
+	// need more loop passes than Device.LoopBudget: failing the task with
+	// a reason beats a silently wrong result. It is called on the
+	// submitting goroutine for every task, so it must be cheap, should not
+	// allocate unless it refuses, and must not keep td. Nil admits every
+	// task.
+	Admit func(dev *Device, td *sched.TaskData) error
+}
+
+// Device is what Binding.Admit is told of the device that would run a
+// task.
+type Device struct {
+	// Name is the device's name (VkPhysicalDeviceProperties.deviceName).
+	Name string
+	// LoopBudget is 0 on a device without a known limit on loop passes;
+	// on lavapipe (llvmpipe) it is the number of loop passes one
+	// invocation may take in all, for all loops of the shader together
+	// and shared by the SIMD lanes run with it, before every later loop
+	// silently runs at most once (see the contract above). A shader that
+	// stays strictly below it is computed exactly.
+	LoopBudget uint32
 }
 
 // PushConstantSize is the byte size of the push-constant block above.
