@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Which thread is calling: for the calls made without a Ctx.
@@ -61,8 +62,11 @@ func (s *Scheduler) RegisterThread(name string) (*Ctx, error) {
 // holds the worker again. A
 // registered thread's was stored as it registered, and the goroutine may
 // have exited since and its g been reused: a match there is confirmed by
-// goroutine ID (goid, microseconds). A g that matches nothing is no
-// thread's: a worker's would match, and so would that of the goroutine
+// goroutine ID (goid, microseconds). A registered thread inside a Wait,
+// WaitEvent, RunPinned or RunOne also holds the g of the goroutine making
+// that call (busyG, busy.go): a match there is final, whichever goroutine
+// registered the thread (a kernel it runs calls Close or Wait without
+// its Ctx). Otherwise a g that matches nothing is no thread's: a worker's would match, and so would that of the goroutine
 // that registered a thread, while it lives. Where getg is not available
 // (not amd64) every look-up goes by goroutine ID.
 func (s *Scheduler) callerCtx() *Ctx {
@@ -74,6 +78,9 @@ func (s *Scheduler) callerCtx() *Ctx {
 					return t
 				}
 				confirm = true
+			}
+			if !t.worker && uintptr(atomic.LoadInt64(&t.busyG)) == me {
+				return t // inside a call on t now: alive, and t's (busy.go)
 			}
 		}
 		if !confirm {

@@ -136,9 +136,10 @@ func (s *Scheduler) finishLeftover(x uint32) {
 // first call's result.
 //
 // Close called from a kernel (on a scheduler thread, with a kernel
-// running), or from Config.Observer's TaskRan on a scheduler thread (it
-// runs as part of the kernel's task), fails with ErrCloseInKernel and
-// closes nothing: it would wait for that thread, for ever. Telling costs
+// running), from Config.Observer's TaskRan on a scheduler thread (it
+// runs as part of the kernel's task), or from Config.OnWorkerStart (on a
+// worker's goroutine), fails with ErrCloseInKernel and closes nothing: it
+// would wait for that thread, for ever. Telling costs
 // a look-up of the calling goroutine (see callerCtx).
 func (s *Scheduler) Close() error {
 	if c := s.callerCtx(); c != nil {
@@ -147,6 +148,12 @@ func (s *Scheduler) Close() error {
 		}
 		if c.observing {
 			return fmt.Errorf("sched: Close from Config.Observer's TaskRan for %v, on the thread that ran its kernel (Close would wait for that thread): %w", c.ev.Task, ErrCloseInKernel)
+		}
+		if c.worker {
+			// Outside any kernel a worker's goroutine runs only
+			// Config.OnWorkerStart: Close waits for every worker
+			// goroutine to exit, this one included.
+			return fmt.Errorf("sched: Close from the goroutine of worker %d (Config.OnWorkerStart?), which Close would wait for: %w", c.index, ErrCloseInKernel)
 		}
 	}
 	s.closeOnce.Do(func() {

@@ -113,7 +113,8 @@ type Config struct {
 	OnWorkerStart func(index int)
 	// MaxRetainedErrors bounds how many failed tasks' errors are kept for
 	// Wait/Err on IDs whose slots were reused (default 65536). When more fail
-	// before being collected, the oldest are dropped and counted.
+	// before being collected, the oldest are dropped and counted. Negative
+	// values fail New.
 	MaxRetainedErrors int
 	// CheckRaces, when set, refuses data races between tasks when they
 	// are added (race.go): Add (and Run of a task made with Create) fails
@@ -169,7 +170,11 @@ type RunEvent struct {
 
 // Observer receives RunEvents. It is called on the thread that ran the
 // kernel, so it must be cheap and safe for concurrent use. The event is only
-// valid during the call: copy what you keep.
+// valid during the call: copy what you keep. The task completes after
+// TaskRan returns: a wait in TaskRan for it, or for a task that needs it
+// (its parent, a dependent), fails with ErrDeadlock, and Close there
+// fails with ErrCloseInKernel. A panic in TaskRan fails the task with
+// ErrObserverPanic.
 type Observer interface {
 	TaskRan(ev *RunEvent)
 }
@@ -202,6 +207,10 @@ var (
 	// run for Config.PoolStallLimit, so that only a Run or Abandon from
 	// outside could have freed a slot, and none came.
 	ErrPoolDeadlock = errors.New("task pool full and nothing can run")
+	// ErrObserverPanic: Config.Observer's TaskRan panicked when told of
+	// a task's run; the task fails with it (its kernel's own error, if
+	// any, joined).
+	ErrObserverPanic = errors.New("Config.Observer's TaskRan panicked")
 	// ErrCloseInKernel: Close would wait for the kernel that called it
 	// (or, from Config.Observer's TaskRan, for the thread it runs on).
 	ErrCloseInKernel = errors.New("scheduler closed from one of its kernels, which Close would wait for: call Close after the last Wait, outside kernels")
@@ -300,8 +309,13 @@ type Scheduler struct {
 
 // New creates a scheduler and starts its workers.
 func New(cfg Config) (*Scheduler, error) {
-	if cfg.MainThreads < 0 || cfg.Workers < 0 || cfg.PoolSize < 0 || cfg.DequeSize < 0 {
-		return nil, fmt.Errorf("sched: negative value in Config %+v", cfg)
+	for _, f := range [...]struct {
+		name string
+		v    int
+	}{{"MainThreads", cfg.MainThreads}, {"Workers", cfg.Workers}, {"PoolSize", cfg.PoolSize}, {"DequeSize", cfg.DequeSize}, {"MaxRetainedErrors", cfg.MaxRetainedErrors}} {
+		if f.v < 0 {
+			return nil, fmt.Errorf("sched: New: Config.%s is %d: want 0 (the default) or more", f.name, f.v)
+		}
 	}
 	if cfg.MainThreads == 0 {
 		cfg.MainThreads = 1

@@ -187,6 +187,31 @@
 //	    (the first is queued under it and never runs): Ctx.Join with b in
 //	    WaitEvent for a's event completes, the worker handed over or a run
 //	    by the registered thread's wait (join_test.go).
+//	Taskflow #152, #575 an executor made and waited for inside a task: a
+//	    kernel makes a Scheduler, waits for it and closes it, three deep:
+//	    completes (misuse_shapes_test.go, as the rows below).
+//	Taskflow #107 an empty flow: an empty graph's Run, RunCtx and Start,
+//	    and Wait(NoTask): complete.
+//	Taskflow #479 a task that throws: ErrKernelPanic naming the kernel.
+//	Taskflow #424 a wait inside the completion callback: Observer.TaskRan
+//	    waiting for its task, its parent or a dependent ends with
+//	    ErrDeadlock naming the Observer (it hung); a panic in TaskRan fails
+//	    the task with ErrObserverPanic (it killed the process).
+//	oneTBB #324 a wait inside its own task_group: a kernel waiting for its
+//	    parent or grandparent ends with ErrDeadlock naming the chain.
+//	oneTBB #2056 run on one thread, wait on another: a second registered
+//	    thread's Wait takes the work; completes.
+//	Rayon #446 nested install: a graph node runs another graph under 100
+//	    nested RunInPlace calls: completes.
+//	Rayon #835 a blocking scope on a pool of one: a kernel on the only
+//	    worker blocks on a bounded channel whose consumers the main
+//	    thread's Wait runs: completes.
+//	Rayon #592 a lock held across join: still hangs now and then (the
+//	    worker handed over runs a kernel that blocks on the lock); Join's
+//	    doc forbids it, and the test runs only with
+//	    VKJOBS_RUN_KNOWN_HANGS=1.
+//	enkiTS #48 pinned tasks added as their thread falls asleep: complete.
+//	enkiTS #75 waiting for no task: RunOne with nothing returns false.
 //
 // # Where the design is
 //

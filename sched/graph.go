@@ -977,7 +977,9 @@ func (r *graphRunner) loop() {
 			err := h.fn(r.c, &g.data[n])
 			r.cur = -1
 			if r.obs != nil {
-				r.observe(n, start, err)
+				if oerr := r.observe(n, start, err); oerr != nil {
+					err = errors.Join(err, oerr)
+				}
 			}
 			if err != nil {
 				r.fail(g.nodeErr(n, err))
@@ -1068,14 +1070,21 @@ func (r *graphRunner) endBursts() {
 // observe tells the Observer of node n's run in place: a RunEvent on this
 // thread whose Task is NoTask (the node is no task) and whose Parent is
 // the run's join, so an observer that knows the join (it is what Start
-// returns) can tell which run the node belonged to.
-func (r *graphRunner) observe(n int32, start int64, err error) {
+// returns) can tell which run the node belonged to. A panic in TaskRan
+// fails the node (ErrObserverPanic), as it fails a task (Ctx.observe).
+func (r *graphRunner) observe(n int32, start int64, err error) (oerr error) {
 	c, g := r.c, r.g
 	c.ev = RunEvent{Thread: c.index, Where: AnyWorker, Task: NoTask, Parent: g.root, Kernel: g.task[n].kernel,
 		Begin: g.data[n].Begin, End: g.data[n].End, Start: start, Stop: Nanotime(), Err: err}
 	c.observing = true
+	defer func() {
+		c.observing = false
+		if p := recover(); p != nil {
+			oerr = fmt.Errorf("sched: graph node %d (kernel %d): %w: %v", n, c.ev.Kernel, ErrObserverPanic, p)
+		}
+	}()
 	r.obs.TaskRan(&c.ev)
-	c.observing = false
+	return nil
 }
 
 // fail records a node's error for the run and for this runner's task.

@@ -211,6 +211,9 @@ type cycVisit struct {
 // waitCycleLocked is waitCycle with idleMu held (by sleep, which has just
 // listed this thread as idle, or by waitCycle).
 func (c *Ctx) waitCycleLocked(id TaskID, what string) error {
+	if c.observing {
+		what += " in Config.Observer's TaskRan" // the seed is the observed task (Ctx.observe)
+	}
 	return c.s.cycleFrom(c.outer[:min(c.nouter, maxOuter)], c.current, id, what, c, nil)
 }
 

@@ -185,7 +185,12 @@ type Call struct {
 //
 // Like any wait, a Join whose shared half another thread took hands the
 // worker over while it waits (see Wait): a kernel must not keep
-// per-thread scratch (by Index) across a Join.
+// per-thread scratch (by Index) across a Join. Nor may it hold a Go
+// mutex (or any lock the scheduler cannot see) across a Join: the worker
+// handed over may run a kernel that blocks on that lock, and the holder,
+// parked, never gets the worker back - a hang, and Join has no time-out
+// (Rayon's join has the same hazard). Take such locks inside the halves,
+// or use JoinTasks' tasks and WaitFor, which ends with ErrTimeout.
 func (c *Ctx) Join(a, b *Call) (err error) {
 	if a == nil || b == nil {
 		return fmt.Errorf("sched: join: a nil *Call (a %v, b %v)", a == nil, b == nil)

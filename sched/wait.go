@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -242,6 +243,9 @@ func (c *Ctx) WaitFor(id TaskID, d time.Duration) error {
 // signals used to keep Close from returning, and its thread spun.
 func (c *Ctx) WaitEvent(e *Event) {
 	s := c.s
+	if e.s != s {
+		e.waitedOn(s) // another scheduler's event: its Signal must wake s's threads
+	}
 	c.enterBusy()
 	defer c.leaveBusy()
 	defer c.flushDec() // before busy drops: no debt outlives the call
@@ -333,10 +337,21 @@ func (c *Ctx) helpOne() bool {
 }
 
 // Event is a flag that threads can work while waiting for (WaitEvent). The
-// zero value is not usable: use Scheduler.NewEvent.
+// zero value is not usable: use Scheduler.NewEvent. Threads of other
+// schedulers may wait for it too (a program with a scheduler per
+// subsystem): Signal wakes theirs as well.
 type Event struct {
 	s   *Scheduler
 	set atomic.Bool
+	// others lists the other schedulers whose threads waited for the
+	// event (copy on write under mu; at most one entry per scheduler).
+	// A sleeping thread is woken only by its own scheduler's
+	// wakeWaiters, so without it a wait on another scheduler's thread
+	// slept for ever once its rechecks backed off. WaitEvent stores it
+	// before it reads set, Signal stores set before it reads it: one of
+	// the two sees the other.
+	mu     sync.Mutex
+	others atomic.Pointer[[]*Scheduler]
 }
 
 // NewEvent returns an unset event.
@@ -346,6 +361,36 @@ func (s *Scheduler) NewEvent() *Event { return &Event{s: s} }
 func (e *Event) Signal() {
 	e.set.Store(true)
 	e.s.wakeWaiters()
+	if o := e.others.Load(); o != nil {
+		for _, s := range *o {
+			s.wakeWaiters()
+		}
+	}
+}
+
+// waitedOn records that a thread of s, which did not make e, waits for
+// it, so that Signal wakes s's waiters too.
+func (e *Event) waitedOn(s *Scheduler) {
+	if o := e.others.Load(); o != nil {
+		for _, x := range *o {
+			if x == s {
+				return
+			}
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var l []*Scheduler
+	if o := e.others.Load(); o != nil {
+		for _, x := range *o {
+			if x == s {
+				return
+			}
+		}
+		l = append(l, *o...)
+	}
+	l = append(l, s)
+	e.others.Store(&l)
 }
 
 // Reset clears the event.

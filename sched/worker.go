@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,13 @@ type Ctx struct {
 	inAlloc    atomic.Bool // blocked in Add's back-pressure (Scheduler.alloc)
 	allocTimer *time.Timer // wakes it there to look for work (owner only)
 	sc         *slotCache  // this thread's entry of Scheduler.caches: how many of cache are free slots (pool.go)
+	// busyG is, on a registered thread, the g of the goroutine inside its
+	// outermost Wait, WaitEvent, RunPinned or RunOne (0 outside them, or
+	// where getg cannot be read): alive, and calling through this Ctx,
+	// whichever goroutine registered it (callerCtx, busy.go). Written by
+	// that goroutine with storeRelease64 (a plain store on amd64, no
+	// locked instruction per Wait), and only that goroutine can match it.
+	busyG int64
 	// The debt (see deferDec): owed counts every decrement of a parent's
 	// open count that this thread ever deferred, paid every one paid; the
 	// owed-paid not yet paid are owed to debtParent (index+1). The owner
@@ -434,9 +442,9 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 			c.ev = RunEvent{Thread: c.index, Where: AnyWorker, Task: id, Dependency: sl.task.Dependency,
 				Parent: sl.task.Parent, Kernel: sl.task.Kernel, Begin: d.Begin, End: d.End,
 				Start: start, Stop: Nanotime(), Err: err}
-			c.observing = true
-			obs.TaskRan(&c.ev)
-			c.observing = false
+			if oerr := c.observe(obs, id); oerr != nil {
+				err = errors.Join(err, oerr)
+			}
 		}
 		if exiting {
 			c.s.finish(id.index(), err, c)
@@ -447,6 +455,33 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 	c.current = prev
 	storeRelease64(&c.top, prevTop)
 	return err
+}
+
+// observe calls Config.Observer's TaskRan for the task id whose kernel
+// just ran here, with c.ev filled in, and returns an error wrapping
+// ErrObserverPanic if TaskRan panicked (the task fails with it, as a
+// Placer's panic fails the task it places: a panic left to unwind would
+// kill the process from a scheduler goroutine). The task completes only
+// after TaskRan returns, on this thread: so while TaskRan runs, id counts
+// as a kernel suspended on this thread (c.outer), and a wait made there
+// for id, or for anything that needs it (its parent, a dependent), is a
+// wait-for cycle that fails with ErrDeadlock (waitCycle) rather than
+// sleeping for ever.
+func (c *Ctx) observe(obs Observer, id TaskID) (err error) {
+	c.observing = true
+	if c.nouter < maxOuter {
+		c.outer[c.nouter] = id
+	}
+	c.nouter++
+	defer func() {
+		c.nouter--
+		c.observing = false
+		if r := recover(); r != nil {
+			err = fmt.Errorf("sched: %v (kernel %d): %w: %v", id, c.ev.Kernel, ErrObserverPanic, r)
+		}
+	}()
+	obs.TaskRan(&c.ev)
+	return nil
 }
 
 // endAbnormal ends a kernel call that did not return: r is what recover
