@@ -25,8 +25,11 @@ type ExecutorOptions struct {
 	// transient arena for host streams (default 1 MiB). An arena grows, when
 	// its command buffer is idle, to fit the largest batch seen.
 	ArenaSize uint64
-	// FenceTimeout bounds each wait for a command buffer (default 10 s).
-	// When it expires the command buffer's tasks fail with ErrTimeout; the
+	// FenceTimeout bounds each wait for a command buffer (default 10 s; 60
+	// s on a CPU device such as lavapipe, which compiles a shader when it
+	// first dispatches it, on the program's own cores: seconds for a large
+	// shader, more on a loaded machine, and slow is not hung). When it
+	// expires the command buffer's tasks fail with ErrTimeout; the
 	// executor keeps waiting for it in the background, and declares the
 	// device lost after HungAfter more time-outs.
 	FenceTimeout time.Duration
@@ -177,6 +180,12 @@ type slot struct {
 
 // NewExecutor creates an executor on d with its submission and completion
 // goroutines. Close it (Scheduler.Close does) before closing the device.
+// Default fence time-outs (ExecutorOptions.FenceTimeout).
+const (
+	defaultFenceTimeout    = 10 * time.Second
+	defaultCPUFenceTimeout = 60 * time.Second
+)
+
 func NewExecutor(d *Device, opts ExecutorOptions) (*Executor, error) {
 	// Zero means the default; a negative value is a mistake, not a
 	// request for the default.
@@ -186,7 +195,7 @@ func NewExecutor(d *Device, opts ExecutorOptions) (*Executor, error) {
 	case opts.InFlight < 0 || opts.InFlight > MaxInFlight:
 		return nil, fmt.Errorf("gpu: ExecutorOptions.InFlight %d: want 0 (default 2) up to %d", opts.InFlight, MaxInFlight)
 	case opts.FenceTimeout < 0:
-		return nil, fmt.Errorf("gpu: ExecutorOptions.FenceTimeout %v: want 0 (default 10 s) or more", opts.FenceTimeout)
+		return nil, fmt.Errorf("gpu: ExecutorOptions.FenceTimeout %v: want 0 (the default) or more", opts.FenceTimeout)
 	case opts.HungAfter < 0:
 		return nil, fmt.Errorf("gpu: ExecutorOptions.HungAfter %d: want 0 (default 3) or more", opts.HungAfter)
 	}
@@ -199,14 +208,17 @@ func NewExecutor(d *Device, opts ExecutorOptions) (*Executor, error) {
 	if opts.ArenaSize == 0 {
 		opts.ArenaSize = 1 << 20
 	}
-	if opts.FenceTimeout <= 0 {
-		opts.FenceTimeout = 10 * time.Second
-	}
 	if opts.HungAfter <= 0 {
 		opts.HungAfter = 3
 	}
 	if err := d.usable(); err != nil {
 		return nil, err
+	}
+	if opts.FenceTimeout <= 0 {
+		opts.FenceTimeout = defaultFenceTimeout
+		if d.Limits().CPU {
+			opts.FenceTimeout = defaultCPUFenceTimeout
+		}
 	}
 	e := &Executor{
 		d:        d,
