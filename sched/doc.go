@@ -151,9 +151,11 @@
 // task is not checked: a task run in place (Ctx.RunInPlace, the halves of
 // Ctx.JoinTasks) is part of its caller's kernel, whose own streams must name
 // what it touches. A frame graph is checked when a run starts: its nodes
-// among themselves (Precede chains) when the graph changed, and against the
-// live tasks (graph_race.go); the children a node's kernel adds are compared
-// with every task but not with the graph's nodes. The environment variable
+// among themselves (Precede chains) unless the graph is as it was at one
+// of the last two checks that passed (so a graph re-pointed between two
+// buffer sets is checked once per set), and against the live tasks at
+// every run (graph_race.go); the children a node's kernel adds are
+// compared with every task but not with the graph's nodes. The environment variable
 // VKJOBS_CHECK_RACES=1 turns it on for every scheduler of the process; make
 // test sets it, so the project's tests and programs run checked.
 //

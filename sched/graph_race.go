@@ -4,15 +4,26 @@ package sched
 //
 //  1. Between a graph's nodes. Nodes run in place (no slot, no Add), so
 //     the per-task check never sees them; the graph is checked as a whole
-//     when a run starts and the graph changed since its last checked run:
-//     nodes or edges added, or a node's streams re-pointed (SetData). Each
-//     checked run compares the nodes' streams with the ranges last checked
-//     (one read-only pass over the nodes); the ranges are derived again
-//     and the pair check below runs only when they differ.
-//     Any two nodes whose streams overlap, at least one writing, and that
-//     no chain of Precede edges orders, fail the run before any node runs:
-//     a *RaceError naming both nodes (Node, OtherNode), kernels, streams
-//     and the overlap. A graph that failed is checked again at each run.
+//     when a run starts, unless it is as it was at one of the last two
+//     checks that passed. Any two nodes whose streams overlap, at least
+//     one writing, and that no chain of Precede edges orders, fail the
+//     run before any node runs: a *RaceError naming both nodes (Node,
+//     OtherNode), kernels, streams and the overlap. A graph that failed
+//     is checked again at each run. The graph keeps two sets of ranges
+//     that passed, each with its nodes' and edges' count and its index
+//     (step 3), so that a graph re-pointed (SetData) between two buffer
+//     sets every run, double buffering, the common engine pattern, is
+//     checked once per set. Each run compares the nodes' streams with a
+//     checked set (a read-only pass over the nodes): first with the one
+//     the previous run switched to, if it switched, else with the one it
+//     used; then with the other. Only when neither matches are the
+//     ranges derived again (into spare arrays) and checked below; they
+//     replace the set used longer ago only if they pass, so a third set
+//     that fails displaces neither. Rejected: one set (every run of a
+//     double-buffered graph redid the pair check, which allocates); more
+//     sets (each costs a failed pass over the nodes per run, and a ring
+//     of three or more buffer sets is rare: such a graph is checked at
+//     every run, as a graph changed every run is).
 //  2. The pairs. The ranges sorted by (buffer, start) are swept once with
 //     the writes and the reads still open apart: a range meets the open
 //     writes, a write the open reads too. Each pair, oriented along a
@@ -48,9 +59,10 @@ package sched
 //     (a sort of the index per run, several times the cost of running a
 //     small node in place).
 //  4. Cost. Off, one branch per run. On, a pass over the nodes per run
-//     (their ranges derived and compared), the live tasks looked up in the
-//     graph's index, and nothing allocated in a steady state: the root
-//     points at the graph's checked ranges.
+//     (their streams compared with a checked set's ranges), the live tasks
+//     looked up in the graph's index, and nothing allocated in a steady
+//     state, one buffer set or two alternating: the root points at the
+//     graph's checked ranges.
 
 import (
 	"cmp"
@@ -60,20 +72,36 @@ import (
 	"weak"
 )
 
-// graphRace is a graph's state under the check.
+// graphRace is a graph's state under the check: the set of ranges the
+// last run used (a live run's root reads its ranges and index through
+// the raceNode's gr) and the set checked before it (step 1).
 type graphRace struct {
-	ranges  []raceRange // every node's, in node order; node = its index + 1
-	scratch []raceRange // the previous ranges' array, reused
-	nodes   int         // the graph's nodes and edges when last checked
-	edges   int
-	checked bool // ranges, nodes and edges passed the pair check
+	rangeSet
+	other rangeSet
+	// spare holds the arrays a set's ranges are derived into (those of
+	// the set it replaced, or of a set that failed), so a set that fails
+	// the check displaces neither checked one.
+	spare rangeSet
+	// switched: the last run switched sets (or derived one), so the next
+	// one, if the buffers alternate, matches other.
+	switched bool
+}
+
+// rangeSet is a set of ranges a graph's nodes had and how it fared.
+type rangeSet struct {
+	ranges []raceRange // every node's, in node order; node = its index + 1
+	nodes  int         // the graph's nodes and edges when checked
+	edges  int
+	// checked: ranges, nodes and edges passed the pair check (false
+	// also while a set's arrays are being reused for another).
+	checked bool
 	// ranges' writes and reads sorted by (buffer, start), built with the
 	// pair check: the index a live run's root is looked up in.
 	w, rd raceIndex
 }
 
 // build sorts the ranges into st.w and st.rd.
-func (st *graphRace) build() {
+func (st *rangeSet) build() {
 	st.w, st.rd = raceIndex{ents: st.w.ents[:0]}, raceIndex{ents: st.rd.ents[:0]}
 	for i := range st.ranges {
 		a := &st.ranges[i]
@@ -87,24 +115,55 @@ func (st *graphRace) build() {
 	st.rd.sort()
 }
 
+// matches reports whether set passed the pair check for the graph as it
+// is: its nodes and edges, and the ranges of the nodes' streams.
+func (g *Graph) matches(set *rangeSet) bool {
+	return set.checked && set.nodes == len(g.hot) && set.edges == len(g.edges) && g.sameRanges(set.ranges)
+}
+
+// pickSet makes st's current set one that matches the graph as it is:
+// the current or the other (the other first if the last run switched).
+// It reports false if neither matches.
+func (g *Graph) pickSet(st *graphRace) bool {
+	if !st.switched && g.matches(&st.rangeSet) {
+		return true
+	}
+	if g.matches(&st.other) {
+		st.rangeSet, st.other = st.other, st.rangeSet
+		st.switched = true
+		return true
+	}
+	if st.switched && g.matches(&st.rangeSet) {
+		st.switched = false
+		return true
+	}
+	return false
+}
+
 // raceCheck checks the run whose root (held, childless) was just made:
 // the graph's nodes among themselves if it changed, then the nodes against
 // the live tasks. On a hazard the root is released and the run fails.
 func (g *Graph) raceCheck(c *Ctx) error {
 	r := g.s.raceChecker()
 	st := r.graphState(g)
-	if !st.checked || st.nodes != len(g.hot) || st.edges != len(g.edges) || !g.sameRanges(st.ranges) {
-		st.ranges, st.scratch = st.scratch[:0], st.ranges
+	if !g.pickSet(st) {
+		// Derive the ranges into the spare arrays; they become the
+		// current set only if they pass, and the set used longer ago
+		// the spare.
+		nw := &st.spare
+		nw.checked = false
+		nw.ranges = nw.ranges[:0]
 		for i := range g.data {
-			st.ranges = appendRanges(st.ranges, &g.data[i], uint32(i)+1)
+			nw.ranges = appendRanges(nw.ranges, &g.data[i], uint32(i)+1)
 		}
-		st.checked = false
-		if err := g.racePairs(st.ranges); err != nil {
+		if err := g.racePairs(nw.ranges); err != nil {
 			g.raceRelease(c)
 			return err
 		}
-		st.build()
-		st.nodes, st.edges, st.checked = len(g.hot), len(g.edges), true
+		nw.build()
+		nw.nodes, nw.edges, nw.checked = len(g.hot), len(g.edges), true
+		st.rangeSet, st.other, st.spare = st.spare, st.rangeSet, st.other
+		st.switched = true
 	}
 	cur := NoTask
 	if c != nil {
