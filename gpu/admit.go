@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/vkjobs/vkjobs/gpu/bind"
@@ -54,12 +55,26 @@ func loopBudgetOf(name string) uint32 {
 func (d *Device) LoopBudget() uint32 { return loopBudgetOf(d.Name()) }
 
 // admit asks k's binding whether it runs td on the executor's device
-// (bind.Binding.Admit). It allocates nothing when the kernel admits.
-func (e *Executor) admit(k *sched.Kernel, td *sched.TaskData) error {
+// (bind.Binding.Admit). It allocates nothing when the kernel admits. A
+// panic in Admit is the task's error (ErrExecutorPanic, naming the
+// kernel), so that it fails that task alone, as a refusal does: a graph
+// node, too, where a panic unwinding into the segment's submission would
+// fail every member of the segment.
+func (e *Executor) admit(k *sched.Kernel, td *sched.TaskData) (err error) {
 	b := bind.Of(k)
 	if b == nil || b.Admit == nil {
 		return nil
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			stage := fmt.Sprintf("in the Admit of kernel %q on %q", k.Name, e.bdev.Name)
+			if re, ok := r.(error); ok {
+				err = fmt.Errorf("%w %s: %w\n%s", ErrExecutorPanic, stage, re, debug.Stack())
+			} else {
+				err = fmt.Errorf("%w %s: %v\n%s", ErrExecutorPanic, stage, r, debug.Stack())
+			}
+		}
+	}()
 	if err := b.Admit(&e.bdev, td); err != nil {
 		return fmt.Errorf("%w: kernel %q on %q: %w", ErrRefused, k.Name, e.bdev.Name, err)
 	}

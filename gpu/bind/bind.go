@@ -106,9 +106,12 @@ type Binding struct {
 	// dispatching it. A kernel refuses with it what the device would
 	// compute wrong without any error, such as a task whose shader would
 	// need more loop passes than Device.LoopBudget: failing the task with
-	// a reason beats a silently wrong result. It is called on the
-	// submitting goroutine for every task, so it must be cheap, should not
-	// allocate unless it refuses, and must not keep td. Nil admits every
+	// a reason beats a silently wrong result. It is called for every
+	// task on the goroutine that submits it (an executor's submitter, or
+	// the goroutine that runs a graph segment), so several calls may run
+	// at once: it must be safe for concurrent use, cheap, should not
+	// allocate unless it refuses, and must not keep td. A panic in it
+	// fails that task alone (gpu.ErrExecutorPanic). Nil admits every
 	// task.
 	Admit func(dev *Device, td *sched.TaskData) error
 }
