@@ -183,10 +183,11 @@ func (j Job) Segment() Segment {
 // once for each member that could not run (its pipeline, a binding); a
 // Done with an error still fails the whole segment (a submission, the
 // device). It does nothing for a job that runs no segment, an i out of
-// range or a nil err.
+// range, a nil err, or a job already completed (Done): its slot may hold
+// the graph's next job by then, whose run did nothing wrong.
 func (j Job) FailNode(i int, err error) {
 	sl := &j.s.slots[j.idx]
-	if err == nil || sl.task.Kernel != KernelGraph || sl.task.Data.Params[0] != runSegment {
+	if err == nil || j.s.IsFinished(j.id) || sl.task.Kernel != KernelGraph || sl.task.Data.Params[0] != runSegment {
 		return
 	}
 	if g, _ := sl.task.Data.Data.(*Graph); g != nil {

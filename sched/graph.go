@@ -535,20 +535,30 @@ func (g *Graph) formSegments() {
 	}
 }
 
-// failMember fails member i of segment seg alone for this run (Job.FailNode).
+// failMember fails member i of segment seg alone for this run
+// (Job.FailNode). An executor may report members from several goroutines
+// at once, so the segment's record is written under errMu, with the run's
+// first error; Done orders it before the release runner reads it.
 func (g *Graph) failMember(seg, i int, err error) {
 	if seg < 0 || seg >= len(g.segs) {
 		return
 	}
 	sg := &g.segs[seg]
-	if i < 0 || i >= len(sg.failed) || sg.failed[i] {
+	if i < 0 || i >= len(sg.failed) {
+		return
+	}
+	g.errMu.Lock()
+	defer g.errMu.Unlock()
+	if sg.failed[i] {
 		return
 	}
 	sg.failed[i] = true
 	if !sg.anyFailed {
 		sg.anyFailed, sg.err = true, err
 	}
-	g.fail(err)
+	if g.firstErr == nil {
+		g.firstErr = err
+	}
 }
 
 // clearFailed forgets the members failed alone in a run whose segment's
@@ -1080,7 +1090,7 @@ func (r *graphRunner) observe(n int32, start int64, err error) (oerr error) {
 	defer func() {
 		c.observing = false
 		if p := recover(); p != nil {
-			oerr = fmt.Errorf("sched: graph node %d (kernel %d): %w: %v", n, c.ev.Kernel, ErrObserverPanic, p)
+			oerr = fmt.Errorf("%w: %v", ErrObserverPanic, p) // the runner's nodeErr names the node
 		}
 	}()
 	r.obs.TaskRan(&c.ev)

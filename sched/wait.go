@@ -349,7 +349,8 @@ type Event struct {
 	// wakeWaiters, so without it a wait on another scheduler's thread
 	// slept for ever once its rechecks backed off. WaitEvent stores it
 	// before it reads set, Signal stores set before it reads it: one of
-	// the two sees the other.
+	// the two sees the other. Schedulers that Close drained are dropped
+	// (by waitedOn and Signal): their threads no longer need the wake.
 	mu     sync.Mutex
 	others atomic.Pointer[[]*Scheduler]
 }
@@ -362,8 +363,13 @@ func (e *Event) Signal() {
 	e.set.Store(true)
 	e.s.wakeWaiters()
 	if o := e.others.Load(); o != nil {
+		stale := false
 		for _, s := range *o {
 			s.wakeWaiters()
+			stale = stale || s.drained.Load()
+		}
+		if stale {
+			e.dropDrained()
 		}
 	}
 }
@@ -386,10 +392,37 @@ func (e *Event) waitedOn(s *Scheduler) {
 			if x == s {
 				return
 			}
+			if !x.drained.Load() {
+				l = append(l, x)
+			}
 		}
-		l = append(l, *o...)
 	}
 	l = append(l, s)
+	e.others.Store(&l)
+}
+
+// dropDrained removes from others the schedulers that Close drained: a
+// thread of theirs returns from WaitEvent without being woken (it looks
+// at drained), and an event that outlives many short-lived schedulers
+// (a frame fence) must neither keep them alive nor make every Signal
+// walk them.
+func (e *Event) dropDrained() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	o := e.others.Load()
+	if o == nil {
+		return
+	}
+	var l []*Scheduler
+	for _, x := range *o {
+		if !x.drained.Load() {
+			l = append(l, x)
+		}
+	}
+	if len(l) == 0 {
+		e.others.Store(nil)
+		return
+	}
 	e.others.Store(&l)
 }
 

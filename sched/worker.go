@@ -466,15 +466,19 @@ func (c *Ctx) call(idx uint32, k *Kernel, d *TaskData) (err error) {
 // as a kernel suspended on this thread (c.outer), and a wait made there
 // for id, or for anything that needs it (its parent, a dependent), is a
 // wait-for cycle that fails with ErrDeadlock (waitCycle) rather than
-// sleeping for ever.
+// sleeping for ever. Under more nested waits than c.outer holds, id
+// takes its last entry for the call (that entry's kernel, the deepest the
+// walk sees, is hidden meanwhile): a wait in TaskRan is on id's behalf, so
+// id is the seed that must not be lost, where enter drops the innermost.
 func (c *Ctx) observe(obs Observer, id TaskID) (err error) {
 	c.observing = true
-	if c.nouter < maxOuter {
-		c.outer[c.nouter] = id
-	}
+	at := min(c.nouter, maxOuter-1)
+	hidden := c.outer[at]
+	c.outer[at] = id
 	c.nouter++
 	defer func() {
 		c.nouter--
+		c.outer[at] = hidden
 		c.observing = false
 		if r := recover(); r != nil {
 			err = fmt.Errorf("sched: %v (kernel %d): %w: %v", id, c.ev.Kernel, ErrObserverPanic, r)
