@@ -139,14 +139,7 @@ func TestGraphRaceDoubleBufferThirdSet(t *testing.T) {
 func BenchmarkGraphRaceDoubleBuffer(b *testing.B) {
 	for _, check := range []string{"0", "1"} {
 		b.Run("check="+check, func(b *testing.B) {
-			b.Setenv(EnvCheckRaces, check)
-			reg := NewRegistry()
-			registerSpan(b, reg, nil)
-			s, err := New(Config{Kernels: reg})
-			must(b, err)
-			defer s.Close()
-			m, err := s.RegisterThread("main")
-			must(b, err)
+			s, m := graphRaceBenchSched(b, check)
 			const nodes = 256
 			db := newDoubleBuffered(b, s, nodes)
 			for set := range 2 {

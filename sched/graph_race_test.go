@@ -356,14 +356,7 @@ func TestGraphRaceAllocatesNothing(t *testing.T) {
 func BenchmarkGraphRaceCheck(b *testing.B) {
 	for _, check := range []string{"0", "1"} {
 		b.Run("check="+check, func(b *testing.B) {
-			b.Setenv(EnvCheckRaces, check)
-			reg := NewRegistry()
-			registerSpan(b, reg, nil)
-			s, err := New(Config{Kernels: reg})
-			must(b, err)
-			defer s.Close()
-			m, err := s.RegisterThread("main")
-			must(b, err)
+			s, m := graphRaceBenchSched(b, check)
 			const nodes = 256
 			mem := make([]byte, 2*64*nodes)
 			g := s.NewGraph()
@@ -383,4 +376,20 @@ func BenchmarkGraphRaceCheck(b *testing.B) {
 			}
 		})
 	}
+}
+
+// graphRaceBenchSched makes the scheduler of the race-check benchmarks: the
+// span kernel registered, Config.CheckRaces from check ("0" or "1", through
+// the environment as make test sets it), a registered main thread; closed
+// when the benchmark ends.
+func graphRaceBenchSched(b *testing.B, check string) (*Scheduler, *Ctx) {
+	b.Setenv(EnvCheckRaces, check)
+	reg := NewRegistry()
+	registerSpan(b, reg, nil)
+	s, err := New(Config{Kernels: reg})
+	must(b, err)
+	b.Cleanup(func() { s.Close() })
+	m, err := s.RegisterThread("main")
+	must(b, err)
+	return s, m
 }

@@ -625,14 +625,7 @@ func TestRaceCheckAllocations(t *testing.T) {
 func BenchmarkRaceCheckGraphSetData(b *testing.B) {
 	for _, check := range []string{"0", "1"} {
 		b.Run("check="+check, func(b *testing.B) {
-			b.Setenv(EnvCheckRaces, check)
-			reg := NewRegistry()
-			registerSpan(b, reg, nil)
-			s, err := New(Config{Kernels: reg})
-			must(b, err)
-			defer s.Close()
-			m, err := s.RegisterThread("main")
-			must(b, err)
+			s, m := graphRaceBenchSched(b, check)
 			const nodes = 256
 			lut := make([]byte, 64)
 			sets := [2][]byte{make([]byte, 64*nodes), make([]byte, 64*nodes)}
