@@ -44,9 +44,10 @@ func ringOf(cs *slotWords) *[4][format.RingWords]uint32 {
 //   - With AVX, the rotations' normalisation and the pose stores take
 //     eight tracks at a time (curveFinishAVX); storeTrack otherwise.
 //   - A seek starts from the blob's seek index (seekIndex, built by
-//     Blob.BuildSeekIndex when the program asked for one): the cursor slots as the reference leaves them at a need
-//     frame of the segment, restored, rather than the segment's header
-//     and every record after it.
+//     Blob.BuildSeekIndex when the program asked for one): the cursor
+//     slots as the reference leaves them at a need frame of the segment,
+//     restored, rather than the segment's header and every record after
+//     it.
 //
 // h is the clip header, f the clamped frame, kindOff writeDefaultPose's
 // offsets; the default pose is already written; seeks is the blob's seek

@@ -514,13 +514,13 @@
 // gathers, the unary counts from the lowest set bit's float exponent,
 // per-lane shifts, masked lanes, a scalar fallback for escapes), bit-exact
 // against the Go decoder. The lanes cost the ratio little and the records
-// decode about twice as fast, but records are well under half of a
-// forward pose: decoding the fresh points, their coefficients, the
-// evaluation and the stores stay, so the pose would cost about a quarter
-// less, not what a frame-addressable codec costs. The structural reason:
-// at 0.01 cm this codec decodes about one and a half curve points per
-// bone and pose from 120 Hz data, where a frame-addressable codec reads
-// two samples per track whatever the source rate. A frame-addressable
+// decode faster, but records are less than half of a forward pose:
+// decoding the fresh points, their coefficients, the evaluation and the
+// stores stay, so the pose would cost somewhat less, far from what a
+// frame-addressable codec costs. The structural reason: at 0.01 cm this
+// codec decodes curve points at the source rate (more than one per bone
+// and pose from 120 Hz data), where a frame-addressable codec reads two
+// samples per track whatever the source rate. A frame-addressable
 // layout with this codec's quantiser (estimated, not built) loses the
 // ratio on its per-segment headers instead. BENCHMARKS.md has the
 // figures of both.
@@ -574,9 +574,10 @@
 //
 // Loop budget: lavapipe gives each invocation (each SIMD vector of
 // invocations run together) one budget of loop passes for all of a
-// shader's loops together, exit tests included (gpu.LavapipeLoopBudget),
-// and once it is spent every later loop runs at most once: no error, but
-// wrong poses and cursors. A seek reads every record of its segment up to
+// shader's loops together (gpu.LavapipeLoopBudget; the bound below counts
+// each loop's exit test as a pass too, to be safe), and once it is spent
+// every later loop runs at most once: no error, but wrong poses and
+// cursors. A seek reads every record of its segment up to
 // the time, so a curve clip's passes grow as its animated tracks times its
 // segments' need frames (about two passes per track and need frame: one
 // for the track, one for its record). The shader keeps them few (a record

@@ -10,7 +10,7 @@ import (
 // The GPU sampler's loop budget.
 //
 // On lavapipe every pass of every loop of the sampling shader
-// (shaders/anim_sample.comp), exit tests included, takes one from a
+// (shaders/anim_sample.comp) takes one from a
 // counter of gpu.LavapipeLoopBudget per SIMD vector of invocations (the
 // characters run together), for all the shader's loops together; once it
 // is spent every later loop runs at most once, and the poses and cursors
@@ -22,9 +22,11 @@ import (
 // the clip and what to do, rather than return wrong poses.
 //
 // The bound follows the shader's loops in program order. A loop that no
-// lane of the vector reaches takes nothing; one that some lane reaches
-// takes one pass more than the most iterations a lane makes in it (the
-// exit test). Per task and per blob:
+// lane of the vector reaches takes nothing; one that some lane reaches is
+// counted as one pass more than the most iterations a lane makes in it
+// (its exit test: in package gpu's test of the budget a pass that only
+// tests the exit took none, but counting it keeps the bound safe whatever
+// shape the compiler gives the loop). Per task and per blob:
 //
 //	cursor copy (no SampleInPlace)   ceil(stride/8) + 1      eight words a pass, stride = Params[1]
 //	constant pose                    bones + 1               bones = Params[0]
@@ -163,7 +165,7 @@ func (g *gpuLoops) refusal(bl *Blob, dev *bind.Device, bones, stride uint32, tas
 	c := g.worst
 	total := task + g.env
 	if g.worstOwn == 0 { // the task's part alone (cannot reach the budget within the kernel's limits on Params)
-		return fmt.Errorf("anim: sampling kernel: %d bones and %d cursor words need %d loop passes per GPU invocation, and device %q runs at most %d before its loops silently stop early (wrong poses): sample on the CPU (task affinity sched.CPU)", bones, stride, total, dev.Name, dev.LoopBudget)
+		return fmt.Errorf("anim: sampling kernel: %d bones and %d cursor words need %d loop passes per GPU invocation, and device %q runs at most %d before its loops silently stop early (wrong poses): sample on the CPU (task affinity sched.AnyWorker)", bones, stride, total, dev.Name, dev.LoopBudget)
 	}
 	name := ClipView{bl, c.off}.Name()
 	together := ""
@@ -171,9 +173,9 @@ func (g *gpuLoops) refusal(bl *Blob, dev *bind.Device, bones, stride uint32, tas
 		together = fmt.Sprintf(" (%d on its own, %d with the blob's other clips in the same SIMD vector)", own, total)
 	}
 	if c.uniform {
-		return fmt.Errorf("anim: sampling kernel: clip %q (offset %d, uniform codec, %d animated tracks) may need %d loop passes per GPU invocation%s, and device %q runs at most %d before its loops silently stop early (wrong poses): sample this blob on the CPU (task affinity sched.CPU)",
+		return fmt.Errorf("anim: sampling kernel: clip %q (offset %d, uniform codec, %d animated tracks) may need %d loop passes per GPU invocation%s, and device %q runs at most %d before its loops silently stop early (wrong poses): sample this blob on the CPU (task affinity sched.AnyWorker)",
 			name, c.off, c.slots, total, together, dev.Name, dev.LoopBudget)
 	}
-	return fmt.Errorf("anim: sampling kernel: clip %q (offset %d: %d animated tracks, up to %d need frames in a segment, %d records at one) may need %d loop passes per GPU invocation%s, and device %q runs at most %d before its loops silently stop early (wrong poses): compress it with a shorter offline.CompressOptions.SegmentSeconds, or sample it on the CPU (task affinity sched.CPU)",
+	return fmt.Errorf("anim: sampling kernel: clip %q (offset %d: %d animated tracks, up to %d need frames in a segment, %d records at one) may need %d loop passes per GPU invocation%s, and device %q runs at most %d before its loops silently stop early (wrong poses): compress it with a shorter offline.CompressOptions.SegmentSeconds, or sample it on the CPU (task affinity sched.AnyWorker)",
 		name, c.off, c.slots, c.rounds, c.perRound, total, together, dev.Name, dev.LoopBudget)
 }

@@ -25,11 +25,15 @@ import (
 // The device's loop budget: llvmpipe (lavapipe's compiler, gallivm)
 // guards against endless loops with one counter per invocation (per SIMD
 // vector of invocations run together), set once at the shader's start to
-// LP_MAX_TGSI_LOOP_ITERATIONS and decremented at every pass of every loop,
-// exit tests included; once it reaches zero every loop leaves after its
-// current pass. A shader that needs more passes than that in all is not
-// stopped or reported: its later loops simply run at most once. Package
-// gpu recognises llvmpipe by its device name.
+// LP_MAX_TGSI_LOOP_ITERATIONS and decremented at every pass of every loop
+// that a lane of the vector reaches; once it reaches zero every loop
+// leaves after its current pass. A shader whose loops pass that many times
+// in all, or more, is not stopped or reported: its later loops simply run
+// at most once (TestLavapipeLoopBudgetIsSharedByLoopsAndLanes: loops that
+// pass one time fewer in all are exact; a pass that only tests a loop's
+// exit took none there, but a bound that counts it as one is safe whatever
+// shape the compiler gives the loop). Package gpu recognises llvmpipe by
+// its device name.
 
 // ErrRefused: the task's kernel refused it on this device
 // (bind.Binding.Admit); the error also wraps the kernel's reason.

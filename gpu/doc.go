@@ -213,8 +213,10 @@
 // -1, Where sched.GPU, Start and Stop converted to sched.Nanotime) and to
 // the statistics (Executor.Stats, Executor.KernelStats: dispatch, upload
 // and read-back time, submits, tasks, latency), which a placement policy
-// can learn from. Timestamps are read after Done because
-// vkGetQueryPoolResults costs several microseconds on lavapipe. The GPU
+// can learn from. A panic in the Observer is kept as an error message of
+// the device (Device.Messages); the task's outcome stands. Timestamps are
+// read after Done because vkGetQueryPoolResults costs several
+// microseconds on lavapipe. The GPU
 // clock is related to the host's by a calibration at the first executor's
 // creation and re-anchored per batch between submission and completion.
 //

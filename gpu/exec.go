@@ -178,14 +178,14 @@ type slot struct {
 	downBytes uint64
 }
 
-// NewExecutor creates an executor on d with its submission and completion
-// goroutines. Close it (Scheduler.Close does) before closing the device.
 // Default fence time-outs (ExecutorOptions.FenceTimeout).
 const (
 	defaultFenceTimeout    = 10 * time.Second
 	defaultCPUFenceTimeout = 60 * time.Second
 )
 
+// NewExecutor creates an executor on d with its submission and completion
+// goroutines. Close it (Scheduler.Close does) before closing the device.
 func NewExecutor(d *Device, opts ExecutorOptions) (*Executor, error) {
 	// Zero means the default; a negative value is a mistake, not a
 	// request for the default.

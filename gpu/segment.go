@@ -30,14 +30,16 @@ package gpu
 // recorded one, so a SetData that changes no binding costs nothing), a
 // bound buffer was closed, or a run failed. A node that the plan cannot
 // bind or compile (a closed buffer, a stream outside its buffer, a bad
-// pipeline) is left out of the recording and fails alone
+// pipeline), or that its kernel refuses (bind.Binding.Admit, asked again
+// before each run), is left out of the recording and fails alone
 // (sched.Job.FailNode, with an error naming it): the other members run,
 // and their successors with them, as on the dynamic path, where each node
-// is a job; such a segment is planned again at each run. Rejected: parameters in a buffer that the run
-// updates, which would spare the re-recording when Params change every
-// frame, but changes the shader contract of every kernel (a 40-byte
-// push-constant block, checked by bind.Binding.Check); and comparing every node's
-// streams at each run instead of being told by SetData.
+// is a job; such a segment is planned again at each run. Rejected:
+// parameters in a buffer that the run updates, which would spare the
+// re-recording when Params change every frame, but changes the shader
+// contract of every kernel (a 40-byte push-constant block, checked by
+// bind.Binding.Check); and comparing every node's streams at each run
+// instead of being told by SetData.
 //
 // One run of a segment at a time: busy is set from Enqueue until the
 // completion, and a job of a busy segment fails (a graph runs once at a

@@ -169,12 +169,16 @@ type RunEvent struct {
 }
 
 // Observer receives RunEvents. It is called on the thread that ran the
-// kernel, so it must be cheap and safe for concurrent use. The event is only
-// valid during the call: copy what you keep. The task completes after
-// TaskRan returns: a wait in TaskRan for it, or for a task that needs it
-// (its parent, a dependent), fails with ErrDeadlock, and Close there
-// fails with ErrCloseInKernel. A panic in TaskRan fails the task with
-// ErrObserverPanic.
+// kernel (for an executor's task, on a goroutine of the executor, with
+// Thread -1), so it must be cheap and safe for concurrent use. The event
+// is only valid during the call: copy what you keep. On a scheduler
+// thread the task completes after TaskRan returns: a wait in TaskRan for
+// it, or for a task that needs it (its parent, a dependent), fails with
+// ErrDeadlock, Close there fails with ErrCloseInKernel, and a panic in
+// TaskRan fails the task with ErrObserverPanic. An executor reports its
+// tasks when and how its package documents (package gpu keeps a panic in
+// TaskRan as a device message, the task's outcome unchanged; the SPU
+// executor fails the task with ErrObserverPanic); make no waits there.
 type Observer interface {
 	TaskRan(ev *RunEvent)
 }
@@ -212,7 +216,8 @@ var (
 	// any, joined).
 	ErrObserverPanic = errors.New("Config.Observer's TaskRan panicked")
 	// ErrCloseInKernel: Close would wait for the kernel that called it
-	// (or, from Config.Observer's TaskRan, for the thread it runs on).
+	// (or, from Config.Observer's TaskRan or Config.OnWorkerStart, for the
+	// thread it runs on).
 	ErrCloseInKernel = errors.New("scheduler closed from one of its kernels, which Close would wait for: call Close after the last Wait, outside kernels")
 )
 

@@ -155,9 +155,10 @@
 // of the last two checks that passed (so a graph re-pointed between two
 // buffer sets is checked once per set), and against the live tasks at
 // every run (graph_race.go); the children a node's kernel adds are
-// compared with every task but not with the graph's nodes. The environment variable
-// VKJOBS_CHECK_RACES=1 turns it on for every scheduler of the process; make
-// test sets it, so the project's tests and programs run checked.
+// compared with every task but not with the graph's nodes. The
+// environment variable VKJOBS_CHECK_RACES=1 turns it on for every
+// scheduler of the process; make test sets it, so the project's tests and
+// programs run checked.
 //
 // # Misuse the peers' users reported
 //

@@ -38,6 +38,9 @@
 // waited for a copy (what double buffering did not hide). A kernel's error,
 // panic or runtime.Goexit fails its task (a panic or Goexit with
 // sched.ErrKernelPanic), as on CPU workers, and the unit goes on with the
-// next job. Close lets the units finish every queued job and returns when
-// all goroutines exited.
+// next job. The unit reports each task to the scheduler's Observer
+// (RunEvent with Thread -1, Where sched.SPU) before it completes the job:
+// a panic there fails the task with sched.ErrObserverPanic, as on CPU
+// workers, instead of ending the process. Close lets the units finish
+// every queued job and returns when all goroutines exited.
 package spu

@@ -236,7 +236,10 @@ func (x *Executor) Enqueue(j sched.Job) {
 			now := sched.Nanotime()
 			ev := sched.RunEvent{Thread: -1, Where: sched.SPU, Task: j.ID(), Parent: j.Parent(),
 				Dependency: j.Dependency(), Kernel: id, Begin: d.Begin, End: d.End, Start: now, Stop: now, Err: ErrClosed}
-			obs.TaskRan(&ev)
+			if oerr := observe(obs, &ev); oerr != nil {
+				j.Done(errors.Join(ErrClosed, oerr))
+				return
+			}
 		}
 		j.Done(ErrClosed)
 		return
@@ -372,11 +375,27 @@ func (u *spuUnit) complete(j sched.Job, id sched.KernelID, begin, end uint32, st
 	if obs := j.Scheduler().Observer(); obs != nil {
 		u.ev = sched.RunEvent{Thread: -1, Where: sched.SPU, Task: j.ID(), Parent: j.Parent(),
 			Dependency: j.Dependency(), Kernel: id, Begin: begin, End: end, Start: start, Stop: stop, Err: err}
-		obs.TaskRan(&u.ev)
+		if oerr := observe(obs, &u.ev); oerr != nil {
+			err = errors.Join(err, oerr)
+		}
 	}
 	u.src = nil
 	u.local = sched.TaskData{}
 	j.Done(err)
+}
+
+// observe calls obs.TaskRan(ev) and returns an error wrapping
+// sched.ErrObserverPanic if it panicked: the task fails with it, as a
+// task that a scheduler thread ran does (sched.Observer), instead of the
+// panic ending the process from the unit's goroutine.
+func observe(obs sched.Observer, ev *sched.RunEvent) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("SPU: %v (kernel %d): %w: %v", ev.Task, ev.Kernel, sched.ErrObserverPanic, r)
+		}
+	}()
+	obs.TaskRan(ev)
+	return nil
 }
 
 // call runs the kernel on td, turning a panic into an error. Kernels get a

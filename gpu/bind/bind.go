@@ -82,11 +82,12 @@ var ErrBadBinding = errors.New("gpu: invalid GPU binding")
 //   - On lavapipe, loop passes are rationed (llvmpipe's loop limiter):
 //     one counter per invocation, shared by the SIMD lanes it runs
 //     together, for all the shader's loops together; every pass of a loop
-//     a lane of the vector reaches (its exit test included) takes one, and
-//     once the counter is spent every later loop runs at most once,
-//     silently. Device.LoopBudget reports that budget; keep a shader's
-//     loop passes per invocation below it, or refuse the tasks that would
-//     need more (Admit).
+//     a lane of the vector reaches takes one, and once the counter is
+//     spent every later loop runs at most once, silently. Device.LoopBudget
+//     reports that budget; keep a shader's loop passes per invocation
+//     below it (counting each loop's exit test as a pass too keeps a bound
+//     safe whatever shape the compiler gives the loop), or refuse the
+//     tasks that would need more (Admit).
 //
 // A *Binding is stored in sched.Kernel.GPU (a sched.GPUBinding; Of reads it
 // back); Register checks it against the kernel's streams (CheckStreams).
@@ -107,10 +108,11 @@ type Binding struct {
 	// compute wrong without any error, such as a task whose shader would
 	// need more loop passes than Device.LoopBudget: failing the task with
 	// a reason beats a silently wrong result. It is called for every
-	// task on the goroutine that submits it (an executor's submitter, or
-	// the goroutine that runs a graph segment), so several calls may run
-	// at once: it must be safe for concurrent use, cheap, should not
-	// allocate unless it refuses, and must not keep td. A panic in it
+	// task on the goroutine that submits it (an executor's submitter, a
+	// goroutine whose hand-off of a job to an idle executor submits it at
+	// once, or the goroutine that runs a graph segment), so several calls
+	// may run at once: it must be safe for concurrent use, cheap, should
+	// not allocate unless it refuses, and must not keep td. A panic in it
 	// fails that task alone (gpu.ErrExecutorPanic). Nil admits every
 	// task.
 	Admit func(dev *Device, td *sched.TaskData) error

@@ -3,9 +3,8 @@
 // (mod 2^32). A long-running kernel for in-flight and time-out tests; exact
 // in integers. Keep params[0] below 65535: llvmpipe (lavapipe) gives an
 // invocation (a SIMD vector of them) one budget of loop passes for all its
-// loops together (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, exit tests
-// included), and once it is spent loops silently stop early, so run time
-// is scaled by the item count.
+// loops together (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), and once it is
+// spent loops silently stop early, so run time is scaled by the item count.
 layout(local_size_x_id = 0) in;
 layout(set = 0, binding = 0) readonly buffer In0 { uint v[]; };
 layout(set = 0, binding = 4) writeonly buffer Out0 { uint o[]; };

@@ -64,8 +64,8 @@
 //	  19 cursor words per character  20 tolerance (float32 m)
 //	  21 uniform clips: range table (8 float32 per track), else 0
 //	  22 curve clips: identity (ClipIdentity: CRC-32C of the record's bytes
-//	  without words 22 and 23), or 0 in blobs written before it; uniform
-//	  clips 0  23 zero
+//	  without words 22 and 23, 1 where that is 0), or 0 in blobs written
+//	  before it; uniform clips 0  23 zero
 //	track descriptor, 4 words
 //	  0 bone | kind<<16 (0 translation, 1 rotation, 2 scale)
 //	  1 bit width of a segment's first indices  2 grid step (float32)  3 0
