@@ -38,9 +38,9 @@
 //
 // Loop passes: lavapipe (llvmpipe's gallivm) keeps one loop counter per
 // invocation, shared by the SIMD lanes it runs together, for all loops of
-// the shader together: every pass of every loop (its exit test included)
-// takes one from it, a loop that no lane of the vector reaches takes
-// nothing, and once it is spent every later loop runs at most once,
+// the shader together: every pass of every loop takes one from it (the
+// bound in anim/gpu_bound.go also counts each loop's exit test, a safe
+// over-count), a loop that no lane of the vector reaches takes nothing, and once it is spent every later loop runs at most once,
 // silently. So the code keeps loop passes few where they multiply: a
 // record is read by straight code (three components and a guarded fourth,
 // no component loop), a need frame's tracks and records are one loop (one
