@@ -64,9 +64,10 @@ func (s *Scheduler) RegisterThread(name string) (*Ctx, error) {
 // have exited since and its g been reused: a match there is confirmed by
 // goroutine ID (goid, microseconds). A registered thread inside a Wait,
 // WaitEvent, RunPinned or RunOne also holds the g of the goroutine making
-// that call (busyG, busy.go): a match there is final, whichever goroutine
-// registered the thread (a kernel it runs calls Close or Wait without
-// its Ctx). Otherwise a g that matches nothing is no thread's: a worker's would match, and so would that of the goroutine
+// that call (busyG, busy.go), and one inside its outermost RunInPlace,
+// Join or JoinTasks made outside any task that of the goroutine making
+// it (inPlaceG): a match there is final, whichever goroutine registered
+// the thread (a kernel it runs calls Close or Wait without its Ctx). Otherwise a g that matches nothing is no thread's: a worker's would match, and so would that of the goroutine
 // that registered a thread, while it lives. Where getg is not available
 // (not amd64) every look-up goes by goroutine ID.
 func (s *Scheduler) callerCtx() *Ctx {
@@ -79,7 +80,7 @@ func (s *Scheduler) callerCtx() *Ctx {
 				}
 				confirm = true
 			}
-			if !t.worker && uintptr(atomic.LoadInt64(&t.busyG)) == me {
+			if !t.worker && (uintptr(atomic.LoadInt64(&t.busyG)) == me || uintptr(atomic.LoadInt64(&t.inPlaceG)) == me) {
 				return t // inside a call on t now: alive, and t's (busy.go)
 			}
 		}

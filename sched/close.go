@@ -12,7 +12,10 @@ import (
 //  1. Close from a kernel, or from Config.Observer's TaskRan on the
 //     kernel's thread, would wait for that thread for ever: it fails with
 //     ErrCloseInKernel and closes nothing (the caller is looked up, see
-//     caller.go).
+//     caller.go). So does Close from a kernel run in place on a
+//     registered thread outside any task (RunInPlace, Join, JoinTasks:
+//     inPlaceG, busy.go), which would otherwise close the scheduler
+//     under the running kernel.
 //  2. closing is set: Adds from outside fail with ErrClosed; running
 //     kernels may still add children until the workers stop
 //     (kernelMayAdd).
@@ -34,7 +37,10 @@ import (
 //     task after the last look: Close and that Add (lateAdd) both take
 //     drainMu, and whichever comes second fails what is left
 //     (failLeftoversLocked). Nothing is lost.
-//  8. The tag is released (ids.go): no generation moves any more.
+//  8. The race checker, if any, is dropped from the global table
+//     (raceForget, race.go), so nothing global keeps the closed scheduler
+//     alive; then the tag is released (ids.go): no generation moves any
+//     more.
 
 // kernelMayAdd reports, once Close began, whether an Add on thread c (nil:
 // a Scheduler call, whose thread is looked up) may still be accepted: it
@@ -136,7 +142,9 @@ func (s *Scheduler) finishLeftover(x uint32) {
 // first call's result.
 //
 // Close called from a kernel (on a scheduler thread, with a kernel
-// running), from Config.Observer's TaskRan on a scheduler thread (it
+// running, or run in place by RunInPlace, Join or JoinTasks on a
+// registered thread, whichever goroutine holds its Ctx), from
+// Config.Observer's TaskRan on a scheduler thread (it
 // runs as part of the kernel's task), or from Config.OnWorkerStart (on a
 // worker's goroutine), fails with ErrCloseInKernel and closes nothing: it
 // would wait for that thread, for ever. Telling costs
@@ -145,6 +153,9 @@ func (s *Scheduler) Close() error {
 	if c := s.callerCtx(); c != nil {
 		if c.running > 0 {
 			return fmt.Errorf("sched: Close from the kernel of %v: %w", c.current, ErrCloseInKernel)
+		}
+		if c.inPlaceBy(getg()) {
+			return fmt.Errorf("sched: Close from a kernel run in place (RunInPlace, Join or JoinTasks) on registered thread %d %q: %w", c.index-s.nwork, c.name, ErrCloseInKernel)
 		}
 		if c.observing {
 			return fmt.Errorf("sched: Close from Config.Observer's TaskRan for %v, on the thread that ran its kernel (Close would wait for that thread): %w", c.ev.Task, ErrCloseInKernel)

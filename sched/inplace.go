@@ -37,11 +37,23 @@ import (
 // registered thread. A panic in the kernel becomes ErrKernelPanic, naming
 // the kernel, as for any task. The Observer is not told of in-place runs.
 func (c *Ctx) RunInPlace(t *Task) error {
+	if c.inPlaceOuter() {
+		return c.runInPlaceOuter(t)
+	}
 	k, err := c.prepareInPlace(t, "run in place")
 	if err != nil {
 		return err
 	}
 	return c.runPrepared(t, k)
+}
+
+// runInPlaceOuter is RunInPlace as the outermost in-place call on a
+// registered thread with no task's kernel running: marked for Close
+// (busy.go).
+func (c *Ctx) runInPlaceOuter(t *Task) error {
+	c.enterInPlace()
+	defer c.leaveInPlace()
+	return c.RunInPlace(t)
 }
 
 // prepareInPlace checks t as RunInPlace (op names the call in errors) and

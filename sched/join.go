@@ -212,6 +212,11 @@ func (c *Ctx) Join(a, b *Call) (err error) {
 		st = c.joinStack()
 	}
 	nj, n := st.nj, st.n
+	if nj|n == 0 && c.inPlaceOuter() {
+		// No call in place on the stack: maybe the outermost, to be
+		// marked (busy.go). Nested Joins pay only the test of nj|n.
+		return c.joinOuter(a, b)
+	}
 	if nj >= joinDepth || n >= len(st.d) || st.id == noJoinStack ||
 		a.Kernel == KernelNone || b.Kernel == KernelNone {
 		return c.joinNoRecord(a, b, ka, kb)
@@ -274,6 +279,14 @@ func (c *Ctx) Join(a, b *Call) (err error) {
 	st.nj = nj
 	f.phase = joinDone
 	return joinErrs(ea, eb)
+}
+
+// joinOuter is Join as the outermost in-place call on a registered
+// thread with no task's kernel running: marked for Close (busy.go).
+func (c *Ctx) joinOuter(a, b *Call) error {
+	c.enterInPlace()
+	defer c.leaveInPlace()
+	return c.Join(a, b)
 }
 
 // joinFrame is what Join's deferred call needs to end a Join whose
@@ -421,6 +434,10 @@ func (c *Ctx) dropInPlaceStack(st *inPlaceStack) {
 // other or against live tasks). Where Joins nest deeper than Join
 // allows, a is added as a task, as Join does.
 func (c *Ctx) JoinTasks(a, b *Task) error {
+	if c.inPlaceOuter() {
+		c.enterInPlace()
+		defer c.leaveInPlace()
+	}
 	ka, err := c.prepareInPlace(a, "join")
 	if err != nil {
 		return err

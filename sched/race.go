@@ -225,6 +225,23 @@ type raceChecker struct {
 // Scheduler's fields are not this file's): made on first use.
 var raceCheckers [MaxSchedulers + 1]atomic.Pointer[raceChecker]
 
+// raceChecker returns s's checker, made and stored in raceCheckers on
+// first use.
+//
+// Once Close stops the workers (stopping), a checker made is not stored:
+// Close forgets s's checker (raceForget) and then releases the tag, and
+// an Add or a completion that raced with Close and gets here after that
+// would otherwise put s back in the table, keeping it alive, and could
+// replace the checker of the tag's next owner, which would lose its live
+// tasks and miss their races. A checker made that late knows none of
+// s's tasks in any case (the stored one was forgotten, or never made),
+// and what is added then fails with ErrClosed (lateAdd): not storing it
+// loses nothing.
+// The order of the atomics makes it sound: a next owner's checker is
+// stored after releaseTag, so after stopping, and whoever loads it then
+// sees stopping and stores nothing; a checker stored before stopping is
+// seen by raceForget, or by the look at stopping after the store, which
+// takes it out again.
 func (s *Scheduler) raceChecker() *raceChecker {
 	p := &raceCheckers[s.id]
 	if r := p.Load(); r != nil && r.s == s {
@@ -236,7 +253,13 @@ func (s *Scheduler) raceChecker() *raceChecker {
 			return old
 		}
 		r := newRaceChecker(s)
+		if s.stopping.Load() {
+			return r
+		}
 		if p.CompareAndSwap(old, r) {
+			if s.stopping.Load() {
+				p.CompareAndSwap(r, nil) // raceForget may have looked already
+			}
 			return r
 		}
 	}
@@ -269,10 +292,17 @@ func (s *Scheduler) raceForget() {
 	}
 }
 
+// raceAddHook, when set (tests only), is called with the scheduler as
+// raceAdd begins: a test stops an Add there until Close is over.
+var raceAddHook atomic.Pointer[func(*Scheduler)]
+
 // raceAdd records a task being added in slot idx (after its parent was
 // held) and, unless it is held, checks it. On a hazard it gives back the
 // parent and the slot and returns the error.
 func (s *Scheduler) raceAdd(idx uint32, t *Task, k *Kernel, hold bool, c *Ctx) error {
+	if h := raceAddHook.Load(); h != nil {
+		(*h)(s)
+	}
 	id := makeID(s.id, s.slots[idx].genLoad(), idx)
 	if err := s.raceChecker().add(id, t, k, hold); err != nil {
 		// The task was never added: the ID it would have had is the

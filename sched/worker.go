@@ -113,6 +113,13 @@ type Ctx struct {
 	// that goroutine with storeRelease64 (a plain store on amd64, no
 	// locked instruction per Wait), and only that goroutine can match it.
 	busyG int64
+	// inPlaceG is, on a registered thread, the g of the goroutine inside
+	// its outermost RunInPlace, Join or JoinTasks made with no task's
+	// kernel running on the thread (1 where getg cannot be read; 0
+	// otherwise): the kernels run in place there run with c.running 0,
+	// so Close and callerCtx tell them by this (busy.go). Written by that
+	// goroutine with storeRelease64, like busyG.
+	inPlaceG int64
 	// The debt (see deferDec): owed counts every decrement of a parent's
 	// open count that this thread ever deferred, paid every one paid; the
 	// owed-paid not yet paid are owed to debtParent (index+1). The owner
