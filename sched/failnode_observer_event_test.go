@@ -57,12 +57,8 @@ func TestJobFailNodeAfterDoneIsIgnored(t *testing.T) {
 	reg := NewRegistry()
 	must(t, reg.Register(1, Kernel{Name: "gpu", CPU: func(*Ctx, *TaskData) error { return nil }}))
 	must(t, reg.Register(2, Kernel{Name: "after", CPU: func(*Ctx, *TaskData) error { after.Add(1); return nil }}))
-	s, err := New(Config{Kernels: reg, Workers: 1})
-	must(t, err)
-	defer s.Close()
-	must(t, s.AttachExecutor(ExecGPU, ex))
-	m, err := s.RegisterThread("main")
-	must(t, err)
+	s, m := gpuExecSched(t, reg, 1, ex)
+	var err error
 	g := s.NewGraph()
 	var gpus [2]GraphNode
 	for i := range gpus {
@@ -303,12 +299,8 @@ func TestFailNodeShapes(t *testing.T) {
 	ex := &shapeFailExec{mode: &mode}
 	reg := NewRegistry()
 	must(t, reg.Register(1, Kernel{Name: "gpu", CPU: func(*Ctx, *TaskData) error { return nil }}))
-	s, err := New(Config{Kernels: reg, Workers: 1})
-	must(t, err)
-	defer s.Close()
-	must(t, s.AttachExecutor(ExecGPU, ex))
-	m, err := s.RegisterThread("main")
-	must(t, err)
+	s, m := gpuExecSched(t, reg, 1, ex)
+	var err error
 	g := s.NewGraph()
 	for range 2 {
 		_, err = g.Add(&Task{Kernel: 1, Affinity: GPU})

@@ -128,12 +128,8 @@ func TestGraphSegmentMemberFailsAlone(t *testing.T) {
 	reg := NewRegistry()
 	must(t, reg.Register(1, Kernel{Name: "gpu", CPU: func(*Ctx, *TaskData) error { return nil }}))
 	must(t, reg.Register(2, Kernel{Name: "after", CPU: func(_ *Ctx, d *TaskData) error { succ[d.Params[0]].Add(1); return nil }}))
-	s, err := New(Config{Kernels: reg, Workers: 2})
-	must(t, err)
-	defer s.Close()
-	must(t, s.AttachExecutor(ExecGPU, ex))
-	m, err := s.RegisterThread("main")
-	must(t, err)
+	s, m := gpuExecSched(t, reg, 2, ex)
+	var err error
 	g := s.NewGraph()
 	var gpus [3]GraphNode
 	for i := range gpus {
@@ -243,4 +239,18 @@ func TestGraphRunningAfterAbandon(t *testing.T) {
 		}
 	})
 	must(t, g.RunCtx(m))
+}
+
+// gpuExecSched makes a scheduler of reg's kernels with the given workers,
+// ex attached as its GPU executor and a registered main thread; it is
+// closed when the test ends.
+func gpuExecSched(t *testing.T, reg *Registry, workers int, ex Executor) (*Scheduler, *Ctx) {
+	t.Helper()
+	s, err := New(Config{Kernels: reg, Workers: workers})
+	must(t, err)
+	t.Cleanup(func() { s.Close() })
+	must(t, s.AttachExecutor(ExecGPU, ex))
+	m, err := s.RegisterThread("main")
+	must(t, err)
+	return s, m
 }
