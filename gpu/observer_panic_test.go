@@ -50,11 +50,19 @@ func TestObserverPanicOnGPUTaskKeepsOutcome(t *testing.T) {
 			t.Fatalf("element %d = %v, want %v", i, z[i], want)
 		}
 	}
-	msgs, _ := dev.Messages()
+	// The executor reports a run after the task's Done (Wait may return
+	// first), so the message may come a little after Wait: poll for it.
+	var msgs []Message
 	found := false
-	for _, msg := range msgs {
-		if msg.Severity == SeverityError && strings.Contains(msg.Text, "Observer panicked") && strings.Contains(msg.Text, id.String()) {
-			found = true
+	for deadline := time.Now().Add(10 * time.Second); !found && time.Now().Before(deadline); {
+		msgs, _ = dev.Messages()
+		for _, msg := range msgs {
+			if msg.Severity == SeverityError && strings.Contains(msg.Text, "Observer panicked") && strings.Contains(msg.Text, id.String()) {
+				found = true
+			}
+		}
+		if !found {
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	if !found {
